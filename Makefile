@@ -1,0 +1,41 @@
+# kiteline: the two set-up commands are `make run` and `make test`.
+SHELL := /bin/bash
+NODE_BIN := node_modules/.bin
+HOST_DIR := .kiteline/host
+
+.PHONY: deps build run test test-only bench soak clean stop
+
+# Everything the project needs on a fresh Debian machine: etcd, the Kubernetes binaries
+# (built once into ~/.cache/kiteline from Debian's source package) and the npm packages.
+deps:
+	bash scripts/build-kubernetes.sh
+	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-fund --no-audit; fi
+
+build: deps
+	$(NODE_BIN)/tsc -p tsconfig.json
+
+# Serves the gateway on 127.0.0.1:8080. With no KUBECONFIG, an embedded control plane in
+# .kiteline/host is the host cluster.
+run: build
+	@if [ -z "$$KUBECONFIG" ]; then \
+	  node bin/kiteline.js controlplane start --dir $(HOST_DIR) --name host && \
+	  export KUBECONFIG=$(CURDIR)/$(HOST_DIR)/kubeconfig; \
+	fi; exec node bin/kiteline.js serve
+
+stop:
+	node bin/kiteline.js controlplane stop --dir $(HOST_DIR)
+
+test: build test-only
+
+test-only:
+	bash scripts/run-tests.sh
+
+bench: build
+	node dist/bench/run.js
+
+soak: build
+	node dist/bench/soak.js
+
+clean:
+	-node bin/kiteline.js controlplane stop --dir $(HOST_DIR)
+	rm -rf dist .kiteline

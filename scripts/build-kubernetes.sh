@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Builds kube-apiserver, kube-controller-manager and kubectl from Debian's `kubernetes`
+# source package (1.20.2, vendored) and installs etcd from Debian's `etcd-server`.
+# Binaries land in "$1" (default ~/.cache/kiteline/kubernetes/bin). Idempotent: exits at
+# once when every binary is already there. Needs root for apt-get (CI and dev machines are).
+set -euo pipefail
+
+out="${1:-${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}/kubernetes/bin}"
+want=(kube-apiserver kube-controller-manager kubectl)
+
+have_all() { for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done; }
+
+export DEBIAN_FRONTEND=noninteractive
+apt_updated=""
+apt_install() {
+  [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+command -v etcd >/dev/null || [ -x /usr/bin/etcd ] || apt_install etcd-server
+if have_all; then exit 0; fi
+
+echo "kiteline: building Kubernetes binaries into $out (once, about 5-10 minutes)" >&2
+command -v go >/dev/null || apt_install golang-go
+command -v rsync >/dev/null || apt_install rsync
+command -v dpkg-source >/dev/null || apt_install dpkg-dev
+
+src_list=/etc/apt/sources.list.d/kiteline-deb-src.sources
+if ! grep -rqs -e '^deb-src ' -e '^Types:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+  printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' 'Suites: bookworm' \
+    'Components: main' 'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' > "$src_list"
+  apt-get update -qq; apt_updated=1
+fi
+
+work="$(dirname "$out")/src"
+mkdir -p "$work" "$out"
+tree=$(find "$work" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
+if [ -z "$tree" ] || [ ! -f "$tree/Makefile" ]; then
+  rm -rf "$work"/*
+  (cd "$work" && apt-get source -qq kubernetes >/dev/null)
+  tree=$(find "$work" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
+fi
+[ -n "$tree" ] || { echo "kiteline: apt-get source kubernetes gave no tree" >&2; exit 1; }
+
+gopath="$work/.go"
+mkdir -p "$gopath/src/k8s.io"
+ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
+(
+  cd "$gopath/src/k8s.io/kubernetes"
+  export GOPATH="$gopath" CGO_ENABLED=0 GO111MODULE=off GOFLAGS=
+  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kubectl" >&2
+)
+for b in "${want[@]}"; do
+  install -m 0755 "$(find "$tree/_output" -type f -path "*bin/$b" | head -n1)" "$out/$b"
+done
+echo "kiteline: Kubernetes binaries ready in $out" >&2

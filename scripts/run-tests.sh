@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs the whole suite: starts the shared test control planes (a host and two targets), runs
+# every compiled test file with tap, stops the control planes, and prints one summary line.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+dir=.kiteline/test
+mkdir -p "$dir/logs"
+clusters=(host target-a target-b)
+
+stop_all() {
+  for c in "${clusters[@]}"; do node bin/kiteline.js controlplane stop --dir "$dir/$c" >/dev/null 2>&1; done
+}
+trap stop_all EXIT
+
+pids=()
+for c in "${clusters[@]}"; do
+  node bin/kiteline.js controlplane start --dir "$dir/$c" --name "$c" &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { echo "a test control plane failed to start" >&2; exit 1; }; done
+
+node_modules/.bin/tap --reporter=tap "$@" 2>&1 | tee "$dir/tap.out" | node scripts/tap-summary.js
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,64 @@
+// The one place where errors become HTTP answers. Every error body is
+// {"error", "reason", "code"[, "details"]}; anything that is not a known client error is a bug:
+// logged with its request id and answered 500 without internals.
+import type { FastifyError, FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { HttpError, TooManyRequestsError } from '../../errors.js';
+
+const REASONS: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  409: 'Conflict',
+  413: 'RequestEntityTooLarge',
+  414: 'URITooLong',
+  415: 'UnsupportedMediaType',
+  429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
+};
+
+/** Maps any thrown value to an HttpError; undefined means "a bug" (500). */
+export function toHttpError(err: unknown): HttpError | undefined {
+  if (err instanceof HttpError) return err;
+  const fe = err as Partial<FastifyError> & { validation?: unknown; validationContext?: string };
+  if (fe?.validation) {
+    return new HttpError(400, 'BadRequest', `invalid request: ${fe.message}`);
+  }
+  if (fe?.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return new HttpError(413, 'RequestEntityTooLarge', 'request body is larger than the limit');
+  }
+  if (fe?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new HttpError(415, 'UnsupportedMediaType', fe.message ?? 'unsupported media type');
+  }
+  const status = fe?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new HttpError(status, REASONS[status] ?? 'BadRequest', fe.message || 'bad request');
+  }
+  return undefined;
+}
+
+export default fp(
+  async function errors(app: FastifyInstance) {
+    app.setErrorHandler((err, request, reply) => {
+      const known = toHttpError(err);
+      if (!known) {
+        request.log.error({ err }, 'unhandled error');
+        return reply
+          .code(500)
+          .send({ error: `internal error (request id ${request.id})`, reason: 'InternalError', code: 500 });
+      }
+      if (known.status >= 500) request.log.warn({ status: known.status, reason: known.reason, msg: known.message }, 'upstream error');
+      if (known instanceof TooManyRequestsError) reply.header('retry-after', String(known.retryAfterSeconds));
+      return reply.code(known.status).send(known.toBody());
+    });
+
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0];
+      reply.code(404).send({ error: `route not found: ${request.method} ${path}`, reason: 'NotFound', code: 404 });
+    });
+  },
+  { name: 'kiteline-errors' },
+);

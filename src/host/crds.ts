@@ -1,0 +1,74 @@
+// Installs or upgrades kiteline's CustomResourceDefinitions from crds/ at start-up, or, when the
+// service account may not write CRDs, checks that they are there.
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import type { Logger } from '../log.js';
+import { apiStatus, describeApiError } from './kube.js';
+
+const HASH_ANNOTATION = 'kiteline.io/crd-hash';
+
+export function readCrds(dir: string): k8s.V1CustomResourceDefinition[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
+    .sort()
+    .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as k8s.V1CustomResourceDefinition);
+}
+
+function withHash(crd: k8s.V1CustomResourceDefinition): k8s.V1CustomResourceDefinition {
+  const hash = createHash('sha256').update(JSON.stringify(crd.spec)).digest('hex').slice(0, 16);
+  return { ...crd, metadata: { ...crd.metadata, annotations: { ...crd.metadata?.annotations, [HASH_ANNOTATION]: hash } } };
+}
+
+function established(crd: k8s.V1CustomResourceDefinition): boolean {
+  return !!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+}
+
+/** Creates missing CRDs, replaces changed ones, and waits until all are established. */
+export async function ensureCrds(kc: k8s.KubeConfig, dir: string, install: boolean, log: Logger, timeoutMs = 30_000): Promise<void> {
+  const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
+  for (const desired of readCrds(dir).map(withHash)) {
+    const name = desired.metadata!.name!;
+    let current: k8s.V1CustomResourceDefinition | undefined;
+    try {
+      current = await api.readCustomResourceDefinition({ name });
+    } catch (err) {
+      if (apiStatus(err) !== 404 && apiStatus(err) !== 403) throw err;
+    }
+    const wanted = desired.metadata!.annotations![HASH_ANNOTATION];
+    if (current && current.metadata?.annotations?.[HASH_ANNOTATION] === wanted) continue;
+    if (!install) {
+      if (!current) throw new Error(`CRD ${name} is missing and CRD installation is off (kubectl apply -f crds/)`);
+      continue;
+    }
+    try {
+      if (!current) {
+        await api.createCustomResourceDefinition({ body: desired });
+        log.info({ crd: name }, 'installed CRD');
+      } else {
+        desired.metadata!.resourceVersion = current.metadata!.resourceVersion!;
+        await api.replaceCustomResourceDefinition({ name, body: desired });
+        log.info({ crd: name }, 'upgraded CRD');
+      }
+    } catch (err) {
+      if (apiStatus(err) === 409) continue; // another replica got there first
+      if (apiStatus(err) === 403 && current) {
+        log.warn({ crd: name }, 'not allowed to upgrade CRD; using the installed one');
+        continue;
+      }
+      throw new Error(`cannot install CRD ${name}: ${describeApiError(err)}`);
+    }
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (const crd of readCrds(dir)) {
+    const name = crd.metadata!.name!;
+    for (;;) {
+      const current = await api.readCustomResourceDefinition({ name });
+      if (established(current)) break;
+      if (Date.now() > deadline) throw new Error(`CRD ${name} not established in time`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}

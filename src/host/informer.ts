@@ -1,0 +1,128 @@
+// A supervised, watch-backed cache of one kind of object in the host cluster.
+// client-node's ListWatch re-lists on 410 and re-watches when the server closes a watch, but stops
+// for good on any other error; this wrapper restarts it with backoff (a fresh list, so anything
+// missed while disconnected is seen), and tells when the first list has been loaded.
+import { EventEmitter } from 'node:events';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { describeApiError } from './kube.js';
+
+export type InformerEvent = 'add' | 'update' | 'delete';
+
+export interface InformerSource<T extends k8s.KubernetesObject> {
+  /** A short name for logs, e.g. "users". */
+  name: string;
+  /** The watch path, e.g. /apis/kiteline.io/v1alpha1/namespaces/ns/users. */
+  path: string;
+  list: () => Promise<k8s.KubernetesListObject<T>>;
+  labelSelector?: string;
+}
+
+export class WatchedCache<T extends k8s.KubernetesObject> {
+  private readonly informer: k8s.Informer<T> & k8s.ObjectCache<T>;
+  private readonly events = new EventEmitter();
+  private readonly log: Logger;
+  private synced = false;
+  private stopped = false;
+  private failures = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private firstSync: Promise<void>;
+  private resolveFirstSync!: () => void;
+
+  constructor(kc: k8s.KubeConfig, source: InformerSource<T>, log: Logger) {
+    this.log = log.child({ informer: source.name });
+    this.informer = k8s.makeInformer(kc, source.path, source.list, source.labelSelector);
+    this.firstSync = new Promise((resolve) => (this.resolveFirstSync = resolve));
+    this.events.setMaxListeners(50);
+    for (const verb of ['add', 'update', 'delete'] as const) {
+      this.informer.on(verb, (obj: T) => this.events.emit(verb, obj));
+    }
+    this.informer.on('connect', () => {
+      this.failures = 0;
+    });
+    this.informer.on('error', (err: unknown) => this.onError(err));
+  }
+
+  /** Starts the list-watch; resolves once the first list is in the cache. */
+  async start(): Promise<void> {
+    void this.run();
+    await this.firstSync;
+  }
+
+  private async run(): Promise<void> {
+    if (this.stopped) return;
+    const failuresBefore = this.failures;
+    let threw = false;
+    try {
+      await this.informer.start();
+    } catch (err) {
+      threw = true;
+      this.onError(err);
+    }
+    // start() resolves even when the list failed (the failure goes to the error callback).
+    if (!threw && this.failures === failuresBefore && !this.stopped) {
+      if (!this.synced) this.log.debug('synced');
+      this.synced = true;
+      this.resolveFirstSync();
+    }
+  }
+
+  private onError(err: unknown): void {
+    if (this.stopped) return;
+    this.failures++;
+    const delay = Math.min(30_000, 250 * 2 ** Math.min(this.failures - 1, 7));
+    this.log.warn({ err: describeApiError(err), retryInMs: delay }, 'watch failed; restarting');
+    clearTimeout(this.restartTimer);
+    this.restartTimer = setTimeout(() => void this.run(), delay);
+    this.restartTimer.unref();
+  }
+
+  get isSynced(): boolean {
+    return this.synced;
+  }
+
+  on(event: InformerEvent, listener: (obj: T) => void): void {
+    this.events.on(event, listener);
+  }
+
+  list(): readonly T[] {
+    return this.informer.list();
+  }
+
+  get(name: string, namespace?: string): T | undefined {
+    return this.informer.get(name, namespace);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.restartTimer);
+    await this.informer.stop();
+  }
+}
+
+/** Watch source for a namespaced kiteline.io custom resource. */
+export function customResourceSource<T extends k8s.KubernetesObject>(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  plural: string,
+  group = 'kiteline.io',
+  version = 'v1alpha1',
+): InformerSource<T> {
+  const api = kc.makeApiClient(k8s.CustomObjectsApi);
+  return {
+    name: plural,
+    path: `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
+    list: () => api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<k8s.KubernetesListObject<T>>,
+  };
+}
+
+/** Watch source for the Secrets of one namespace. */
+export function secretSource(kc: k8s.KubeConfig, namespace: string, labelSelector?: string): InformerSource<k8s.V1Secret> {
+  const api = kc.makeApiClient(k8s.CoreV1Api);
+  return {
+    name: 'secrets',
+    path: `/api/v1/namespaces/${namespace}/secrets`,
+    list: () => api.listNamespacedSecret({ namespace, labelSelector }),
+    ...(labelSelector ? { labelSelector } : {}),
+  };
+}

@@ -1,0 +1,36 @@
+// The host cluster's client: a KubeConfig from a file or the in-cluster service account, and the
+// small helpers every host store uses to read client-node errors.
+import * as k8s from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+
+export function loadHostKubeConfig(config: Pick<Config, 'kubeconfig'>): k8s.KubeConfig {
+  const kc = new k8s.KubeConfig();
+  if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
+  else kc.loadFromCluster();
+  return kc;
+}
+
+/** The HTTP status of a failed client-node call, or undefined for network and other errors. */
+export function apiStatus(err: unknown): number | undefined {
+  if (err instanceof k8s.ApiException) return err.code;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? code : undefined;
+}
+
+export const isNotFound = (err: unknown) => apiStatus(err) === 404;
+export const isConflict = (err: unknown) => apiStatus(err) === 409;
+
+/** A short, secret-free description of a client-node error (its message embeds whole bodies). */
+export function describeApiError(err: unknown): string {
+  if (err instanceof k8s.ApiException) {
+    let message = '';
+    try {
+      const body = typeof err.body === 'string' ? JSON.parse(err.body) : err.body;
+      message = body?.message ?? '';
+    } catch {
+      /* body was not JSON */
+    }
+    return `HTTP ${err.code}${message ? `: ${message}` : ''}`;
+  }
+  return (err as Error)?.message ?? String(err);
+}

@@ -1,0 +1,91 @@
+// TypeScript shapes of kiteline's custom resources (crds/*.yaml is the source of truth).
+import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
+
+export const GROUP = 'kiteline.io';
+export const VERSION = 'v1alpha1';
+export const API_VERSION = `${GROUP}/${VERSION}`;
+
+/** Label holding the integer id of a User, Cluster, Role or APIKey. */
+export const ID_LABEL = 'kiteline.io/id';
+/** Label on Secrets and objects that kiteline created itself. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'kiteline';
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+interface Resource<Spec, Status> extends KubernetesObject {
+  metadata: V1ObjectMeta & { name: string };
+  spec: Spec;
+  status?: Status;
+}
+
+export interface UserSpec {
+  username: string;
+  name?: string;
+  avatarURL?: string;
+  provider?: 'password';
+  enabled?: boolean;
+  roles?: string[];
+  passwordSecretRef?: { name: string };
+}
+export interface UserStatus {
+  lastLoginAt?: string;
+  conditions?: Condition[];
+}
+export type UserResource = Resource<UserSpec, UserStatus>;
+
+export interface ClusterSpec {
+  name?: string;
+  description?: string;
+  prometheusURL?: string;
+  inCluster?: boolean;
+  isDefault?: boolean;
+  enabled?: boolean;
+  impersonate?: boolean;
+  kubeconfigSecretRef?: { name: string; key?: string };
+}
+export interface ClusterStatus {
+  ready?: boolean;
+  version?: string;
+  error?: string;
+  observedGeneration?: number;
+  lastProbeTime?: string;
+  conditions?: Condition[];
+}
+export type ClusterResource = Resource<ClusterSpec, ClusterStatus>;
+
+export interface RoleSpec {
+  name?: string;
+  description?: string;
+  clusters?: string[];
+  namespaces?: string[];
+  resources?: string[];
+  verbs?: string[];
+}
+export type RoleResource = Resource<RoleSpec, { conditions?: Condition[] }>;
+
+export interface APIKeySpec {
+  name?: string;
+  roles?: string[];
+  expiresAt?: string | null;
+  createdBy?: string;
+  secretRef: { name: string };
+}
+export interface APIKeyStatus {
+  lastUsedAt?: string;
+  conditions?: Condition[];
+}
+export type APIKeyResource = Resource<APIKeySpec, APIKeyStatus>;
+
+/** The integer id of a resource from its label, or undefined when not yet assigned. */
+export function resourceId(obj: KubernetesObject): number | undefined {
+  const raw = obj.metadata?.labels?.[ID_LABEL];
+  return raw && /^[1-9]\d*$/.test(raw) ? Number(raw) : undefined;
+}

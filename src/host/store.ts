@@ -1,0 +1,65 @@
+// The host store: watch-backed caches of kiteline's custom resources and Secrets in the install
+// namespace, plus the typed API clients used for writes. Reads on the request path come from
+// these caches only; nothing on that path makes a host-cluster round trip.
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { customResourceSource, secretSource, WatchedCache } from './informer.js';
+import { apiStatus } from './kube.js';
+import type { APIKeyResource, ClusterResource, RoleResource, UserResource } from './resources.js';
+
+export class HostStore {
+  readonly users: WatchedCache<UserResource>;
+  readonly clusters: WatchedCache<ClusterResource>;
+  readonly roles: WatchedCache<RoleResource>;
+  readonly apiKeys: WatchedCache<APIKeyResource>;
+  readonly secrets: WatchedCache<k8s.V1Secret>;
+  readonly customObjects: k8s.CustomObjectsApi;
+  readonly core: k8s.CoreV1Api;
+
+  constructor(
+    readonly kc: k8s.KubeConfig,
+    readonly namespace: string,
+    private readonly log: Logger,
+  ) {
+    this.customObjects = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.users = new WatchedCache(kc, customResourceSource<UserResource>(kc, namespace, 'users'), log);
+    this.clusters = new WatchedCache(kc, customResourceSource<ClusterResource>(kc, namespace, 'clusters'), log);
+    this.roles = new WatchedCache(kc, customResourceSource<RoleResource>(kc, namespace, 'roles'), log);
+    this.apiKeys = new WatchedCache(kc, customResourceSource<APIKeyResource>(kc, namespace, 'apikeys'), log);
+    this.secrets = new WatchedCache(kc, secretSource(kc, namespace), log);
+  }
+
+  private get caches() {
+    return [this.users, this.clusters, this.roles, this.apiKeys, this.secrets];
+  }
+
+  /** Creates the install namespace when allowed, then loads every cache. */
+  async start(): Promise<void> {
+    await this.ensureNamespace();
+    await Promise.all(this.caches.map((c) => c.start()));
+    this.log.info({ namespace: this.namespace }, 'host caches synced');
+  }
+
+  get synced(): boolean {
+    return this.caches.every((c) => c.isSynced);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.caches.map((c) => c.stop()));
+  }
+
+  private async ensureNamespace(): Promise<void> {
+    try {
+      await this.core.readNamespace({ name: this.namespace });
+    } catch (err) {
+      if (apiStatus(err) === 403) return; // a pod's service account need not read namespaces
+      if (apiStatus(err) !== 404) throw err;
+      try {
+        await this.core.createNamespace({ body: { metadata: { name: this.namespace } } });
+      } catch (createErr) {
+        if (apiStatus(createErr) !== 409) throw createErr;
+      }
+    }
+  }
+}

@@ -1,0 +1,53 @@
+// `kiteline serve`: connects to the host cluster, installs CRDs, loads the host caches and serves
+// the gateway. Returns a handle so tests can run several replicas in one process.
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { buildApp } from './gateway/app.js';
+import type { Services } from './gateway/services.js';
+import { ensureCrds } from './host/crds.js';
+import { loadHostKubeConfig } from './host/kube.js';
+import { HostStore } from './host/store.js';
+import { createLogger, type Logger } from './log.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  services: Services;
+  /** The address the gateway listens on, e.g. http://127.0.0.1:8080. */
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  const kc = loadHostKubeConfig(config);
+  await ensureCrds(kc, config.crdDir, config.installCrds, log);
+  const host = new HostStore(kc, config.namespace, log);
+  const services: Services = { config, log, host };
+  const app = await buildApp(services);
+  await host.start();
+  const url = await app.listen({ host: config.host, port: config.port });
+  log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
+
+  let closed = false;
+  return {
+    app,
+    services,
+    url,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      await host.stop();
+    },
+  };
+}
+
+/** What a person should do next on a fresh install, printed by `kiteline serve`. */
+export function nextStepHint(url: string): string {
+  return [
+    '',
+    'kiteline is ready. Create the first super user:',
+    `  curl -s -X POST ${url}/api/v1/admin/users/create_super_user \\`,
+    `    -H 'content-type: application/json' -d '{"username":"admin","password":"change-me-now","name":"Admin"}'`,
+    '',
+  ].join('\n');
+}

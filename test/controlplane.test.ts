@@ -1,0 +1,134 @@
+// The embedded control plane, driven through the CLI exactly as `make run` and the suite use it:
+// start, CRDs applied with kubectl, one object of each kind, controllers working, restart keeps
+// data, stop leaves no process behind.
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { parse } from 'yaml';
+import { PACKAGE_ROOT } from '../src/config.js';
+import { readState } from '../src/controlplane/controlplane.js';
+import { kitelineCli, kubectl } from './helpers/clusters.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kiteline-cp-'));
+const kubeconfig = join(dir, 'kubeconfig');
+t.teardown(() => {
+  kitelineCli(['controlplane', 'stop', '--dir', dir]);
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Pids of live processes whose command line mentions the control plane's directory. */
+function processesUsing(path: string): number[] {
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(path) && !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+const objects = `
+apiVersion: kiteline.io/v1alpha1
+kind: Role
+metadata: {name: ops, namespace: default}
+spec: {name: ops, clusters: ["*"], namespaces: ["*"], resources: ["*"], verbs: [get, list]}
+---
+apiVersion: kiteline.io/v1alpha1
+kind: User
+metadata: {name: alice, namespace: default, labels: {kiteline.io/id: "7"}}
+spec: {username: alice, name: Alice, roles: [ops], passwordSecretRef: {name: alice-password}}
+---
+apiVersion: kiteline.io/v1alpha1
+kind: Cluster
+metadata: {name: prod, namespace: default}
+spec: {description: production, kubeconfigSecretRef: {name: prod-kubeconfig}}
+---
+apiVersion: kiteline.io/v1alpha1
+kind: APIKey
+metadata: {name: ci, namespace: default}
+spec: {name: ci, roles: [ops], secretRef: {name: ci-key}}
+`;
+
+t.test('start through the CLI writes a kubeconfig with the real CA', async (t) => {
+  const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--name', 'cp-test']);
+  t.equal(res.status, 0, res.stderr);
+  t.match(res.stdout, /control plane "cp-test" ready at https:\/\/127\.0\.0\.1:\d+/);
+  const config = parse(readFileSync(kubeconfig, 'utf8'));
+  const cluster = config.clusters[0].cluster;
+  t.ok(cluster['certificate-authority-data'], 'CA is inlined');
+  t.notOk(cluster['insecure-skip-tls-verify'], 'TLS is verified');
+  const version = kubectl(kubeconfig, ['version', '-o', 'json']);
+  t.equal(version.status, 0, version.stderr);
+  t.equal(JSON.parse(version.stdout).serverVersion.gitVersion.startsWith('v1.'), true);
+  const again = kitelineCli(['controlplane', 'start', '--dir', dir]);
+  t.equal(again.status, 0, 'starting a running control plane is a no-op');
+  t.same(readState(dir)?.pids, readState(dir)?.pids);
+});
+
+t.test('kubectl apply -f crds/ works and one object of each kind reads back', async (t) => {
+  const crds = kubectl(kubeconfig, ['apply', '-f', join(PACKAGE_ROOT, 'crds')]);
+  t.equal(crds.status, 0, crds.stderr);
+  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=kiteline']).status, 0);
+  const applied = kubectl(kubeconfig, ['apply', '-f', '-'], objects);
+  t.equal(applied.status, 0, applied.stderr);
+  for (const [kind, name] of [['users.kiteline.io', 'alice'], ['clusters.kiteline.io', 'prod'], ['roles.kiteline.io', 'ops'], ['apikeys.kiteline.io', 'ci']]) {
+    const got = kubectl(kubeconfig, ['get', kind!, name!, '-n', 'default', '-o', 'json']);
+    t.equal(got.status, 0, `${kind} ${got.stderr}`);
+    t.equal(JSON.parse(got.stdout).metadata.name, name);
+  }
+  const cluster = JSON.parse(kubectl(kubeconfig, ['get', 'kcl', 'prod', '-n', 'default', '-o', 'json']).stdout);
+  t.equal(cluster.spec.enabled, true, 'schema defaults apply');
+  t.equal(cluster.spec.kubeconfigSecretRef.key, 'kubeconfig');
+  const table = kubectl(kubeconfig, ['get', 'clusters.kiteline.io', '-n', 'default']);
+  t.match(table.stdout, /NAME\s+READY\s+VERSION\s+DEFAULT\s+ENABLED\s+AGE/);
+  const users = kubectl(kubeconfig, ['get', 'users.kiteline.io', '-n', 'default']);
+  t.match(users.stdout, /alice\s+alice\s+7\s+true\s+\["ops"\]/);
+  const bad = kubectl(kubeconfig, ['apply', '-f', '-'], objects.replace('username: alice', 'username: "not valid!"'));
+  t.not(bad.status, 0, 'the schema rejects an invalid username');
+});
+
+t.test('the controller manager runs: Deployments get ReplicaSets, foreground deletion finishes', async (t) => {
+  const deploy = `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: nginx}]}
+`;
+  t.equal(kubectl(kubeconfig, ['apply', '-f', '-'], deploy).status, 0);
+  let replicaSets = 0;
+  for (let i = 0; i < 100 && replicaSets === 0; i++) {
+    const rs = kubectl(kubeconfig, ['get', 'rs', '-n', 'default', '-l', 'app=web', '-o', 'json']);
+    replicaSets = JSON.parse(rs.stdout).items.length;
+    if (!replicaSets) await new Promise((r) => setTimeout(r, 200));
+  }
+  t.equal(replicaSets, 1, 'the deployment controller created a ReplicaSet');
+  const del = kubectl(kubeconfig, ['delete', 'deployment', 'web', '-n', 'default', '--cascade=foreground', '--timeout=60s']);
+  t.equal(del.status, 0, del.stderr);
+  const left = kubectl(kubeconfig, ['get', 'rs', '-n', 'default', '-l', 'app=web', '-o', 'json']);
+  t.equal(JSON.parse(left.stdout).items.length, 0, 'garbage collection removed the ReplicaSet');
+});
+
+t.test('restart keeps the data; stop leaves no process behind', async (t) => {
+  const before = readState(dir)!;
+  t.equal(kitelineCli(['controlplane', 'stop', '--dir', dir]).status, 0);
+  t.same(processesUsing(dir), [], 'no process left after stop');
+  for (const pid of Object.values(before.pids)) t.throws(() => process.kill(pid, 0), `pid ${pid} is gone`);
+
+  const res = kitelineCli(['controlplane', 'start', '--dir', dir]);
+  t.equal(res.status, 0, res.stderr);
+  const user = kubectl(kubeconfig, ['get', 'users.kiteline.io', 'alice', '-n', 'default', '-o', 'json']);
+  t.equal(user.status, 0, user.stderr);
+  t.equal(JSON.parse(user.stdout).spec.name, 'Alice', 'data survived the restart');
+
+  t.equal(kitelineCli(['controlplane', 'stop', '--dir', dir]).status, 0);
+  t.same(processesUsing(dir), [], 'no process left after the second stop');
+});

@@ -1,0 +1,48 @@
+// Test fixtures: the shared control planes (started by scripts/run-tests.sh, or on demand when a
+// file runs alone), kubectl with the matching binary, and unique namespaces per test file.
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { PACKAGE_ROOT } from '../../src/config.js';
+import { ensureBinaries } from '../../src/controlplane/binaries.js';
+import { startControlPlane, type ControlPlaneHandle } from '../../src/controlplane/controlplane.js';
+
+export const TEST_DIR = resolve(PACKAGE_ROOT, '.kiteline', 'test');
+export type TestClusterName = 'host' | 'target-a' | 'target-b';
+
+/** A shared test control plane; starts it when no run-tests.sh did. */
+export function testControlPlane(name: TestClusterName): Promise<ControlPlaneHandle> {
+  return startControlPlane({ dir: join(TEST_DIR, name), name });
+}
+
+/** A fresh DNS-label name, e.g. for a test file's own install namespace. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface CommandResult {
+  status: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs kubectl (the one built with our API server) against a kubeconfig. */
+export function kubectl(kubeconfig: string, args: string[], input?: string): CommandResult {
+  const bin = ensureBinaries().kubectl;
+  const res = spawnSync(bin, ['--kubeconfig', kubeconfig, ...args], {
+    input,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  return { status: res.status ?? -1, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
+}
+
+/** Runs the kiteline CLI the way a user does (node bin/kiteline.js ...). */
+export function kitelineCli(args: string[], env: NodeJS.ProcessEnv = process.env): CommandResult {
+  const res = spawnSync(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), ...args], {
+    encoding: 'utf8',
+    env,
+    timeout: 180_000,
+  });
+  return { status: res.status ?? -1, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
+}

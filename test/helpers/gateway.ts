@@ -1,0 +1,81 @@
+// Starts kiteline gateways in the test process against a test host cluster, each test file in its
+// own install namespace, and a small HTTP client for calling them.
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig, type Config } from '../../src/config.js';
+import { createLogger } from '../../src/log.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+import { TEST_DIR, testControlPlane, uniqueName, type TestClusterName } from './clusters.js';
+
+export interface TestGateway extends RunningServer {
+  namespace: string;
+  kubeconfig: string;
+  config: Config;
+}
+
+interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface GatewayOptions {
+  namespace?: string;
+  host?: TestClusterName;
+  /** Extra environment, e.g. KITELINE_LOGIN_MAX_FAILURES. */
+  env?: Record<string, string>;
+  /** Log file name under .kiteline/test/logs (the security tests scan these for secrets). */
+  logName?: string;
+}
+
+/** Starts a gateway on a free port; stopped by t.teardown. */
+export async function startGateway(t: Teardown, options: GatewayOptions = {}): Promise<TestGateway> {
+  const cp = await testControlPlane(options.host ?? 'host');
+  const namespace = options.namespace ?? uniqueName('kl');
+  const config = loadConfig([], {
+    KUBECONFIG: cp.kubeconfigPath,
+    KITELINE_NAMESPACE: namespace,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  });
+  const logDir = join(TEST_DIR, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const destination = pino.destination({ dest: join(logDir, `${options.logName ?? namespace}.log`), sync: true, append: true });
+  const server = await startServer(config, createLogger(config.logLevel, {}, destination));
+  t.teardown(() => server.close());
+  return { ...server, namespace, kubeconfig: cp.kubeconfigPath, config };
+}
+
+export interface HttpResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface RequestOptions {
+  body?: unknown;
+  /** A raw body string (sent as is). */
+  raw?: string;
+  headers?: Record<string, string>;
+}
+
+/** Calls the gateway; parses JSON answers. Never throws for HTTP errors. */
+export async function call<T = any>(base: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  let body: string | undefined = options.raw;
+  if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed as T, text };
+}

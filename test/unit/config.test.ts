@@ -1,0 +1,58 @@
+// Pure logic: configuration parsing and validation, the error hierarchy's mapping.
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { loadConfig, parseFlags } from '../../src/config.js';
+import { ConfigError, fromKubeStatus, NotFoundError } from '../../src/errors.js';
+import { toHttpError } from '../../src/gateway/plugins/errors.js';
+
+const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kl-config-')), 'kubeconfig');
+writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
+
+t.test('flags: --a b, --a=b, --flag, --no-flag', async (t) => {
+  t.same(parseFlags(['--port', '9', '--host=0.0.0.0', '--install-crds', '--no-secure-cookies']), {
+    port: '9',
+    host: '0.0.0.0',
+    'install-crds': 'true',
+    'secure-cookies': 'false',
+  });
+  t.throws(() => parseFlags(['stray']), ConfigError);
+});
+
+t.test('defaults and overrides', async (t) => {
+  const c = loadConfig([], { KUBECONFIG: kubeconfig });
+  t.equal(c.port, 8080);
+  t.equal(c.host, '127.0.0.1');
+  t.equal(c.namespace, 'kiteline-system');
+  t.equal(c.bodyLimitBytes, 3 * 1024 * 1024);
+  const o = loadConfig(['--port', '9000'], { KUBECONFIG: kubeconfig, PORT: '1', KITELINE_NAMESPACE: 'ops' });
+  t.equal(o.port, 9000, 'flags win over the environment');
+  t.equal(o.namespace, 'ops');
+});
+
+t.test('invalid values are refused with the rule', async (t) => {
+  t.throws(() => loadConfig([], {}), /no host cluster/);
+  t.throws(() => loadConfig([], { KUBECONFIG: '/nope/kubeconfig' }), /not found/);
+  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, PORT: 'http' }), /whole number/);
+  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, PORT: '70000' }), /between 0 and 65535/);
+  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_NAMESPACE: 'Bad_NS' }), /DNS label/);
+  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, LOG_LEVEL: 'loud' }), /log level/);
+  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_INSTALL_CRDS: 'maybe' }), /true or false/);
+});
+
+t.test('cluster Status objects keep code, reason and details; 5xx becomes 502', async (t) => {
+  const conflict = fromKubeStatus({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'exists', details: { name: 'x' } });
+  t.same(conflict.toBody(), { error: 'exists', reason: 'AlreadyExists', code: 409, details: { name: 'x' } });
+  t.equal(fromKubeStatus({ kind: 'Status', code: 422, message: 'bad' }).reason, 'Invalid');
+  t.equal(fromKubeStatus({ kind: 'Status', code: 500, message: 'etcd down' }).status, 502);
+  t.equal(fromKubeStatus({ kind: 'Status', code: 503 }).status, 503);
+});
+
+t.test('framework errors map to 4xx, unknown errors to a 500 (undefined)', async (t) => {
+  t.equal(toHttpError(new NotFoundError('x'))?.status, 404);
+  t.equal(toHttpError(Object.assign(new Error('bad'), { validation: [{}] }))?.status, 400);
+  t.equal(toHttpError(Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }))?.status, 413);
+  t.equal(toHttpError(Object.assign(new Error('json'), { statusCode: 400 }))?.reason, 'BadRequest');
+  t.equal(toHttpError(new TypeError('oops')), undefined);
+});
