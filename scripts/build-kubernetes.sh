@@ -8,7 +8,12 @@ set -euo pipefail
 out="${1:-${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}/kubernetes/bin}"
 want=(kube-apiserver kube-controller-manager kubectl)
 
-have_all() { for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done; }
+# Bump when the recipe changes, so cached binaries from an older recipe are rebuilt.
+recipe=2
+have_all() {
+  for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done
+  [ "$(cat "$out/.recipe" 2>/dev/null)" = "$recipe" ]
+}
 
 export DEBIAN_FRONTEND=noninteractive
 apt_updated=""
@@ -24,6 +29,10 @@ echo "kiteline: building Kubernetes binaries into $out (once, about 5-10 minutes
 command -v go >/dev/null || apt_install golang-go
 command -v rsync >/dev/null || apt_install rsync
 command -v dpkg-source >/dev/null || apt_install dpkg-dev
+# The tree vendors modern-go/reflect2 1.0.1, which crashes (SIGSEGV in map iteration) when built
+# with Go >= 1.18; Debian ships the fixed 1.0.2 as Go source.
+reflect2=/usr/share/gocode/src/github.com/modern-go/reflect2
+[ -d "$reflect2" ] || apt_install golang-github-modern-go-reflect2-dev
 
 src_list=/etc/apt/sources.list.d/kiteline-deb-src.sources
 if ! grep -rqs -e '^deb-src ' -e '^Types:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -42,6 +51,8 @@ if [ -z "$tree" ] || [ ! -f "$tree/Makefile" ]; then
 fi
 [ -n "$tree" ] || { echo "kiteline: apt-get source kubernetes gave no tree" >&2; exit 1; }
 
+rsync -a --delete --exclude '*_test.go' "$reflect2/" "$tree/vendor/github.com/modern-go/reflect2/"
+
 gopath="$work/.go"
 mkdir -p "$gopath/src/k8s.io"
 ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
@@ -53,4 +64,5 @@ ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
 for b in "${want[@]}"; do
   install -m 0755 "$(find "$tree/_output" -type f -path "*bin/$b" | head -n1)" "$out/$b"
 done
+echo "$recipe" > "$out/.recipe"
 echo "kiteline: Kubernetes binaries ready in $out" >&2

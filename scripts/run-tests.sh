@@ -19,5 +19,7 @@ for c in "${clusters[@]}"; do
 done
 for p in "${pids[@]}"; do wait "$p" || { echo "a test control plane failed to start" >&2; exit 1; }; done
 
-node_modules/.bin/tap --reporter=tap "$@" 2>&1 | tee "$dir/tap.out" | node scripts/tap-summary.js
+files=("$@")
+[ ${#files[@]} -gt 0 ] || mapfile -t files < <(find dist/test -name '*.test.js' | sort)
+node_modules/.bin/tap --reporter=tap "${files[@]}" 2>&1 | tee "$dir/tap.out" | node scripts/tap-summary.js
 exit "${PIPESTATUS[0]}"

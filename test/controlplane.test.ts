@@ -14,7 +14,7 @@ const dir = mkdtempSync(join(tmpdir(), 'kiteline-cp-'));
 const kubeconfig = join(dir, 'kubeconfig');
 t.teardown(() => {
   kitelineCli(['controlplane', 'stop', '--dir', dir]);
-  rmSync(dir, { recursive: true, force: true });
+  if (!process.env.KEEP_TEST_DIRS) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Pids of live processes whose command line mentions the control plane's directory. */

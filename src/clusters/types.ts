@@ -1,0 +1,59 @@
+// The contract between cluster connections (clusters/) and the resource gateway (gateway/routes).
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+
+/** A resource as the target cluster's discovery describes it. */
+export interface ResolvedResource {
+  group: string; // "" for the core group
+  version: string;
+  /** Plural name, e.g. "deployments". */
+  resource: string;
+  kind: string;
+  namespaced: boolean;
+  verbs: string[];
+}
+
+export interface UpstreamRequest {
+  method: string;
+  /** Path and query on the cluster's API server, e.g. /apis/apps/v1/namespaces/x/deployments?limit=5 */
+  path: string;
+  headers?: Record<string, string>;
+  /** A complete body, or a stream piped as is. */
+  body?: string | Buffer | Readable;
+  /** Aborts the upstream request (e.g. when the client goes away). */
+  signal?: AbortSignal;
+}
+
+/** One warm connection to a registered cluster (keep-alive pool, credentials, discovery, health). */
+export interface ClusterConnection {
+  readonly id: number;
+  readonly name: string;
+  readonly enabled: boolean;
+  /** Health as last probed. */
+  readonly ready: boolean;
+  readonly lastError: string;
+  /** The cluster's gitVersion, "" when unknown. */
+  readonly version: string;
+  /** Send Impersonate-User/Group for the caller. */
+  readonly impersonate: boolean;
+  /**
+   * Sends one request on the keep-alive pool with the cluster's credentials and resolves with
+   * the response head (the body streams). Fails with BadGatewayError within the connect timeout
+   * when the cluster cannot be reached.
+   */
+  request(req: UpstreamRequest): Promise<IncomingMessage>;
+  /**
+   * Resolves a path segment ("deployments", "deploy"? no: plural names only, or
+   * "<plural>.<group>") through the cached discovery, refreshing it on a miss (rate-limited).
+   * Core and built-in groups win a plural-name clash, as kubectl does.
+   */
+  resolveResource(segment: string): Promise<ResolvedResource | undefined>;
+}
+
+/** All warm connections of this replica, kept current by the reconciler. */
+export interface ClusterDirectory {
+  get(name: string): ClusterConnection | undefined;
+  /** The default cluster, if one is marked. */
+  defaultCluster(): ClusterConnection | undefined;
+  list(): ClusterConnection[];
+}
