@@ -5,7 +5,7 @@ export interface Principal {
   kind: 'user' | 'apikey';
   /** The User's or APIKey's integer id. */
   id: number;
-  /** Username, or the API key's name: what logs, audit and Impersonate-User show. */
+  /** Username, or `apikey:<key name>` for an API key: what logs, audit and Impersonate-User show. */
   name: string;
   /** Names of the kiteline Roles this principal holds. */
   roles: string[];

@@ -1,0 +1,209 @@
+// AuthService: who is calling (sessions and API keys, from the host caches only), what they may do
+// (the one authorization function over their roles), and password login. Everything on the
+// per-request path is synchronous and cache-only; writes go through the host stores.
+import type { KubernetesObject } from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { APIKeyStore, apiKeyName } from '../host/apikeys.js';
+import { awaitCache } from '../host/cache-sync.js';
+import { IdBackfill, type BackfillTarget } from '../host/id-backfill.js';
+import { IdAllocator } from '../host/ids.js';
+import { PlainPasswordHasher } from '../host/password-hasher.js';
+import { resourceId, type RoleSpec, type UserResource } from '../host/resources.js';
+import { ADMIN_ROLE, RoleStore } from '../host/roles.js';
+import type { HostStore } from '../host/store.js';
+import { UserStore } from '../host/users.js';
+import type { Logger } from '../log.js';
+import { apiKeySecretMatches, parseApiKey } from './apikey-token.js';
+import { rolesAllow, rolesReachCluster } from './authorize.js';
+import { LastSeenRecorder } from './last-seen.js';
+import { LoginRateLimiter } from './login-limiter.js';
+import { dummyPasswordHash, verifyPassword } from './passwords.js';
+import type { AccessRequest, Principal } from './principal.js';
+import { constantTimeEqual } from './secrets-compare.js';
+import { SessionKey } from './session-key.js';
+import { sessionStamp, signSession, verifySession } from './session-token.js';
+
+/** The outcome of reading credentials: a principal, or why there is none. */
+export type Authentication = { principal: Principal } | { failure: string };
+
+const INVALID_LOGIN = 'invalid username or password';
+
+export class AuthService {
+  readonly users: UserStore;
+  readonly roles: RoleStore;
+  readonly apiKeys: APIKeyStore;
+  readonly limiter: LoginRateLimiter;
+  private readonly sessionKey: SessionKey;
+  private readonly lastSeen: LastSeenRecorder;
+  private readonly backfill: IdBackfill;
+  private readonly hasher: PlainPasswordHasher;
+
+  constructor(
+    readonly host: HostStore,
+    private readonly config: Config,
+    log: Logger,
+  ) {
+    const ids = new IdAllocator(host.core, host.namespace);
+    this.users = new UserStore(host, ids);
+    this.roles = new RoleStore(host, ids, log);
+    this.apiKeys = new APIKeyStore(host, ids);
+    this.limiter = new LoginRateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
+    this.sessionKey = new SessionKey(host);
+    this.lastSeen = new LastSeenRecorder(log);
+    this.backfill = new IdBackfill(ids, log, [
+      { kind: 'users', cache: host.users, index: this.users.index, crs: this.users.crs },
+      { kind: 'roles', cache: host.roles, index: this.roles.index, crs: this.roles.crs },
+      { kind: 'apikeys', cache: host.apiKeys, index: this.apiKeys.index, crs: this.apiKeys.crs },
+    ] as unknown as BackfillTarget<KubernetesObject>[]);
+    this.hasher = new PlainPasswordHasher(host, log);
+  }
+
+  /** After the host caches synced: session key, built-in roles, background reconcilers. */
+  async start(): Promise<void> {
+    await this.sessionKey.ensure();
+    await this.roles.ensureBuiltins();
+    this.backfill.start();
+    this.hasher.start();
+  }
+
+  stop(): void {
+    this.backfill.stop();
+    this.hasher.stop();
+  }
+
+  get sessionTtlSeconds(): number {
+    return this.config.sessionTtlSeconds;
+  }
+
+  // ---- authentication (cache-only) ----
+
+  /** `Authorization: <key>` or `Authorization: Bearer <key>`. */
+  authenticateApiKey(header: string): Authentication {
+    const value = /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '') : header.trim();
+    const parts = parseApiKey(value);
+    if (!parts) return { failure: 'invalid API key' };
+    const key = this.apiKeys.byId(parts.id);
+    const hash = key ? this.apiKeys.keyHash(key) : undefined;
+    if (!key || key.metadata.deletionTimestamp || !hash || !apiKeySecretMatches(parts.secret, hash)) {
+      return { failure: 'invalid API key' };
+    }
+    const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;
+    if (expiresAt !== undefined && !(expiresAt > Date.now())) return { failure: 'API key expired' };
+    this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
+    return { principal: makePrincipal('apikey', parts.id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
+  }
+
+  /** The auth_token cookie. */
+  authenticateSession(token: string): Authentication {
+    const key = this.sessionKey.current();
+    const claims = verifySession(key, token, Math.floor(Date.now() / 1000));
+    if (!claims) return { failure: 'invalid or expired session' };
+    const user = this.users.byId(claims.uid);
+    if (!user) return { failure: 'invalid or expired session' };
+    if (user.spec.enabled === false) return { failure: 'user is disabled' };
+    const hash = this.users.passwordHash(user);
+    if (!hash || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, hash)))) {
+      return { failure: 'session ended (password changed or user disabled)' };
+    }
+    return { principal: this.principalOfUser(user) };
+  }
+
+  principalOfUser(user: UserResource): Principal {
+    return makePrincipal('user', resourceId(user)!, user.spec.username, user.spec.roles ?? []);
+  }
+
+  // ---- authorization (cache-only) ----
+
+  private rolesOf(principal: Principal): RoleSpec[] {
+    const specs: RoleSpec[] = [];
+    for (const name of principal.roles) {
+      const role = this.roles.byName(name);
+      if (role?.spec) specs.push(role.spec);
+    }
+    return specs;
+  }
+
+  /** The one authorization function: some role of the principal matches all four. */
+  authorize(principal: Principal, access: AccessRequest): boolean {
+    return rolesAllow(this.rolesOf(principal), access);
+  }
+
+  canAccessCluster(principal: Principal, cluster: string): boolean {
+    return rolesReachCluster(this.rolesOf(principal), cluster);
+  }
+
+  isAdmin(principal: Principal): boolean {
+    return principal.roles.includes(ADMIN_ROLE) && this.roles.byName(ADMIN_ROLE) !== undefined;
+  }
+
+  // ---- sessions ----
+
+  private stampOf(user: UserResource, passwordHash: string): string {
+    return sessionStamp(this.sessionKey.current(), passwordHash, this.users.sessionEpoch(user));
+  }
+
+  /** A signed session token for the user (callers checked the password). */
+  issueSession(user: UserResource): string {
+    const hash = this.users.passwordHash(user);
+    if (!hash) throw new ServiceUnavailableError('the password of this user is not stored yet; try again');
+    const now = Math.floor(Date.now() / 1000);
+    return signSession(this.sessionKey.current(), {
+      uid: resourceId(user)!,
+      st: this.stampOf(user, hash),
+      iat: now,
+      exp: now + this.config.sessionTtlSeconds,
+    });
+  }
+
+  /**
+   * Checks a password login. Unknown user and wrong password give the same 401 (and cost the
+   * same scrypt); failures count per username and per client address (429 over the limit).
+   */
+  async login(username: string, password: string, address: string): Promise<UserResource> {
+    const keys = [`user:${username}`, `addr:${address}`];
+    const wait = this.limiter.retryAfter(keys);
+    if (wait !== undefined) throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
+
+    let user = this.users.byUsername(username);
+    const hash = user ? this.users.passwordHash(user) : undefined;
+    const plain = user && hash === undefined ? this.users.plainPassword(user) : undefined;
+    let ok: boolean;
+    if (hash !== undefined) {
+      ok = await verifyPassword(password, hash);
+    } else {
+      await verifyPassword(password, await dummyPasswordHash());
+      ok = plain !== undefined && constantTimeEqual(Buffer.from(password), Buffer.from(plain));
+    }
+    if (!user || !ok) {
+      this.limiter.recordFailure(keys);
+      throw new UnauthorizedError(INVALID_LOGIN);
+    }
+    if (user.spec.enabled === false) throw new ForbiddenError('user is disabled');
+    this.limiter.reset(keys[0]!);
+
+    if (hash === undefined) {
+      // Applied with a plain `password` key and not hashed yet: hash it now, before the session
+      // is bound to the hash.
+      await this.users.setPassword(user, password);
+    }
+    const id = await this.users.ensureId(user);
+    if (id === undefined) throw new UnauthorizedError(INVALID_LOGIN);
+    const name = user.metadata.name;
+    await awaitCache(this.host.users, name, this.host.namespace, (u) => u !== undefined && resourceId(u) === id);
+    user = this.users.byId(id) ?? user;
+    const current = user;
+    this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));
+    return user;
+  }
+}
+
+function makePrincipal(kind: Principal['kind'], id: number, name: string, roles: string[]): Principal {
+  return {
+    kind,
+    id,
+    name,
+    roles: [...roles],
+    groups: ['kiteline:authenticated', ...roles.map((r) => `kiteline:role:${r}`)],
+  };
+}

@@ -1,0 +1,13 @@
+// Length-safe constant-time comparison of secrets and their SHA-256 digests.
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+export function sha256(value: string | Buffer): Buffer {
+  return createHash('sha256').update(value).digest();
+}
+
+/** Compares two byte strings in time independent of where they differ (and of their lengths). */
+export function constantTimeEqual(a: Buffer, b: Buffer): boolean {
+  // Comparing digests makes the lengths equal; the length check after keeps the result exact.
+  const equal = timingSafeEqual(sha256(a), sha256(b));
+  return equal && a.length === b.length;
+}

@@ -1,0 +1,77 @@
+// The JSON shapes of the admin API (CONTRACT sections 4 and 6): User, Role, APIKey.
+// Never a password, hash or key.
+import { creationTime } from '../host/cache-index.js';
+import { apiKeyName } from '../host/apikeys.js';
+import { isBuiltinRole, roleName } from '../host/roles.js';
+import { resourceId, type APIKeyResource, type RoleResource, type UserResource } from '../host/resources.js';
+
+export interface UserView {
+  id: number;
+  username: string;
+  name: string;
+  avatar_url: string;
+  provider: 'password';
+  enabled: boolean;
+  createdAt: string;
+  lastLoginAt: string | null;
+  roles: { id: number; name: string }[];
+}
+
+export type RoleLookup = (name: string) => RoleResource | undefined;
+
+export function userView(user: UserResource, roleByName: RoleLookup): UserView {
+  const roles: { id: number; name: string }[] = [];
+  for (const name of user.spec.roles ?? []) {
+    const role = roleByName(name);
+    const id = role ? resourceId(role) : undefined;
+    if (id !== undefined && !roles.some((r) => r.name === name)) roles.push({ id, name });
+  }
+  return {
+    id: resourceId(user)!,
+    username: user.spec.username,
+    name: user.spec.name ?? '',
+    avatar_url: user.spec.avatarURL ?? '',
+    provider: 'password',
+    enabled: user.spec.enabled !== false,
+    createdAt: creationTime(user),
+    lastLoginAt: user.status?.lastLoginAt ?? null,
+    roles,
+  };
+}
+
+export interface AssignmentView {
+  roleId: number;
+  subjectType: 'user';
+  subject: string;
+}
+
+export function roleView(role: RoleResource, holders: readonly UserResource[]) {
+  const id = resourceId(role)!;
+  const name = roleName(role);
+  return {
+    id,
+    name,
+    description: role.spec?.description ?? '',
+    isSystem: isBuiltinRole(name),
+    clusters: role.spec?.clusters ?? [],
+    namespaces: role.spec?.namespaces ?? [],
+    resources: role.spec?.resources ?? [],
+    verbs: role.spec?.verbs ?? [],
+    createdAt: creationTime(role),
+    assignments: holders
+      .filter((u) => (u.spec.roles ?? []).includes(name))
+      .map((u): AssignmentView => ({ roleId: id, subjectType: 'user', subject: u.spec.username })),
+  };
+}
+
+export function apiKeyView(key: APIKeyResource) {
+  return {
+    id: resourceId(key)!,
+    name: apiKeyName(key),
+    roles: key.spec.roles ?? [],
+    expiresAt: key.spec.expiresAt ?? null,
+    createdAt: creationTime(key),
+    lastUsedAt: key.status?.lastUsedAt ?? null,
+    createdBy: key.spec.createdBy ?? '',
+  };
+}

@@ -1,0 +1,209 @@
+// User administration (CONTRACT section 4, spec 4.1): /api/v1/admin/users/... All routes need
+// role admin, except create_super_user, which is public only while no user exists.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { checkPassword, checkUsername, parseId } from '../../auth/rules.js';
+import { userView } from '../../auth/views.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { creationTime } from '../../host/cache-index.js';
+import { resourceId, type UserResource } from '../../host/resources.js';
+import { ADMIN_ROLE } from '../../host/roles.js';
+import { claimSuperUserBootstrap } from '../../host/bootstrap.js';
+
+const PREFIX = '/api/v1/admin/users';
+
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
+const newUserBody = {
+  type: 'object',
+  required: ['username', 'password'],
+  properties: {
+    username: { type: 'string' },
+    password: { type: 'string' },
+    name: { type: 'string', maxLength: 256 },
+  },
+} as const;
+const SORT_FIELDS = ['id', 'username', 'name', 'createdAt', 'lastLoginAt'] as const;
+const listQuery = {
+  type: 'object',
+  properties: {
+    page: { type: 'integer', minimum: 1 },
+    size: { type: 'integer', minimum: 1, maximum: 100 },
+    search: { type: 'string', maxLength: 256 },
+    role: { type: 'string', maxLength: 256 },
+    sortBy: { type: 'string', enum: SORT_FIELDS },
+    sortOrder: { type: 'string', enum: ['asc', 'desc'] },
+  },
+} as const;
+
+interface NewUserBody {
+  username: string;
+  password: string;
+  name?: string;
+}
+interface ListQuery {
+  page?: number;
+  size?: number;
+  search?: string;
+  role?: string;
+  sortBy?: (typeof SORT_FIELDS)[number];
+  sortOrder?: 'asc' | 'desc';
+}
+
+function sortKey(user: UserResource, field: (typeof SORT_FIELDS)[number]): string | number | null {
+  switch (field) {
+    case 'id':
+      return resourceId(user) ?? 0;
+    case 'username':
+      return user.spec.username;
+    case 'name':
+      return (user.spec.name ?? '').toLowerCase();
+    case 'createdAt':
+      return creationTime(user);
+    case 'lastLoginAt':
+      return user.status?.lastLoginAt ?? null;
+  }
+}
+
+export default async function userRoutes(app: FastifyInstance) {
+  const { auth } = app.services;
+  const users = auth.users;
+  const view = (user: UserResource) => userView(user, (name) => auth.roles.byName(name));
+
+  function userById(raw: string): UserResource {
+    const user = users.byId(parseId(raw));
+    if (!user) throw new NotFoundError('user not found');
+    return user;
+  }
+
+  function enabledAdmins(): UserResource[] {
+    return users.list().filter((u) => u.spec.enabled !== false && (u.spec.roles ?? []).includes(ADMIN_ROLE));
+  }
+
+  /** 409 when the change would remove the caller or the last enabled admin. */
+  function guardRemoval(target: UserResource, callerId: number | undefined, action: string): void {
+    if (callerId !== undefined && resourceId(target) === callerId) throw new ConflictError(`you cannot ${action} yourself`);
+    const admins = enabledAdmins();
+    if (admins.length === 1 && admins[0]!.metadata.uid === target.metadata.uid) {
+      throw new ConflictError(`cannot ${action} the last enabled admin`);
+    }
+  }
+
+  const callerUserId = (principal: { kind: string; id: number } | undefined) =>
+    principal?.kind === 'user' ? principal.id : undefined;
+
+  app.post<{ Body: NewUserBody }>(`${PREFIX}/create_super_user`, { schema: { body: newUserBody } }, async (request, reply) => {
+    const { username, password, name } = request.body;
+    checkUsername(username);
+    checkPassword(password);
+    if (users.any()) throw new ForbiddenError('super user already exists');
+    const claim = await claimSuperUserBootstrap(app.services.host);
+    if (!claim) throw new ForbiddenError('super user already exists');
+    let user: UserResource;
+    try {
+      user = await users.create({ username, password, name: name ?? '', roles: [ADMIN_ROLE] });
+    } catch (err) {
+      await claim.release();
+      throw err;
+    }
+    await claim.ownBy({ ...user, apiVersion: 'kiteline.io/v1alpha1', kind: 'User' });
+    return reply.code(201).send(view(user));
+  });
+
+  const listRoute = { preHandler: app.requireAdmin, schema: { querystring: listQuery } };
+  const list = async (request: FastifyRequest<{ Querystring: ListQuery }>) => {
+    const { page = 1, size = 20, search, role, sortBy = 'id', sortOrder = 'desc' } = request.query;
+    const needle = search?.toLowerCase();
+    let selected = users.list().filter((u) => {
+      if (role !== undefined && role !== '' && !(u.spec.roles ?? []).includes(role)) return false;
+      if (needle) return u.spec.username.toLowerCase().includes(needle) || (u.spec.name ?? '').toLowerCase().includes(needle);
+      return true;
+    });
+    const direction = sortOrder === 'asc' ? 1 : -1;
+    selected = [...selected].sort((a, b) => {
+      const ka = sortKey(a, sortBy);
+      const kb = sortKey(b, sortBy);
+      if (ka === null || kb === null) {
+        if (ka !== kb) return ka === null ? 1 : -1; // never-logged-in users last, either order
+      } else if (ka !== kb) {
+        return (ka < kb ? -1 : 1) * direction;
+      }
+      return ((resourceId(a) ?? 0) - (resourceId(b) ?? 0)) * direction;
+    });
+    const start = (page - 1) * size;
+    return { users: selected.slice(start, start + size).map(view), total: selected.length, page, size };
+  };
+  app.get<{ Querystring: ListQuery }>(`${PREFIX}/`, listRoute, list);
+  app.get<{ Querystring: ListQuery }>(PREFIX, listRoute, list);
+
+  const createRoute = { preHandler: app.requireAdmin, schema: { body: newUserBody } };
+  const create = async (request: FastifyRequest<{ Body: NewUserBody }>, reply: FastifyReply) => {
+    const { username, password, name } = request.body;
+    checkUsername(username);
+    checkPassword(password);
+    const user = await users.create({ username, password, name: name ?? '' });
+    return reply.code(201).send(view(user));
+  };
+  app.post<{ Body: NewUserBody }>(`${PREFIX}/`, createRoute, create);
+  app.post<{ Body: NewUserBody }>(PREFIX, createRoute, create);
+
+  app.put<{ Params: { id: string }; Body: { name?: string; avatar_url?: string } }>(
+    `${PREFIX}/:id`,
+    {
+      preHandler: app.requireAdmin,
+      schema: {
+        params: idParams,
+        body: {
+          type: 'object',
+          properties: { name: { type: 'string', maxLength: 256 }, avatar_url: { type: 'string', maxLength: 2048 } },
+        },
+      },
+    },
+    async (request) => {
+      const user = userById(request.params.id);
+      const { name, avatar_url } = request.body;
+      const changes: { name?: string; avatarURL?: string } = {};
+      if (name !== undefined) changes.name = name;
+      if (avatar_url !== undefined) changes.avatarURL = avatar_url;
+      if (Object.keys(changes).length === 0) return view(user);
+      return view(await users.update(user, changes));
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    `${PREFIX}/:id`,
+    { preHandler: app.requireAdmin, schema: { params: idParams } },
+    async (request) => {
+      const user = userById(request.params.id);
+      guardRemoval(user, callerUserId(request.principal), 'delete');
+      await users.delete(user);
+      return { success: true };
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { password: string } }>(
+    `${PREFIX}/:id/reset_password`,
+    {
+      preHandler: app.requireAdmin,
+      schema: { params: idParams, body: { type: 'object', required: ['password'], properties: { password: { type: 'string' } } } },
+    },
+    async (request) => {
+      const user = userById(request.params.id);
+      checkPassword(request.body.password);
+      return view(await users.setPassword(user, request.body.password));
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { enabled: boolean } }>(
+    `${PREFIX}/:id/enable`,
+    {
+      preHandler: app.requireAdmin,
+      schema: { params: idParams, body: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } } } },
+    },
+    async (request) => {
+      const user = userById(request.params.id);
+      const enabled = request.body.enabled;
+      if (!enabled) guardRemoval(user, callerUserId(request.principal), 'disable');
+      if ((user.spec.enabled !== false) !== enabled) await users.setEnabled(user, enabled);
+      return { success: true };
+    },
+  );
+}

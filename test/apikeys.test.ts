@@ -1,0 +1,96 @@
+// API keys against a real host cluster: create (shown once), list (no secrets), use as the raw
+// Authorization value or Bearer, roles, expiry, revocation by API and by kubectl, last use.
+import t from 'tap';
+import { kubectl } from './helpers/clusters.js';
+import { call, startGateway } from './helpers/gateway.js';
+import { bootstrapAdmin, eventually, withCookie } from './helpers/auth-session.js';
+
+const KEYS = '/api/v1/admin/apikeys';
+
+t.test('create, list, use, delete', async (t) => {
+  const gw = await startGateway(t);
+  const as = withCookie(await bootstrapAdmin(gw.url));
+  const created = await call(gw.url, 'POST', `${KEYS}/`, { ...as, body: { name: 'ci-bot', roles: ['admin'] } });
+  t.equal(created.status, 201);
+  t.match(created.body, { id: Number, name: 'ci-bot', roles: ['admin'], expiresAt: null, createdAt: String, key: /^kl_\d+_[A-Za-z0-9_-]{43}$/ });
+  const key: string = created.body.key;
+
+  const raw = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: key } });
+  t.equal(raw.status, 200, 'the key alone, as the spec says');
+  const bearer = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: `Bearer ${key}` } });
+  t.equal(bearer.status, 200, 'Bearer accepted too');
+  const me = await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: key } });
+  t.match(me.body.user, { id: created.body.id, username: 'apikey:ci-bot', provider: 'api_key' });
+
+  const list = await call(gw.url, 'GET', `${KEYS}/`, as);
+  t.equal(list.status, 200);
+  t.match(list.body.apiKeys, [{ id: created.body.id, name: 'ci-bot', roles: ['admin'], createdBy: 'admin' }]);
+  t.notOk(list.text.includes(key.split('_')[2]!), 'the list never shows the secret');
+  t.notOk('key' in list.body.apiKeys[0]);
+
+  // Only a hash is stored.
+  const secrets = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secrets', '-o', 'json']);
+  t.notOk(secrets.stdout.includes(Buffer.from(key.split('_')[2]!).toString('base64')), 'the secret is not stored');
+  t.notOk(secrets.stdout.includes(key.split('_')[2]!));
+
+  const tampered = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
+  const bad = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: tampered } });
+  t.equal(bad.status, 401);
+  t.equal(bad.body.error, 'invalid API key');
+  t.equal((await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: 'kite1-' } })).status, 401, "Kite's empty-secret bypass fails");
+
+  // lastUsedAt is recorded (throttled, asynchronously).
+  await eventually(async () => (await call(gw.url, 'GET', KEYS, as)).body.apiKeys[0].lastUsedAt, 10_000, 'lastUsedAt');
+
+  const dup = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'ci-bot' } });
+  t.equal(dup.status, 409);
+  for (const body of [{}, { name: 'x', roles: ['nope'] }, { name: 'x', expiresAt: 'tomorrow' }, { name: 'x', expiresAt: '2001-01-01T00:00:00Z' }, { name: 'bad name' }, { name: 'x', extra: 1 }]) {
+    t.equal((await call(gw.url, 'POST', KEYS, { ...as, body })).status, 400, JSON.stringify(body));
+  }
+
+  const del = await call(gw.url, 'DELETE', `${KEYS}/${created.body.id}`, as);
+  t.equal(del.status, 200);
+  t.equal((await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: key } })).status, 401, 'revoked at once');
+  t.equal((await call(gw.url, 'DELETE', `${KEYS}/${created.body.id}`, as)).status, 404);
+  t.equal((await call(gw.url, 'DELETE', `${KEYS}/abc`, as)).status, 400);
+});
+
+t.test('keys act with their own roles', async (t) => {
+  const gw = await startGateway(t);
+  const as = withCookie(await bootstrapAdmin(gw.url));
+  const viewer = (await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'reader', roles: ['viewer'] } })).body;
+  const none = (await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'nothing' } })).body;
+  t.same(none.roles, [], 'no roles unless given');
+  const forbidden = await call(gw.url, 'GET', KEYS, { headers: { authorization: viewer.key } });
+  t.equal(forbidden.status, 403, 'a viewer key is not admin');
+  t.equal((await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: none.key } })).status, 200, 'a role-less key still authenticates');
+  const principal = { kind: 'apikey' as const, id: viewer.id, name: 'apikey:reader', roles: ['viewer'], groups: [] };
+  t.ok(gw.services.auth.authorize(principal, { cluster: 'any', namespace: 'default', resource: 'pods', verb: 'list' }));
+  t.notOk(gw.services.auth.authorize(principal, { cluster: 'any', namespace: 'default', resource: 'pods', verb: 'delete' }));
+});
+
+t.test('expiry and revocation by kubectl', async (t) => {
+  const gw = await startGateway(t);
+  const as = withCookie(await bootstrapAdmin(gw.url));
+  const future = new Date(Date.now() + 3600_000).toISOString();
+  const created = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'temp', roles: ['admin'], expiresAt: future } });
+  t.equal(created.status, 201);
+  t.equal(Date.parse(created.body.expiresAt), Date.parse(future), 'expiresAt as given');
+  const use = () => call(gw.url, 'GET', KEYS, { headers: { authorization: created.body.key } });
+  t.equal((await use()).status, 200);
+  // Move the expiry into the past with kubectl: the key stops working.
+  const crName = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'apikeys.kiteline.io', '-o', 'name']).stdout.trim();
+  const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', crName, '--type=merge', '-p', '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}']);
+  t.equal(patched.status, 0, patched.stderr);
+  const expired = await eventually(async () => {
+    const res = await use();
+    return res.status === 401 ? res : undefined;
+  }, 5000, 'expired');
+  t.equal(expired.body.error, 'API key expired');
+
+  const second = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'gone-soon', roles: ['admin'] } });
+  t.equal((await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status, 200);
+  const deleted = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'apikeys.kiteline.io', 'apikey-gone-soon']);
+  t.equal(deleted.status, 0, deleted.stderr);
+  await eventually(async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401, 5000, 'revoked by kubectl');
+});

@@ -1,0 +1,94 @@
+// Pure pieces of authentication: password hashing, session tokens, API key values, the login
+// rate limiter, cookies and input rules.
+import t from 'tap';
+import { apiKeySecretMatches, generateApiKey, parseApiKey } from '../../src/auth/apikey-token.js';
+import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
+import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
+import { hashPassword, verifyPassword } from '../../src/auth/passwords.js';
+import { checkPassword, checkUsername, parseId } from '../../src/auth/rules.js';
+import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
+import { BadRequestError } from '../../src/errors.js';
+
+t.test('scrypt hashes verify, are salted and self-describing', async (t) => {
+  const a = await hashPassword('correct horse');
+  const b = await hashPassword('correct horse');
+  t.match(a, /^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/);
+  t.not(a, b, 'a fresh salt each time');
+  t.ok(await verifyPassword('correct horse', a));
+  t.notOk(await verifyPassword('correct horsE', a));
+  t.notOk(await verifyPassword('x', 'plain-text'), 'an unreadable hash never verifies');
+  t.notOk(await verifyPassword('x', 'scrypt$1073741824$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA'), 'absurd parameters are refused');
+});
+
+t.test('session tokens: signed, expiring, tamper-evident', async (t) => {
+  const key = Buffer.alloc(32, 7);
+  const token = signSession(key, { uid: 3, st: 'stamp', iat: 100, exp: 200 });
+  t.same(verifySession(key, token, 150), { uid: 3, st: 'stamp', iat: 100, exp: 200 });
+  t.equal(verifySession(key, token, 200), undefined, 'expired at exp');
+  t.equal(verifySession(Buffer.alloc(32, 8), token, 150), undefined, 'another key does not verify');
+  const [v, payload, sig] = token.split('.');
+  const forged = Buffer.from(JSON.stringify({ uid: 1, st: 'stamp', iat: 100, exp: 200 })).toString('base64url');
+  t.equal(verifySession(key, `${v}.${forged}.${sig}`, 150), undefined, 'a changed payload does not verify');
+  t.equal(verifySession(key, `${v}.${payload}`, 150), undefined);
+  t.equal(verifySession(key, 'garbage', 150), undefined);
+  t.not(sessionStamp(key, 'hash1', '0'), sessionStamp(key, 'hash2', '0'), 'a new password changes the stamp');
+  t.not(sessionStamp(key, 'hash1', '0'), sessionStamp(key, 'hash1', '1'), 'a new epoch changes the stamp');
+});
+
+t.test('API key values', async (t) => {
+  const { key, keyHash } = generateApiKey(42);
+  t.match(key, /^kl_42_[A-Za-z0-9_-]{43}$/, '256 bits of base64url');
+  const parts = parseApiKey(key)!;
+  t.equal(parts.id, 42);
+  t.ok(apiKeySecretMatches(parts.secret, keyHash));
+  t.notOk(apiKeySecretMatches(parts.secret.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')), keyHash));
+  t.notOk(apiKeySecretMatches(parts.secret, 'short'), 'a malformed stored hash never matches');
+  t.equal(parseApiKey('kite1-'), undefined, "Kite's empty-secret bypass does not parse");
+  t.equal(parseApiKey('kl_0_' + 'a'.repeat(43)), undefined);
+  t.equal(parseApiKey(key + 'x'), undefined);
+});
+
+t.test('login limiter: per key, window, retry-after', async (t) => {
+  let now = 1_000_000;
+  const limiter = new LoginRateLimiter(3, 60, () => now);
+  const keys = ['user:a', 'addr:1.2.3.4'];
+  for (let i = 0; i < 3; i++) {
+    t.equal(limiter.retryAfter(keys), undefined);
+    limiter.recordFailure(keys);
+  }
+  t.equal(limiter.retryAfter(keys), 60);
+  t.equal(limiter.retryAfter(['user:b', 'addr:1.2.3.4']), 60, 'the address is limited for every user');
+  t.equal(limiter.retryAfter(['user:a', 'addr:5.6.7.8']), 60, 'the user is limited from every address');
+  t.equal(limiter.retryAfter(['user:b', 'addr:5.6.7.8']), undefined);
+  now += 30_000;
+  t.equal(limiter.retryAfter(keys), 30);
+  now += 30_001;
+  t.equal(limiter.retryAfter(keys), undefined, 'the window passed');
+  limiter.recordFailure(keys);
+  limiter.reset('user:a');
+  t.equal(limiter.retryAfter(['user:a']), undefined);
+});
+
+t.test('cookies', async (t) => {
+  t.equal(readCookie('a=1; auth_token=abc.def; b=2', 'auth_token'), 'abc.def');
+  t.equal(readCookie('a=1', 'auth_token'), undefined);
+  t.equal(readCookie(undefined, 'auth_token'), undefined);
+  const set = sessionCookie('tok', 60, true);
+  t.match(set, /HttpOnly/);
+  t.match(set, /SameSite=Lax/);
+  t.match(set, /Secure/);
+  t.match(set, /Path=\//);
+  t.notMatch(sessionCookie('tok', 60, false), /Secure/);
+});
+
+t.test('input rules', async (t) => {
+  t.doesNotThrow(() => checkUsername('Jane.Doe_1@example-org'));
+  t.throws(() => checkUsername(''), BadRequestError);
+  t.throws(() => checkUsername('a'.repeat(64)), BadRequestError);
+  t.throws(() => checkUsername('with space'), BadRequestError);
+  t.throws(() => checkPassword('1234567'), BadRequestError);
+  t.doesNotThrow(() => checkPassword('12345678'));
+  t.throws(() => checkPassword('x'.repeat(129)), BadRequestError);
+  t.equal(parseId('12'), 12);
+  for (const bad of ['0', '-1', '1.5', 'abc', '01', '']) t.throws(() => parseId(bad), BadRequestError, bad);
+});
