@@ -9,7 +9,7 @@ out="${1:-${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}/kubernetes/bin}"
 want=(kube-apiserver kube-controller-manager kubectl)
 
 # Bump when the recipe changes, so cached binaries from an older recipe are rebuilt.
-recipe=2
+recipe=4
 have_all() {
   for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done
   [ "$(cat "$out/.recipe" 2>/dev/null)" = "$recipe" ]
@@ -29,10 +29,12 @@ echo "kiteline: building Kubernetes binaries into $out (once, about 5-10 minutes
 command -v go >/dev/null || apt_install golang-go
 command -v rsync >/dev/null || apt_install rsync
 command -v dpkg-source >/dev/null || apt_install dpkg-dev
-# The tree vendors modern-go/reflect2 1.0.1, which crashes (SIGSEGV in map iteration) when built
-# with Go >= 1.18; Debian ships the fixed 1.0.2 as Go source.
-reflect2=/usr/share/gocode/src/github.com/modern-go/reflect2
-[ -d "$reflect2" ] || apt_install golang-github-modern-go-reflect2-dev
+# The tree vendors modern-go/reflect2 1.0.1 and json-iterator 1.1.10, which misbehave when built
+# with Go >= 1.18 (a SIGSEGV in map iteration; "" decoded as null in custom resources). Debian ships
+# the fixed reflect2 1.0.2 and json-iterator 1.1.12 as Go source.
+gocode=/usr/share/gocode/src/github.com
+[ -d "$gocode/modern-go/reflect2" ] || apt_install golang-github-modern-go-reflect2-dev
+[ -d "$gocode/json-iterator/go" ] || apt_install golang-github-json-iterator-go-dev
 
 src_list=/etc/apt/sources.list.d/kiteline-deb-src.sources
 if ! grep -rqs -e '^deb-src ' -e '^Types:.*deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -51,7 +53,16 @@ if [ -z "$tree" ] || [ ! -f "$tree/Makefile" ]; then
 fi
 [ -n "$tree" ] || { echo "kiteline: apt-get source kubernetes gave no tree" >&2; exit 1; }
 
-rsync -a --delete --exclude '*_test.go' "$reflect2/" "$tree/vendor/github.com/modern-go/reflect2/"
+for pkg in modern-go/reflect2 json-iterator/go; do
+  rsync -a --delete --exclude '*_test.go' --exclude '.git*' "$gocode/$pkg/" "$tree/vendor/github.com/$pkg/"
+done
+# OpenAPI type validation tells "null" from a zero value by comparing two reflect.Value structs;
+# with Go >= 1.19 an empty string compares equal to reflect.Zero, so custom resources holding ""
+# were refused as null. Test for nil only, which is what older Go effectively did.
+for f in k8s.io/kube-openapi/pkg/validation/validate/type.go github.com/go-openapi/validate/type.go; do
+  sed -i 's/if data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {/if data == nil {/' "$tree/vendor/$f"
+  grep -q 'if data == nil {' "$tree/vendor/$f" || { echo "kiteline: could not patch $f" >&2; exit 1; }
+done
 
 gopath="$work/.go"
 mkdir -p "$gopath/src/k8s.io"
