@@ -10,7 +10,7 @@
 //   logs/*.log      each process's output
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, openSync, readFileSync, writeFileSync, closeSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
@@ -173,6 +173,50 @@ export function isRunning(dir: string): boolean {
  */
 export async function startControlPlane(options: StartOptions): Promise<ControlPlaneHandle> {
   const dir = resolve(options.dir);
+  mkdirSync(dir, { recursive: true });
+  const release = await acquireStartLock(dir, options.timeoutMs ?? 120_000);
+  try {
+    return await startLocked(dir, options);
+  } finally {
+    release();
+  }
+}
+
+/**
+ * Serializes starts of one directory across processes (parallel test files may all ask for the
+ * shared host): an exclusive lock file holding the starter's pid; a stale one is taken over.
+ */
+async function acquireStartLock(dir: string, timeoutMs: number): Promise<() => void> {
+  const lock = join(dir, 'start.lock');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = openSync(lock, 'wx');
+      writeFileSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(lock, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      let holder = 0;
+      let ageMs = 0;
+      try {
+        holder = Number(readFileSync(lock, 'utf8') || '0');
+        ageMs = Date.now() - statSync(lock).mtimeMs;
+      } catch {
+        continue; // released meanwhile
+      }
+      // An empty lock is one being written; a dead holder's lock is stale.
+      if ((holder && !isAlive(holder)) || (!holder && ageMs > 5000)) {
+        rmSync(lock, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`another process (pid ${holder}) is starting the control plane in ${dir}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+async function startLocked(dir: string, options: StartOptions): Promise<ControlPlaneHandle> {
   const env = options.env ?? process.env;
   const p = paths(dir);
   const previous = readState(dir);
