@@ -1,0 +1,293 @@
+// One warm connection to a registered cluster: a keep-alive HTTP(S) agent carrying the cluster's
+// CA and client certificate, its bearer token (or basic auth), a discovery cache, and a health
+// probe that runs on an interval with backoff while the cluster fails. Each replica keeps its own
+// connections; the reconciler creates, updates and closes them.
+import { EventEmitter } from 'node:events';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import type { Socket } from 'node:net';
+import { createSecureContext } from 'node:tls';
+import { BadGatewayError, HttpError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { loadDiscovery, type DiscoverySnapshot } from './discovery.js';
+import type { ConnectionTarget } from './target.js';
+import type { ClusterConnection, ResolvedResource, UpstreamRequest } from './types.js';
+
+/** What the Cluster CR says about this connection (changes without a reconnect). */
+export interface ConnectionMeta {
+  /** The Cluster CR's metadata.name. */
+  objectName: string;
+  id: number;
+  name: string;
+  enabled: boolean;
+  impersonate: boolean;
+  isDefault: boolean;
+  /** When isDefault was last set (ms since epoch; 0 unknown): the newest default wins a tie. */
+  defaultSince: number;
+  inCluster: boolean;
+}
+
+export interface ConnectionOptions {
+  /** Where and how to connect: from a sanitized kubeconfig, or the host's own config. */
+  target: ConnectionTarget;
+  connectTimeoutMs: number;
+  probeIntervalMs: number;
+  log: Logger;
+}
+
+export interface Health {
+  ready: boolean;
+  version: string;
+  error: string;
+}
+
+/** Smallest gap between two discovery refreshes of one cluster (misses wait for the next slot). */
+const DISCOVERY_MIN_INTERVAL_MS = 200;
+/** A full discovery refresh at least this often even without misses. */
+const DISCOVERY_MAX_AGE_MS = 5 * 60_000;
+/** How long a probe or discovery read may take in all. */
+const READ_TIMEOUT_MS = 15_000;
+
+export class WarmConnection extends EventEmitter implements ClusterConnection {
+  meta: ConnectionMeta;
+  private health: Health = { ready: false, version: '', error: 'not probed yet' };
+  private readonly target: ConnectionTarget;
+  private readonly server: URL;
+  private readonly basePath: string;
+  private readonly isHttps: boolean;
+  private readonly agent: http.Agent;
+  private readonly connectTimeoutMs: number;
+  private readonly probeIntervalMs: number;
+  private readonly log: Logger;
+  private discovery: DiscoverySnapshot | undefined;
+  private discoveryAt = 0;
+  private discoveryInFlight: Promise<void> | undefined;
+  private probeTimer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private probing = false;
+  private probeGeneration = 0;
+  private closed = false;
+
+  /** Throws when the TLS material is unusable (bad PEM). */
+  constructor(meta: ConnectionMeta, options: ConnectionOptions) {
+    super();
+    this.meta = meta;
+    this.target = options.target;
+    this.connectTimeoutMs = options.connectTimeoutMs;
+    this.probeIntervalMs = options.probeIntervalMs;
+    this.log = options.log.child({ cluster: meta.name });
+    this.server = new URL(this.target.server);
+    this.basePath = this.server.pathname.replace(/\/+$/, '');
+    this.isHttps = this.server.protocol === 'https:';
+    const tls = {
+      ca: this.target.ca,
+      cert: this.target.cert,
+      key: this.target.key,
+      rejectUnauthorized: !this.target.insecureSkipTlsVerify,
+      ...(this.target.tlsServerName ? { servername: this.target.tlsServerName } : {}),
+    };
+    this.agent = this.isHttps
+      ? new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, ...tls })
+      : new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
+    if (this.isHttps) {
+      // Fail now, with a clear message, rather than on every request.
+      try {
+        createSecureContext({ ca: tls.ca, cert: tls.cert, key: tls.key });
+      } catch (err) {
+        throw new Error(`unusable TLS material: ${(err as Error).message}`);
+      }
+    }
+  }
+
+  get id(): number {
+    return this.meta.id;
+  }
+  get name(): string {
+    return this.meta.name;
+  }
+  get enabled(): boolean {
+    return this.meta.enabled;
+  }
+  get impersonate(): boolean {
+    return this.meta.impersonate;
+  }
+  get ready(): boolean {
+    return this.health.ready;
+  }
+  get lastError(): string {
+    return this.health.error;
+  }
+  get version(): string {
+    return this.health.version;
+  }
+  get currentHealth(): Health {
+    return { ...this.health };
+  }
+  /** The API server URL (no credentials), for status messages. */
+  get serverUrl(): string {
+    return this.server.toString().replace(/\/$/, '');
+  }
+
+  async request(req: UpstreamRequest): Promise<IncomingMessage> {
+    if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
+    const authorization = await this.target.authorization();
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers ?? {})) {
+      if (k.toLowerCase() !== 'authorization') headers[k] = v;
+    }
+    if (authorization) headers.authorization = authorization;
+    const transport = this.isHttps ? https : http;
+    return new Promise<IncomingMessage>((resolve, reject) => {
+      let connectTimer: NodeJS.Timeout | undefined;
+      const upstream = transport.request({
+        protocol: this.server.protocol,
+        hostname: this.server.hostname.replace(/^\[|\]$/g, ''),
+        port: this.server.port || (this.isHttps ? 443 : 80),
+        path: this.basePath + req.path,
+        method: req.method,
+        headers,
+        agent: this.agent,
+        ...(req.signal ? { signal: req.signal } : {}),
+      });
+      upstream.on('socket', (socket: Socket) => {
+        if (!socket.connecting) return; // a warm socket from the pool
+        connectTimer = setTimeout(() => {
+          upstream.destroy(new BadGatewayError(`cluster "${this.name}" did not accept a connection within ${this.connectTimeoutMs} ms`));
+        }, this.connectTimeoutMs);
+        socket.once(this.isHttps ? 'secureConnect' : 'connect', () => clearTimeout(connectTimer));
+        socket.once('close', () => clearTimeout(connectTimer));
+      });
+      upstream.on('response', (res) => {
+        clearTimeout(connectTimer);
+        resolve(res);
+      });
+      upstream.on('error', (err: Error & { code?: string }) => {
+        clearTimeout(connectTimer);
+        if (err instanceof HttpError || err.name === 'AbortError') return reject(err);
+        reject(new BadGatewayError(`cluster "${this.name}" is unreachable: ${err.message || err.code}`));
+      });
+      const body = req.body;
+      if (body === undefined) upstream.end();
+      else if (typeof body === 'string' || Buffer.isBuffer(body)) upstream.end(body);
+      else {
+        body.on('error', (err) => upstream.destroy(err));
+        body.pipe(upstream);
+      }
+    });
+  }
+
+  /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
+  private async getJson(path: string): Promise<unknown> {
+    const signal = AbortSignal.timeout(READ_TIMEOUT_MS);
+    const res = await this.request({ method: 'GET', path, headers: { accept: 'application/json' }, signal });
+    const chunks: Buffer[] = [];
+    for await (const chunk of res) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const status = res.statusCode ?? 0;
+    if (status < 200 || status >= 300) {
+      let message = '';
+      try {
+        message = (JSON.parse(text) as { message?: string }).message ?? '';
+      } catch {
+        /* not a Status */
+      }
+      throw new BadGatewayError(`cluster "${this.name}" answered ${status} on ${path}${message ? `: ${message}` : ''}`);
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new BadGatewayError(`cluster "${this.name}" answered ${path} with something that is not JSON`);
+    }
+  }
+
+  async resolveResource(segment: string): Promise<ResolvedResource | undefined> {
+    if (!this.discovery || Date.now() - this.discoveryAt > DISCOVERY_MAX_AGE_MS) await this.refreshDiscovery();
+    const found = this.discovery?.index.resolve(segment);
+    if (found) return found;
+    await this.refreshDiscovery();
+    return this.discovery?.index.resolve(segment);
+  }
+
+  /**
+   * Reloads discovery: concurrent callers share one load, and loads are at least
+   * DISCOVERY_MIN_INTERVAL_MS apart (a caller inside the gap waits for the next slot).
+   * Throws BadGatewayError only when there is no discovery at all.
+   */
+  refreshDiscovery(): Promise<void> {
+    if (this.discoveryInFlight) return this.discoveryInFlight;
+    const wait = Math.max(0, this.discoveryAt + DISCOVERY_MIN_INTERVAL_MS - Date.now());
+    this.discoveryInFlight = (async () => {
+      try {
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+        this.discoveryAt = Date.now();
+        const snapshot = await loadDiscovery((path) => this.getJson(path));
+        if (this.closed) return;
+        if (snapshot.failed.length > 0 && snapshot.failed.join() !== this.discovery?.failed.join()) {
+          this.log.warn({ failedGroupVersions: snapshot.failed }, 'some API groups failed discovery; skipped');
+        }
+        this.discovery = snapshot;
+      } catch (err) {
+        if (!this.discovery) throw err instanceof HttpError ? err : new BadGatewayError(`cluster "${this.name}" discovery failed: ${(err as Error).message}`);
+      } finally {
+        this.discoveryInFlight = undefined;
+      }
+    })();
+    return this.discoveryInFlight;
+  }
+
+  /** Probes now (GET /version), then on the interval, backing off while failing. */
+  startProbing(): void {
+    if (this.closed || this.probing) return;
+    void this.probeLoop();
+  }
+
+  /** Probes at once (e.g. after the Secret changed) and reschedules. */
+  probeNow(): void {
+    if (this.closed) return;
+    clearTimeout(this.probeTimer);
+    void this.probeLoop();
+  }
+
+  private async probeLoop(): Promise<void> {
+    this.probing = true;
+    const generation = ++this.probeGeneration;
+    const next = await this.probe();
+    if (this.closed || generation !== this.probeGeneration) return; // a newer loop took over
+    const delay = next.ready ? this.probeIntervalMs : Math.min(this.probeIntervalMs * 2 ** Math.min(this.failures - 1, 3), Math.max(this.probeIntervalMs, 30_000));
+    clearTimeout(this.probeTimer);
+    this.probeTimer = setTimeout(() => void this.probeLoop(), delay);
+    this.probeTimer.unref();
+  }
+
+  /** One health check; updates health and emits 'health' when it changed. */
+  async probe(): Promise<Health> {
+    let next: Health;
+    try {
+      const info = (await this.getJson('/version')) as { gitVersion?: unknown };
+      const version = typeof info?.gitVersion === 'string' ? info.gitVersion : '';
+      const versionChanged = version !== this.health.version;
+      if (!this.discovery || versionChanged) await this.refreshDiscovery();
+      next = { ready: true, version, error: '' };
+      this.failures = 0;
+    } catch (err) {
+      this.failures++;
+      next = { ready: false, version: this.health.version, error: (err as Error).message };
+    }
+    if (this.closed) return next;
+    const changed = next.ready !== this.health.ready || next.version !== this.health.version || next.error !== this.health.error;
+    this.health = next;
+    if (changed) {
+      this.log.info({ ready: next.ready, version: next.version, error: next.error || undefined }, 'cluster health changed');
+      this.emit('health', next);
+    }
+    return next;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.probeTimer);
+    this.agent.destroy();
+    this.removeAllListeners();
+  }
+}

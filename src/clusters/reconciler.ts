@@ -1,0 +1,391 @@
+// The cluster reconciler. Every replica watches Cluster objects and their kubeconfig Secrets
+// (through the host store's caches) and keeps one warm connection per enabled cluster in its
+// ClusterRegistry: a change to a Cluster or its Secret takes effect as soon as the watch event
+// arrives, without a restart. Only the elected leader writes: Cluster status (ready, version,
+// error, conditions, observedGeneration; only when something changed), missing or duplicate id
+// labels, the one-default-cluster rule, and the clean-up of a stale import lock.
+import { createHash } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import type { Config } from '../config.js';
+import {
+  clusterDisplayName,
+  ClusterWrites,
+  DEFAULT_SINCE_ANNOTATION,
+  defaultSince,
+  KUBECONFIG_KEY,
+} from '../host/clusters.js';
+import type { IdAllocator } from '../host/ids.js';
+import { describeApiError } from '../host/kube.js';
+import type { LeaderElector } from '../host/lease.js';
+import { ID_LABEL, resourceId, type ClusterResource, type ClusterStatus, type Condition } from '../host/resources.js';
+import type { HostStore } from '../host/store.js';
+import type { Logger } from '../log.js';
+import { WarmConnection, type ConnectionMeta } from './connection.js';
+import { KubeconfigError, sanitizeKubeconfig } from './kubeconfig.js';
+import { targetFromCredentials, targetFromKubeConfig, type ConnectionTarget } from './target.js';
+import type { ClusterRegistry } from './registry.js';
+
+/** Why a cluster has no connection, for its status. */
+interface Unserved {
+  reason: 'Disabled' | 'KubeconfigMissing' | 'KubeconfigInvalid' | 'NameConflict' | 'ConnectionFailed';
+  message: string;
+}
+
+/** How long after the last Cluster event the leader's housekeeping runs. */
+const HOUSEKEEPING_DELAY_MS = 300;
+/** An import lock older than this, with no cluster left, is removed (so import opens again). */
+const STALE_IMPORT_LOCK_MS = 30_000;
+
+export class ClusterReconciler {
+  private readonly unserved = new Map<string, Unserved>();
+  private readonly insecure = new Set<string>();
+  private readonly fingerprints = new Map<string, string>();
+  private readonly statusQueue = new Set<string>();
+  private statusTimer: NodeJS.Timeout | undefined;
+  private statusRunning = false;
+  private housekeepingTimer: NodeJS.Timeout | undefined;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly host: HostStore,
+    private readonly registry: ClusterRegistry,
+    private readonly writes: ClusterWrites,
+    private readonly ids: IdAllocator,
+    private readonly lease: LeaderElector,
+    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs'>,
+    log: Logger,
+  ) {
+    this.log = log.child({ component: 'cluster-reconciler' });
+    const onCluster = (cr: ClusterResource) => {
+      this.sync(cr.metadata.name);
+      this.scheduleHousekeeping();
+    };
+    host.clusters.on('add', onCluster);
+    host.clusters.on('update', onCluster);
+    host.clusters.on('delete', onCluster);
+    const onSecret = (secret: k8s.V1Secret) => {
+      for (const cr of host.clusters.list()) {
+        if (cr.spec?.kubeconfigSecretRef?.name === secret.metadata?.name) this.sync(cr.metadata.name);
+      }
+    };
+    host.secrets.on('add', onSecret);
+    host.secrets.on('update', onSecret);
+    host.secrets.on('delete', onSecret);
+    lease.on('started', () => {
+      for (const cr of host.clusters.list()) this.queueStatus(cr.metadata.name);
+      this.scheduleHousekeeping();
+    });
+  }
+
+  /** Call once the host caches are synced: connects every cluster, then keeps them current. */
+  start(): void {
+    this.resyncAll();
+    this.lease.start();
+    // A slow safety net: anything an event missed (or a Secret holding a file-read token) is redone.
+    const resync = () => {
+      if (this.stopped) return;
+      this.resyncAll();
+      this.resyncTimer = setTimeout(resync, 60_000);
+      this.resyncTimer.unref();
+    };
+    this.resyncTimer = setTimeout(resync, 60_000);
+    this.resyncTimer.unref();
+  }
+
+  private resyncAll(): void {
+    const present = new Set(this.host.clusters.list().map((cr) => cr.metadata.name));
+    for (const name of present) this.sync(name);
+    for (const name of this.registry.objects()) if (!present.has(name)) this.sync(name);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.statusTimer);
+    clearTimeout(this.housekeepingTimer);
+    clearTimeout(this.resyncTimer);
+    await this.lease.stop();
+    this.registry.closeAll();
+  }
+
+  private metaOf(cr: ClusterResource): ConnectionMeta {
+    return {
+      objectName: cr.metadata.name,
+      id: resourceId(cr) ?? 0,
+      name: clusterDisplayName(cr),
+      enabled: cr.spec?.enabled !== false,
+      impersonate: cr.spec?.impersonate === true,
+      isDefault: cr.spec?.isDefault === true,
+      defaultSince: defaultSince(cr),
+      inCluster: cr.spec?.inCluster === true,
+    };
+  }
+
+  /** Where to connect: the host's own config for inCluster, else the sanitized kubeconfig Secret. */
+  private target(cr: ClusterResource): { target: ConnectionTarget; fingerprint: string; insecure: boolean } | Unserved {
+    if (cr.spec?.inCluster) {
+      try {
+        return { target: targetFromKubeConfig(this.host.kc), fingerprint: 'in-cluster', insecure: false };
+      } catch (err) {
+        return { reason: 'ConnectionFailed', message: `host credentials unusable: ${(err as Error).message}` };
+      }
+    }
+    const ref = cr.spec?.kubeconfigSecretRef;
+    if (!ref?.name) return { reason: 'KubeconfigMissing', message: 'spec.kubeconfigSecretRef is not set and spec.inCluster is false' };
+    const secret = this.host.secrets.get(ref.name, this.host.namespace);
+    const key = ref.key || KUBECONFIG_KEY;
+    const raw = secret?.data?.[key];
+    if (!secret) return { reason: 'KubeconfigMissing', message: `kubeconfig Secret "${ref.name}" not found` };
+    if (!raw) return { reason: 'KubeconfigMissing', message: `kubeconfig Secret "${ref.name}" has no key "${key}"` };
+    try {
+      const sanitized = sanitizeKubeconfig(Buffer.from(raw, 'base64').toString('utf8'));
+      const fingerprint = createHash('sha256').update(sanitized.kubeconfig).digest('hex');
+      return { target: targetFromCredentials(sanitized.credentials), fingerprint, insecure: sanitized.credentials.insecureSkipTlsVerify };
+    } catch (err) {
+      const message = err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
+      return { reason: 'KubeconfigInvalid', message };
+    }
+  }
+
+  /** Brings one Cluster object's connection in line with its object and Secret. */
+  sync(objectName: string): void {
+    if (this.stopped) return;
+    const cr = this.host.clusters.get(objectName, this.host.namespace);
+    const existing = this.registry.forObject(objectName);
+    if (!cr || cr.spec?.enabled === false) {
+      if (existing) {
+        this.registry.remove(objectName)?.close();
+        this.log.info({ cluster: existing.name }, cr ? 'cluster disabled; connection closed' : 'cluster removed; connection closed');
+      }
+      this.fingerprints.delete(objectName);
+      this.insecure.delete(objectName);
+      if (cr) this.unserved.set(objectName, { reason: 'Disabled', message: 'the cluster is disabled' });
+      else this.unserved.delete(objectName);
+      if (cr) this.queueStatus(objectName);
+      return;
+    }
+    const meta = this.metaOf(cr);
+    const target = this.target(cr);
+    if ('reason' in target) {
+      if (existing) this.registry.remove(objectName)?.close();
+      this.fingerprints.delete(objectName);
+      this.unserved.set(objectName, target);
+      this.queueStatus(objectName);
+      return;
+    }
+    this.unserved.delete(objectName);
+    if (target.insecure) this.insecure.add(objectName);
+    else this.insecure.delete(objectName);
+
+    if (existing && this.fingerprints.get(objectName) === target.fingerprint) {
+      const renamed = existing.meta.name !== meta.name || existing.meta.id !== meta.id;
+      existing.meta = meta;
+      if (renamed) this.registry.reindex();
+      this.queueStatus(objectName);
+      return;
+    }
+    let conn: WarmConnection;
+    try {
+      conn = new WarmConnection(meta, {
+        target: target.target,
+        connectTimeoutMs: this.config.upstreamConnectTimeoutMs,
+        probeIntervalMs: this.config.clusterProbeIntervalMs,
+        log: this.log,
+      });
+    } catch (err) {
+      if (existing) this.registry.remove(objectName)?.close();
+      this.fingerprints.delete(objectName);
+      this.unserved.set(objectName, { reason: 'ConnectionFailed', message: (err as Error).message });
+      this.queueStatus(objectName);
+      return;
+    }
+    conn.on('health', () => this.queueStatus(objectName));
+    this.fingerprints.set(objectName, target.fingerprint);
+    this.registry.set(conn);
+    existing?.close();
+    conn.startProbing();
+    this.log.info({ cluster: meta.name, server: conn.serverUrl, replaced: !!existing }, existing ? 'cluster connection replaced' : 'cluster connected');
+    this.queueStatus(objectName);
+  }
+
+  // ---- status (leader only) ----
+
+  private queueStatus(objectName: string): void {
+    if (this.stopped || !this.lease.isLeader) return;
+    this.statusQueue.add(objectName);
+    if (!this.statusTimer && !this.statusRunning) {
+      this.statusTimer = setTimeout(() => void this.flushStatus(), 20);
+      this.statusTimer.unref();
+    }
+  }
+
+  private async flushStatus(): Promise<void> {
+    this.statusTimer = undefined;
+    this.statusRunning = true;
+    const names = [...this.statusQueue];
+    this.statusQueue.clear();
+    const retry: string[] = [];
+    await Promise.all(
+      names.map(async (name) => {
+        try {
+          if (!(await this.writeStatus(name))) retry.push(name);
+        } catch (err) {
+          this.log.warn({ object: name, err: describeApiError(err) }, 'could not write cluster status');
+          retry.push(name);
+        }
+      }),
+    );
+    this.statusRunning = false;
+    if (this.stopped) return;
+    if (retry.length > 0) {
+      // A conflict means our cached copy was stale: the watch brings the new one, then retry.
+      setTimeout(() => retry.forEach((n) => this.queueStatus(n)), 200).unref();
+    }
+    if (this.statusQueue.size > 0 && !this.statusTimer) {
+      this.statusTimer = setTimeout(() => void this.flushStatus(), 20);
+      this.statusTimer.unref();
+    }
+  }
+
+  /** The status this replica observes for one Cluster object. */
+  desiredStatus(cr: ClusterResource): ClusterStatus {
+    const objectName = cr.metadata.name;
+    const previous = cr.status ?? {};
+    const conn = this.registry.forObject(objectName);
+    let ready = false;
+    let version = previous.version ?? '';
+    let error = '';
+    let reason: string;
+    let message: string;
+    const unserved = this.unserved.get(objectName);
+    if (conn && !this.registry.isServing(objectName)) {
+      const winner = this.registry.get(conn.name);
+      reason = 'NameConflict';
+      error = message = `another cluster (id ${winner?.id ?? '?'}) already uses the name "${conn.name}"`;
+    } else if (conn) {
+      const health = conn.currentHealth;
+      ready = health.ready;
+      version = health.version || version;
+      error = health.error;
+      reason = health.ready ? 'Reachable' : 'Unreachable';
+      message = health.ready ? `API server ${health.version} answers` : health.error;
+    } else if (unserved) {
+      reason = unserved.reason;
+      message = unserved.message;
+      error = unserved.reason === 'Disabled' ? '' : unserved.message;
+    } else {
+      reason = 'Pending';
+      message = 'not connected yet';
+    }
+    const generation = cr.metadata.generation;
+    const conditions: Condition[] = [condition(previous.conditions, 'Ready', ready ? 'True' : 'False', reason, message, generation)];
+    if (this.insecure.has(objectName)) {
+      conditions.push(condition(previous.conditions, 'TLSVerified', 'False', 'InsecureSkipTLSVerify', 'the kubeconfig sets insecure-skip-tls-verify: the server certificate is not checked', generation));
+    }
+    const status: ClusterStatus = { ready, version, error, conditions, lastProbeTime: previous.lastProbeTime ?? new Date().toISOString() };
+    if (generation !== undefined) status.observedGeneration = generation;
+    return status;
+  }
+
+  /** Writes the status when it differs; false when the write lost a race (retry later). */
+  private async writeStatus(objectName: string): Promise<boolean> {
+    if (!this.lease.isLeader) return true;
+    const cr = this.host.clusters.get(objectName, this.host.namespace);
+    if (!cr) return true;
+    const next = this.desiredStatus(cr);
+    if (sameStatus(cr.status, next)) return true;
+    next.lastProbeTime = new Date().toISOString();
+    return this.writes.writeStatus({ ...cr, status: next });
+  }
+
+  // ---- housekeeping (leader only) ----
+
+  private scheduleHousekeeping(): void {
+    if (this.stopped || !this.lease.isLeader) return;
+    clearTimeout(this.housekeepingTimer);
+    this.housekeepingTimer = setTimeout(() => {
+      this.housekeeping().catch((err) => {
+        this.log.warn({ err: describeApiError(err) }, 'cluster housekeeping failed; retrying');
+        setTimeout(() => this.scheduleHousekeeping(), 2000).unref();
+      });
+    }, HOUSEKEEPING_DELAY_MS);
+    this.housekeepingTimer.unref();
+  }
+
+  /** Ids for objects without one (or with a duplicate), exactly one default, stale import lock. */
+  async housekeeping(): Promise<void> {
+    if (!this.lease.isLeader || this.stopped) return;
+    let again = false;
+    const all = [...this.host.clusters.list()].sort((a, b) => created(a) - created(b) || a.metadata.name.localeCompare(b.metadata.name));
+    const seen = new Set<number>();
+    for (const cr of all) {
+      const id = resourceId(cr);
+      if (id !== undefined && !seen.has(id)) {
+        seen.add(id);
+        continue;
+      }
+      const floor = Math.max(0, ...all.map((c) => resourceId(c) ?? 0));
+      const fresh = await this.ids.next('clusters', floor);
+      const ok = await this.writes.replace({ ...cr, metadata: { ...cr.metadata, labels: { ...cr.metadata.labels, [ID_LABEL]: String(fresh) } } });
+      this.log.info({ cluster: clusterDisplayName(cr), id: fresh, ok }, id === undefined ? 'assigned a cluster id' : 'reassigned a duplicate cluster id');
+      if (!ok) again = true;
+    }
+
+    const defaults = all.filter((cr) => cr.spec?.isDefault);
+    if (defaults.length > 1) {
+      const keep = defaults.reduce((best, cr) => (defaultSince(cr) > defaultSince(best) ? cr : best));
+      for (const cr of defaults) {
+        if (cr === keep) continue;
+        this.log.info({ cluster: clusterDisplayName(cr), keep: clusterDisplayName(keep) }, 'more than one default cluster; clearing the older');
+        if (!(await this.writes.replace({ ...cr, spec: { ...cr.spec, isDefault: false } }))) again = true;
+      }
+    } else if (defaults.length === 0 && all.length > 0) {
+      const pick = [...all].sort((a, b) => Number(b.spec?.enabled !== false) - Number(a.spec?.enabled !== false) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity))[0]!;
+      this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
+      const annotations = { ...pick.metadata.annotations, [DEFAULT_SINCE_ANNOTATION]: new Date().toISOString() };
+      if (!(await this.writes.replace({ ...pick, metadata: { ...pick.metadata, annotations }, spec: { ...pick.spec, isDefault: true } }))) again = true;
+    }
+
+    if (all.length === 0) {
+      const lockedAt = await this.writes.importLockCreatedAt();
+      if (lockedAt && Date.now() - lockedAt.getTime() > STALE_IMPORT_LOCK_MS) {
+        await this.writes.releaseImportLock();
+        this.log.info('no cluster left: import is open again');
+      }
+    }
+    if (again) this.scheduleHousekeeping();
+  }
+}
+
+function created(cr: ClusterResource): number {
+  const raw = cr.metadata.creationTimestamp as unknown as string | undefined;
+  return raw ? new Date(raw).getTime() : 0;
+}
+
+/** A condition with lastTransitionTime kept while its status stays the same. */
+function condition(previous: Condition[] | undefined, type: string, status: Condition['status'], reason: string, message: string, generation?: number): Condition {
+  const before = previous?.find((c) => c.type === type);
+  const c: Condition = {
+    type,
+    status,
+    reason,
+    message,
+    lastTransitionTime: before && before.status === status && before.lastTransitionTime ? before.lastTransitionTime : new Date().toISOString(),
+  };
+  if (generation !== undefined) c.observedGeneration = generation;
+  return c;
+}
+
+function sameStatus(current: ClusterStatus | undefined, next: ClusterStatus): boolean {
+  if (!current) return false;
+  const strip = (s: ClusterStatus) =>
+    JSON.stringify({
+      ready: s.ready ?? false,
+      version: s.version ?? '',
+      error: s.error ?? '',
+      observedGeneration: s.observedGeneration,
+      conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '', c.observedGeneration]),
+    });
+  return strip(current) === strip(next);
+}

@@ -1,0 +1,76 @@
+// The ClusterDirectory of this replica: its warm connections, indexed by the name clients use.
+// Only enabled clusters with a usable kubeconfig have a connection. When two Cluster objects
+// claim one name (possible only through kubectl or a rename race), the lower id serves it and the
+// other is reported as a name conflict in its status.
+import type { WarmConnection } from './connection.js';
+import type { ClusterDirectory } from './types.js';
+
+export class ClusterRegistry implements ClusterDirectory {
+  private readonly byObject = new Map<string, WarmConnection>();
+  private byName = new Map<string, WarmConnection>();
+
+  get(name: string): WarmConnection | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The connection of one Cluster object (its metadata.name), served or shadowed. */
+  forObject(objectName: string): WarmConnection | undefined {
+    return this.byObject.get(objectName);
+  }
+
+  /** True when this object's connection is the one answering for its name. */
+  isServing(objectName: string): boolean {
+    const conn = this.byObject.get(objectName);
+    return !!conn && this.byName.get(conn.name) === conn;
+  }
+
+  defaultCluster(): WarmConnection | undefined {
+    let best: WarmConnection | undefined;
+    for (const conn of this.byName.values()) {
+      if (!conn.meta.isDefault) continue;
+      if (!best || conn.meta.defaultSince > best.meta.defaultSince || (conn.meta.defaultSince === best.meta.defaultSince && conn.id < best.id)) {
+        best = conn;
+      }
+    }
+    return best;
+  }
+
+  list(): WarmConnection[] {
+    return [...this.byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Adds or replaces the connection of an object; returns the one it replaced. */
+  set(conn: WarmConnection): WarmConnection | undefined {
+    const previous = this.byObject.get(conn.meta.objectName);
+    this.byObject.set(conn.meta.objectName, conn);
+    this.reindex();
+    return previous === conn ? undefined : previous;
+  }
+
+  remove(objectName: string): WarmConnection | undefined {
+    const previous = this.byObject.get(objectName);
+    this.byObject.delete(objectName);
+    this.reindex();
+    return previous;
+  }
+
+  /** Rebuilds the name index (after a connection's name or id changed). */
+  reindex(): void {
+    const next = new Map<string, WarmConnection>();
+    const ordered = [...this.byObject.values()].sort((a, b) => (a.id || Infinity) - (b.id || Infinity) || a.meta.objectName.localeCompare(b.meta.objectName));
+    for (const conn of ordered) {
+      if (!next.has(conn.name)) next.set(conn.name, conn);
+    }
+    this.byName = next;
+  }
+
+  objects(): string[] {
+    return [...this.byObject.keys()];
+  }
+
+  closeAll(): void {
+    for (const conn of this.byObject.values()) conn.close();
+    this.byObject.clear();
+    this.byName.clear();
+  }
+}
