@@ -16,12 +16,15 @@ export interface InformerSource<T extends k8s.KubernetesObject> {
   path: string;
   list: () => Promise<k8s.KubernetesListObject<T>>;
   labelSelector?: string;
+  /** The namespace the path watches, if any: the default for get(). */
+  namespace?: string;
 }
 
 export class WatchedCache<T extends k8s.KubernetesObject> {
   private readonly informer: k8s.Informer<T> & k8s.ObjectCache<T>;
   private readonly events = new EventEmitter();
   private readonly log: Logger;
+  private readonly namespace: string | undefined;
   private synced = false;
   private stopped = false;
   private failures = 0;
@@ -31,6 +34,7 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
 
   constructor(kc: k8s.KubeConfig, source: InformerSource<T>, log: Logger) {
     this.log = log.child({ informer: source.name });
+    this.namespace = source.namespace;
     this.informer = k8s.makeInformer(kc, source.path, source.list, source.labelSelector);
     this.firstSync = new Promise((resolve) => (this.resolveFirstSync = resolve));
     this.events.setMaxListeners(50);
@@ -89,7 +93,8 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
     return this.informer.list();
   }
 
-  get(name: string, namespace?: string): T | undefined {
+  /** The cached object by name, in the watched namespace unless another is given. */
+  get(name: string, namespace: string | undefined = this.namespace): T | undefined {
     return this.informer.get(name, namespace);
   }
 
@@ -111,6 +116,7 @@ export function customResourceSource<T extends k8s.KubernetesObject>(
   const api = kc.makeApiClient(k8s.CustomObjectsApi);
   return {
     name: plural,
+    namespace,
     path: `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
     list: () => api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<k8s.KubernetesListObject<T>>,
   };
@@ -121,6 +127,7 @@ export function secretSource(kc: k8s.KubeConfig, namespace: string, labelSelecto
   const api = kc.makeApiClient(k8s.CoreV1Api);
   return {
     name: 'secrets',
+    namespace,
     path: `/api/v1/namespaces/${namespace}/secrets`,
     list: () => api.listNamespacedSecret({ namespace, labelSelector }),
     ...(labelSelector ? { labelSelector } : {}),
