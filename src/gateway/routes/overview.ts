@@ -1,0 +1,34 @@
+// GET /api/v1/overview: the counts on Kite's home page for the selected cluster. The caller must
+// be allowed to list nodes, pods, namespaces and services across all namespaces (403 otherwise).
+import type { FastifyInstance } from 'fastify';
+import { requireAccess } from '../../resources/access.js';
+import { selectCluster } from '../../resources/cluster-select.js';
+import { impersonationHeaders } from '../../resources/impersonation.js';
+import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
+import { clientClosed } from '../../resources/upstream.js';
+
+export default async function overviewRoutes(app: FastifyInstance) {
+  app.get(
+    '/api/v1/overview',
+    {
+      onRequest: app.requireUser,
+      schema: { querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } } },
+    },
+    async (request, reply) => {
+      const principal = request.principal!;
+      const conn = selectCluster(app.services.clusters, request);
+      request.clusterName = conn.name;
+      for (const resource of OVERVIEW_RESOURCES) requireAccess(app.services.auth, principal, conn.name, resource, undefined, 'list');
+      const controller = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) controller.abort();
+      });
+      try {
+        return await loadOverview(conn, impersonationHeaders(conn, principal), controller.signal);
+      } catch (err) {
+        if (controller.signal.aborted) throw clientClosed();
+        throw err;
+      }
+    },
+  );
+}

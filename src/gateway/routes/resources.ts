@@ -1,0 +1,220 @@
+// The resource gateway (CONTRACT section 7): /api/v1/<resource>/<namespace|_all>[/<name>] for
+// GET (list, get, watch), POST, PUT, PATCH and DELETE on any resource the selected cluster serves.
+// Registered last with prefix /api/v1 so admin, auth and cluster routes win. The logic lives in
+// src/resources/; this file wires each route to it: authenticate, pick the cluster, resolve the
+// resource, authorize, send upstream, stream the answer back.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal, Verb } from '../../auth/principal.js';
+import type { ClusterConnection } from '../../clusters/types.js';
+import { NotFoundError } from '../../errors.js';
+import { requireAccess, verbFor } from '../../resources/access.js';
+import { isWriteVerb, logResourceAudit } from '../../resources/audit.js';
+import { registerBodyParsers } from '../../resources/body-parsers.js';
+import { selectCluster } from '../../resources/cluster-select.js';
+import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, deleteQuerySchema, deletedAtOnce, waitUntilDeleted, type DeleteQuery } from '../../resources/delete.js';
+import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
+import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
+import { getSearch, listSearch, objectWatchSearch, readQuerySchema, withSearch, type ReadQuery } from '../../resources/read-query.js';
+import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN, type PathSegments } from '../../resources/segments.js';
+import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
+import { bodyRequest, clientClosed, expectSuccess, readJson, streamToClient } from '../../resources/upstream.js';
+import { prepareWrite } from '../../resources/write-body.js';
+import { writeQueryProperties, writeSearch, type WriteQuery } from '../../resources/write-query.js';
+
+interface Params {
+  resource: string;
+  namespace?: string;
+  name?: string;
+}
+
+const paramsSchema = (withNamespace: boolean, withName: boolean) => ({
+  type: 'object',
+  required: ['resource', ...(withNamespace ? ['namespace'] : []), ...(withName ? ['name'] : [])],
+  properties: {
+    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN },
+    ...(withNamespace ? { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN } } : {}),
+    ...(withName ? { name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } : {}),
+  },
+});
+
+const writeQuerySchema = { type: 'object', properties: writeQueryProperties } as const;
+const patchQuerySchema = {
+  type: 'object',
+  properties: { ...writeQueryProperties, patchType: { type: 'string', maxLength: 32 }, force: { type: 'boolean' } },
+} as const;
+
+const JSON_HEADERS = { accept: 'application/json' };
+
+/** What every resource request works with once the cluster and resource are known. */
+interface Prepared {
+  principal: Principal;
+  conn: ClusterConnection;
+  target: ResourceTarget;
+  impersonation: UpstreamHeaders;
+  /** Aborted when the client goes away before the answer is complete. */
+  signal: AbortSignal;
+}
+
+export default async function resourceRoutes(app: FastifyInstance) {
+  registerBodyParsers(app);
+  app.decorateRequest('resourceAudit', undefined);
+  app.addHook('onResponse', logResourceAudit);
+
+  /** Authentication is done (onRequest); cluster, segments and resource come next. */
+  async function prepare(request: FastifyRequest, signal: AbortSignal): Promise<Prepared> {
+    const params = request.params as Params;
+    const segments: PathSegments = checkSegments({ resource: params.resource, namespace: params.namespace, name: params.name });
+    const principal = request.principal!;
+    const conn = selectCluster(app.services.clusters, request);
+    request.clusterName = conn.name;
+    const resolved = await conn.resolveResource(segments.resource);
+    if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
+    const target = planTarget(resolved, segments);
+    return { principal, conn, target, impersonation: impersonationHeaders(conn, principal), signal };
+  }
+
+  function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): void {
+    if (isWriteVerb(verb)) {
+      request.resourceAudit = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
+    }
+    requireAccess(app.services.auth, p.principal, p.conn.name, p.target.resource, namespace, verb);
+  }
+
+  async function list(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const query = request.query as ReadQuery;
+    authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
+    const path = withSearch(collectionPath(p.target.resolved, p.target.namespace), listSearch(query));
+    const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers: upstreamHeaders(JSON_HEADERS, p.impersonation), signal: p.signal }));
+    return streamToClient(reply, res, { flushHeaders: !!query.watch });
+  }
+
+  async function get(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const { resolved, namespace, name } = p.target;
+    const query = request.query as ReadQuery;
+    authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
+    const path = query.watch
+      ? withSearch(collectionPath(resolved, namespace), objectWatchSearch(query, name!))
+      : withSearch(objectPath(resolved, namespace, name!), getSearch(query));
+    const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers: upstreamHeaders(JSON_HEADERS, p.impersonation), signal: p.signal }));
+    return streamToClient(reply, res, { flushHeaders: !!query.watch });
+  }
+
+  async function create(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const query = request.query as WriteQuery;
+    const write = prepareWrite(request.body, p.target.resolved, p.target.resource, p.target.namespace, undefined, 'POST');
+    authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
+    const path = withSearch(collectionPath(p.target.resolved, write.namespace), writeSearch(query));
+    const res = await expectSuccess(
+      await p.conn.request({
+        method: 'POST',
+        path,
+        ...bodyRequest('application/json', JSON.stringify(write.object), upstreamHeaders({}, p.impersonation)),
+        signal: p.signal,
+      }),
+    );
+    return streamToClient(reply, res);
+  }
+
+  async function replace(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const { resolved, resource, namespace, name } = p.target;
+    const query = request.query as WriteQuery;
+    const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
+    authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
+    const path = withSearch(objectPath(resolved, write.namespace, name!), writeSearch(query));
+    const res = await expectSuccess(
+      await p.conn.request({
+        method: 'PUT',
+        path,
+        ...bodyRequest('application/json', JSON.stringify(write.object), upstreamHeaders({}, p.impersonation)),
+        signal: p.signal,
+      }),
+    );
+    return streamToClient(reply, res);
+  }
+
+  async function patch(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const { resolved, resource, namespace, name } = p.target;
+    const query = request.query as WriteQuery & { patchType?: string };
+    const type = patchTypeOf(query.patchType, request.headers['content-type']);
+    const body = preparePatch(type, request.body, { resource, namespace, name: name!, fieldManager: query.fieldManager });
+    authorize(request, p, 'patch', namespace, name, !!query.dryRun);
+    // Server-side apply creates a missing object: it needs create as well.
+    if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
+    const path = withSearch(objectPath(resolved, namespace, name!), writeSearch(query, { apply: type === 'apply' }));
+    const res = await expectSuccess(
+      await p.conn.request({
+        method: 'PATCH',
+        path,
+        ...bodyRequest(PATCH_CONTENT_TYPES[type], body, upstreamHeaders({}, p.impersonation)),
+        signal: p.signal,
+      }),
+    );
+    return streamToClient(reply, res);
+  }
+
+  async function remove(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const p = await prepare(request, signal);
+    const { resolved, resource, namespace, name } = p.target;
+    const query = request.query as DeleteQuery;
+    authorize(request, p, 'delete', namespace, name, !!query.dryRun);
+    const res = await expectSuccess(
+      await p.conn.request({
+        method: 'DELETE',
+        path: objectPath(resolved, namespace, name!),
+        ...bodyRequest('application/json', JSON.stringify(deleteOptions(query)), upstreamHeaders({}, p.impersonation)),
+        signal: p.signal,
+      }),
+    );
+    if (query.wait === false || query.dryRun) return streamToClient(reply, res);
+    const description = describeObject(resource, namespace, name!);
+    const answer = await readJson(res);
+    if (!deletedAtOnce(answer)) {
+      await waitUntilDeleted({
+        conn: p.conn,
+        collectionPath: collectionPath(resolved, namespace),
+        name: name!,
+        description,
+        timeoutSeconds: query.timeoutSeconds ?? DEFAULT_DELETE_TIMEOUT_SECONDS,
+        signal: p.signal,
+        // kiteline's own identity: the caller may delete without being allowed to list or watch,
+        // and the wait tells them nothing but whether the object they deleted is gone.
+        headers: {},
+      });
+    }
+    return reply.code(200).send({ message: `${description} deleted` });
+  }
+
+  /**
+   * Runs a handler with a signal that aborts when the client goes away before the answer is
+   * complete (closing the upstream request, e.g. a watch); failures after that are logged as 499.
+   */
+  const guarded = (handler: (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) => Promise<unknown>) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const controller = new AbortController();
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) controller.abort();
+      });
+      try {
+        return await handler(request, reply, controller.signal);
+      } catch (err) {
+        if (controller.signal.aborted) throw clientClosed();
+        throw err;
+      }
+    };
+
+  // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
+  const onRequest = app.requireUser;
+  const readOnly = { type: 'object', properties: readQuerySchema.properties } as const;
+  app.get('/:resource', { onRequest, schema: { params: paramsSchema(false, false), querystring: readOnly } }, guarded(list));
+  app.get('/:resource/:namespace', { onRequest, schema: { params: paramsSchema(true, false), querystring: readOnly } }, guarded(list));
+  app.get('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: readOnly } }, guarded(get));
+  app.post('/:resource/:namespace', { onRequest, schema: { params: paramsSchema(true, false), querystring: writeQuerySchema } }, guarded(create));
+  app.put('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: writeQuerySchema } }, guarded(replace));
+  app.patch('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: patchQuerySchema } }, guarded(patch));
+  app.delete('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: deleteQuerySchema } }, guarded(remove));
+}

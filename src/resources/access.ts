@@ -1,0 +1,39 @@
+// Authorization of resource requests: the verb of CONTRACT section 6 for each request, checked
+// through the one role function (services.auth.authorize) before anything goes upstream. The
+// namespace checked is the one read or written ("_all" for all-namespace and cluster-scoped
+// requests), and the resource is the canonical name (see target.ts).
+import type { AccessRequest, Principal, Verb } from '../auth/principal.js';
+import { ForbiddenError } from '../errors.js';
+import { ALL_NAMESPACES } from './segments.js';
+
+export interface Authorizer {
+  authorize(principal: Principal, access: AccessRequest): boolean;
+}
+
+/** GET object get, GET collection list, watch=true watch, POST create, PUT update, PATCH patch, DELETE delete. */
+export function verbFor(method: string, hasName: boolean, watch: boolean): Verb {
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      if (watch) return 'watch';
+      return hasName ? 'get' : 'list';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return 'delete';
+    default:
+      throw new Error(`no verb for method ${method}`);
+  }
+}
+
+/** Throws 403 unless one of the principal's roles allows the access. */
+export function requireAccess(auth: Authorizer, principal: Principal, cluster: string, resource: string, namespace: string | undefined, verb: Verb): void {
+  const access: AccessRequest = { cluster, namespace: namespace ?? ALL_NAMESPACES, resource, verb };
+  if (auth.authorize(principal, access)) return;
+  const where = namespace === undefined ? 'across all namespaces' : `in namespace ${namespace}`;
+  throw new ForbiddenError(`${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name} may not ${verb} ${resource} ${where} on cluster ${cluster}`);
+}

@@ -1,0 +1,106 @@
+// The cluster's answers: 2xx bodies stream to the client unbuffered (lists and watches alike);
+// anything else is read (bounded) as a Kubernetes Status and rethrown as an HttpError that keeps
+// the cluster's code, reason and details (fromKubeStatus).
+import type { IncomingMessage } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import { BadGatewayError, fromKubeStatus, HttpError, isKubeStatus, type KubeStatus } from '../errors.js';
+
+/** Error bodies larger than this are cut (a Status is a few hundred bytes). */
+const MAX_ERROR_BODY = 256 * 1024;
+/** Small JSON answers read whole by the gateway itself (delete answers, overview pages). */
+const MAX_JSON_BODY = 64 * 1024 * 1024;
+
+export function isSuccess(res: IncomingMessage): boolean {
+  const status = res.statusCode ?? 0;
+  return status >= 200 && status < 300;
+}
+
+/** Reads a response body up to `limit` bytes (the rest is discarded and the stream closed). */
+export async function readBody(res: IncomingMessage, limit: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res) {
+    const buf = chunk as Buffer;
+    if (size + buf.length > limit) {
+      chunks.push(buf.subarray(0, limit - size));
+      res.destroy();
+      break;
+    }
+    chunks.push(buf);
+    size += buf.length;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The HttpError for a non-2xx answer of the cluster. */
+export async function errorFromResponse(res: IncomingMessage): Promise<HttpError> {
+  const status = res.statusCode ?? 502;
+  let text = '';
+  try {
+    text = await readBody(res, MAX_ERROR_BODY);
+  } catch {
+    /* a broken error body still has a status code */
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (status === 401) {
+    // The cluster refused kiteline's own credentials: not the caller's fault, and not their 401.
+    return new BadGatewayError('the cluster rejected kiteline\'s credentials for it (401): check the registered kubeconfig');
+  }
+  const kubeStatus: KubeStatus = isKubeStatus(parsed) ? parsed : {};
+  return fromKubeStatus({ ...kubeStatus, code: status }, status);
+}
+
+/** The client went away before the answer was complete (nginx's 499): logged, never sent. */
+export function clientClosed(): HttpError {
+  return new HttpError(499, 'ClientClosedRequest', 'the client closed the request');
+}
+
+/** Throws the cluster's error unless the answer is 2xx. */
+export async function expectSuccess(res: IncomingMessage): Promise<IncomingMessage> {
+  if (!isSuccess(res)) throw await errorFromResponse(res);
+  return res;
+}
+
+/** Reads a 2xx JSON answer whole (only for bounded answers the gateway itself needs). */
+export async function readJson<T = any>(res: IncomingMessage): Promise<T> {
+  await expectSuccess(res);
+  const text = await readBody(res, MAX_JSON_BODY);
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new BadGatewayError('the cluster answered with a body that is not JSON');
+  }
+}
+
+/**
+ * Sends a 2xx upstream answer to the client as a stream with its status and content type.
+ * `flushHeaders` sends the head at once (watches: the first event may be minutes away).
+ */
+export function streamToClient(reply: FastifyReply, res: IncomingMessage, options: { flushHeaders?: boolean } = {}): FastifyReply {
+  reply.code(res.statusCode ?? 200);
+  const contentType = res.headers['content-type'];
+  reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
+  const encoding = res.headers['content-encoding'];
+  if (encoding) reply.header('content-encoding', encoding);
+  if (options.flushHeaders) {
+    reply.raw.once('pipe', () => reply.raw.flushHeaders());
+  }
+  return reply.send(res);
+}
+
+/**
+ * Headers and body of an upstream write. Content-Length is always explicit: node:http frames
+ * neither DELETE nor GET bodies on its own, and an unframed body would be read by the API server
+ * as the start of the next request on the keep-alive connection.
+ */
+export function bodyRequest(contentType: string, body: string, extra: Record<string, string>): { headers: Record<string, string>; body: string } {
+  return {
+    headers: { accept: 'application/json', ...extra, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)) },
+    body,
+  };
+}
