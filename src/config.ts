@@ -21,6 +21,8 @@ export interface Config {
   namespace: string;
   /** True when running in a pod (service-account files present). */
   inPod: boolean;
+  /** Where the pod's service-account token, ca.crt and namespace are (tests point it elsewhere). */
+  serviceAccountDir: string;
   /** Install or upgrade CRDs from crdDir at start-up when allowed. */
   installCrds: boolean;
   crdDir: string;
@@ -79,8 +81,8 @@ function boolean(name: string, raw: string | undefined, fallback: boolean): bool
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
-function inPodNamespace(): string | undefined {
-  const file = join(SERVICE_ACCOUNT_DIR, 'namespace');
+function inPodNamespace(serviceAccountDir: string): string | undefined {
+  const file = join(serviceAccountDir, 'namespace');
   return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
 }
 
@@ -89,7 +91,8 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
   const flags = parseFlags(argv);
   const pick = (flag: string, envName: string) => flags[flag] ?? env[envName];
 
-  const podNamespace = env.KUBERNETES_SERVICE_HOST ? inPodNamespace() : undefined;
+  const serviceAccountDir = env.KITELINE_SERVICE_ACCOUNT_DIR || SERVICE_ACCOUNT_DIR;
+  const podNamespace = env.KUBERNETES_SERVICE_HOST ? inPodNamespace(serviceAccountDir) : undefined;
   const inPod = podNamespace !== undefined;
   const kubeconfig = pick('kubeconfig', 'KUBECONFIG') || undefined;
   if (!kubeconfig && !inPod) {
@@ -113,6 +116,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     kubeconfig,
     namespace,
     inPod,
+    serviceAccountDir,
     installCrds: boolean('install-crds', pick('install-crds', 'KITELINE_INSTALL_CRDS'), true),
     crdDir: pick('crd-dir', 'KITELINE_CRD_DIR') || join(PACKAGE_ROOT, 'crds'),
     bodyLimitBytes: integer('body-limit', pick('body-limit', 'KITELINE_BODY_LIMIT'), 3 * 1024 * 1024, 1024, 64 * 1024 * 1024),

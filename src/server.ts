@@ -1,6 +1,8 @@
 // `kiteline serve`: connects to the host cluster, installs CRDs, loads the host caches and serves
 // the gateway. Returns a handle so tests can run several replicas in one process.
 import type { FastifyInstance } from 'fastify';
+import { AuthService } from './auth/auth-service.js';
+import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
 import type { Services } from './gateway/services.js';
@@ -21,9 +23,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const kc = loadHostKubeConfig(config);
   await ensureCrds(kc, config.crdDir, config.installCrds, log);
   const host = new HostStore(kc, config.namespace, log);
-  const services: Services = { config, log, host };
+  const clusterManager = new ClusterManager(host, config, log);
+  const auth = new AuthService(host, config, log);
+  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager };
   const app = await buildApp(services);
   await host.start();
+  await auth.start();
+  clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
 
@@ -36,6 +42,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       if (closed) return;
       closed = true;
       await app.close();
+      auth.stop();
+      await clusterManager.stop();
       await host.stop();
     },
   };

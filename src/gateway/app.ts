@@ -3,8 +3,17 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import sensible from '@fastify/sensible';
 import errors from './plugins/errors.js';
+import authenticate from './plugins/authenticate.js';
 import requestLog from './plugins/request-log.js';
+import apiKeyRoutes from './routes/apikeys.js';
+import authRoutes from './routes/auth.js';
+import clusterRoutes from './routes/clusters.js';
 import healthRoutes from './routes/health.js';
+import initRoutes from './routes/init.js';
+import overviewRoutes from './routes/overview.js';
+import resourceRoutes from './routes/resources.js';
+import roleRoutes from './routes/roles.js';
+import userRoutes from './routes/users.js';
 import type { Services } from './services.js';
 
 declare module 'fastify' {
@@ -33,6 +42,16 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(sensible);
   await app.register(errors);
   await app.register(requestLog);
+  await app.register(authenticate);
   await app.register(healthRoutes);
+  await app.register(initRoutes);
+  await app.register(authRoutes);
+  await app.register(userRoutes);
+  await app.register(roleRoutes);
+  await app.register(apiKeyRoutes);
+  await app.register(clusterRoutes);
+  await app.register(overviewRoutes);
+  // Last: /api/v1/<resource>/... matches only what no route above claims.
+  await app.register(resourceRoutes, { prefix: '/api/v1' });
   return app;
 }

@@ -1,5 +1,8 @@
 // What the gateway's routes may use: one object built at start-up (server.ts) and handed to
 // buildApp. Routes never reach past it into globals.
+import type { ClusterManager } from '../clusters/manager.js';
+import type { ClusterDirectory } from '../clusters/types.js';
+import type { AuthService } from '../auth/auth-service.js';
 import type { Config } from '../config.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
@@ -8,4 +11,10 @@ export interface Services {
   config: Config;
   log: Logger;
   host: HostStore;
+  /** Who is calling and what they may do: sessions, API keys, roles, users (cache-only reads). */
+  auth: AuthService;
+  /** This replica's warm cluster connections (kept current by the reconciler). */
+  clusters: ClusterDirectory;
+  /** Cluster registration: writes, the admin view, the reconciler and the leader lease. */
+  clusterManager: ClusterManager;
 }
