@@ -131,11 +131,14 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   async request(req: UpstreamRequest): Promise<IncomingMessage> {
     if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
     const authorization = await this.target.authorization();
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string | string[]> = {};
     for (const [k, v] of Object.entries(req.headers ?? {})) {
       if (k.toLowerCase() !== 'authorization') headers[k] = v;
     }
     if (authorization) headers.authorization = authorization;
+    // A complete body is framed by its length (else Node streams it chunked, which the API server
+    // ignores on DELETE, reading the leftover as the next request).
+    if (typeof req.body === 'string' || Buffer.isBuffer(req.body)) headers['content-length'] = String(Buffer.byteLength(req.body));
     const transport = this.isHttps ? https : http;
     return new Promise<IncomingMessage>((resolve, reject) => {
       let connectTimer: NodeJS.Timeout | undefined;

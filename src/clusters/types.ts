@@ -17,8 +17,9 @@ export interface UpstreamRequest {
   method: string;
   /** Path and query on the cluster's API server, e.g. /apis/apps/v1/namespaces/x/deployments?limit=5 */
   path: string;
-  headers?: Record<string, string>;
-  /** A complete body, or a stream piped as is. */
+  /** Request headers; a list sends one header line per value (e.g. Impersonate-Group). */
+  headers?: Record<string, string | string[]>;
+  /** A complete body (its Content-Length is set by request()), or a stream piped as is. */
   body?: string | Buffer | Readable;
   /** Aborts the upstream request (e.g. when the client goes away). */
   signal?: AbortSignal;

@@ -21,6 +21,6 @@ export function impersonationHeaders(conn: Pick<ClusterConnection, 'impersonate'
  * impersonation. Multi-valued headers stay arrays: node:http sends one header line per value,
  * which is how the API server reads several Impersonate-Group headers.
  */
-export function upstreamHeaders(own: Record<string, string>, impersonation: UpstreamHeaders): Record<string, string> {
-  return { ...own, ...impersonation } as Record<string, string>;
+export function upstreamHeaders(own: Record<string, string>, impersonation: UpstreamHeaders): UpstreamHeaders {
+  return { ...own, ...impersonation };
 }

@@ -41,7 +41,7 @@ async function eachItem(conn: ClusterConnection, plural: string, headers: Upstre
       await conn.request({
         method: 'GET',
         path: withSearch(`/api/v1/${plural}`, search),
-        headers: { accept: 'application/json', ...(headers as Record<string, string>) },
+        headers: { accept: 'application/json', ...headers },
         signal,
       }),
     );

@@ -4,6 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { BadGatewayError, fromKubeStatus, HttpError, isKubeStatus, type KubeStatus } from '../errors.js';
+import type { UpstreamHeaders } from './impersonation.js';
 
 /** Error bodies larger than this are cut (a Status is a few hundred bytes). */
 const MAX_ERROR_BODY = 256 * 1024;
@@ -93,14 +94,7 @@ export function streamToClient(reply: FastifyReply, res: IncomingMessage, option
   return reply.send(res);
 }
 
-/**
- * Headers and body of an upstream write. Content-Length is always explicit: node:http frames
- * neither DELETE nor GET bodies on its own, and an unframed body would be read by the API server
- * as the start of the next request on the keep-alive connection.
- */
-export function bodyRequest(contentType: string, body: string, extra: Record<string, string>): { headers: Record<string, string>; body: string } {
-  return {
-    headers: { accept: 'application/json', ...extra, 'content-type': contentType, 'content-length': String(Buffer.byteLength(body)) },
-    body,
-  };
+/** Headers and body of an upstream write (ClusterConnection.request() frames it with Content-Length). */
+export function bodyRequest(contentType: string, body: string, extra: UpstreamHeaders): { headers: UpstreamHeaders; body: string } {
+  return { headers: { accept: 'application/json', ...extra, 'content-type': contentType }, body };
 }
