@@ -1,6 +1,6 @@
 // Builds the Fastify application: plugins (errors, request log), then the route modules.
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import sensible from '@fastify/sensible';
 import errors from './plugins/errors.js';
 import authenticate from './plugins/authenticate.js';
@@ -27,7 +27,8 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
     loggerInstance: services.log as FastifyBaseLogger,
-    disableRequestLogging: true,
+    // Fastify's own per-request lines are off: plugins/request-log.ts writes one line per request.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
     trustProxy: true,
     requestIdHeader: false,
