@@ -3,7 +3,8 @@
 import t from 'tap';
 import { kubectl } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
-import { bootstrapAdmin, eventually, withCookie } from './helpers/auth-session.js';
+import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
+import { eventually } from './helpers/eventually.js';
 
 const KEYS = '/api/v1/admin/apikeys';
 
@@ -40,7 +41,7 @@ t.test('create, list, use, delete', async (t) => {
   t.equal((await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: 'kite1-' } })).status, 401, "Kite's empty-secret bypass fails");
 
   // lastUsedAt is recorded (throttled, asynchronously).
-  await eventually(async () => (await call(gw.url, 'GET', KEYS, as)).body.apiKeys[0].lastUsedAt, 10_000, 'lastUsedAt');
+  await eventually('lastUsedAt', async () => (await call(gw.url, 'GET', KEYS, as)).body.apiKeys[0].lastUsedAt, 10_000);
 
   const dup = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'ci-bot' } });
   t.equal(dup.status, 409);
@@ -82,15 +83,15 @@ t.test('expiry and revocation by kubectl', async (t) => {
   const crName = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'apikeys.kiteline.io', '-o', 'name']).stdout.trim();
   const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', crName, '--type=merge', '-p', '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}']);
   t.equal(patched.status, 0, patched.stderr);
-  const expired = await eventually(async () => {
+  const expired = await eventually('expired', async () => {
     const res = await use();
     return res.status === 401 ? res : undefined;
-  }, 5000, 'expired');
+  }, 5000);
   t.equal(expired.body.error, 'API key expired');
 
   const second = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'gone-soon', roles: ['admin'] } });
   t.equal((await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status, 200);
   const deleted = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'apikeys.kiteline.io', 'apikey-gone-soon']);
   t.equal(deleted.status, 0, deleted.stderr);
-  await eventually(async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401, 5000, 'revoked by kubectl');
+  await eventually('revoked by kubectl', async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401, 5000);
 });

@@ -9,6 +9,7 @@ import { KUBECONFIG_KEY } from '../src/host/clusters.js';
 import { ID_LABEL, type ClusterResource } from '../src/host/resources.js';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
+import { eventually } from './helpers/eventually.js';
 
 const PREFIX = '/api/v1/admin/clusters';
 
@@ -20,16 +21,6 @@ async function adminKey(gw: TestGateway): Promise<Record<string, string>> {
   const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name: uniqueName('admin-key'), roles: ['admin'] }, headers: { cookie } });
   if (key.status !== 201) throw new Error(`apikey: ${key.status} ${key.text}`);
   return { authorization: key.body.key };
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** A kubeconfig with both shared targets as contexts (current: a), plus an exec context. */
@@ -87,7 +78,7 @@ t.test('bootstrap import: validation, multi-context, closed afterwards', async (
   t.match(again.body, { reason: 'Forbidden', error: 'import not allowed when clusters exist' });
 
   const headers = await adminKey(gw);
-  const list = await until('both clusters ready', async () => {
+  const list = await eventually('both clusters ready', async () => {
     const r = await call(gw.url, 'GET', `${PREFIX}/`, { headers });
     return r.body.length === 2 && r.body.every((c: { ready: boolean }) => c.ready) ? r : undefined;
   });
@@ -108,7 +99,7 @@ t.test('concurrent imports: exactly one winner', async (t) => {
   );
   const statuses = results.map((r) => r.status).sort();
   t.same(statuses, [201, 403, 403, 403, 403, 403], 'one 201, the rest 403');
-  await until('the import is in the cache', () => gw.services.host.clusters.list().length > 0 || undefined);
+  await eventually('the import is in the cache', () => gw.services.host.clusters.list().length > 0 || undefined);
   t.equal(clusterObjects(gw).length, 1, 'one cluster registered');
 });
 
@@ -158,7 +149,7 @@ t.test('create, update, delete and their rules', async (t) => {
 
   const beta = await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'beta', config: configB, isDefault: true } });
   t.equal(beta.status, 201);
-  await until('beta is the only default', () => {
+  await eventually('beta is the only default', () => {
     const objs = gw.services.host.clusters.list();
     return objs.length === 2 && objs.filter((o) => o.spec.isDefault).map((o) => o.spec.name).join() === 'beta' ? true : undefined;
   });
@@ -168,7 +159,7 @@ t.test('create, update, delete and their rules', async (t) => {
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/999999`, { headers, body: {} })).status, 404, 'unknown id');
   const upd = await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { description: 'changed' } });
   t.same(upd.body, { message: 'cluster updated successfully' });
-  let view = await until('update visible', async () => {
+  let view = await eventually('update visible', async () => {
     const list = (await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[];
     const v = list.find((c) => c.id === alphaId);
     return v?.description === 'changed' ? v : undefined;
@@ -178,12 +169,12 @@ t.test('create, update, delete and their rules', async (t) => {
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { config: 'nope: [' } })).status, 400, 'bad config on update');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: '' } })).status, 200, 'empty name is ignored');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'alpha-renamed' } })).status, 200);
-  view = await until('rename visible', async () => {
+  view = await eventually('rename visible', async () => {
     const list = (await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[];
     return list.find((c) => c.name === 'alpha-renamed');
   });
   t.equal(view.id, alphaId, 'renames keep the id');
-  await until('the directory serves the new name', () => gw.services.clusters.get('alpha-renamed') ?? undefined);
+  await eventually('the directory serves the new name', () => gw.services.clusters.get('alpha-renamed') ?? undefined);
   t.notOk(gw.services.clusters.get('alpha'), 'the old name is gone');
   const reuse = await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'alpha', config: configA } });
   t.equal(reuse.status, 201, 'the old name can be registered again');
@@ -196,19 +187,19 @@ t.test('create, update, delete and their rules', async (t) => {
   t.equal(del.status, 400);
   t.match(del.body.error, /cannot delete default cluster/);
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { isDefault: true } })).status, 200);
-  await until('the default moved', () => (gw.services.clusters.defaultCluster()?.id === alphaId ? true : undefined));
+  await eventually('the default moved', () => (gw.services.clusters.defaultCluster()?.id === alphaId ? true : undefined));
   t.notOk(gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')?.spec.isDefault, 'the old default was cleared');
 
   // Disable and enable: the warm connection goes and comes back.
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${betaId}`, { headers, body: { enabled: false } })).status, 200);
-  await until('beta disabled in the directory', () => (gw.services.clusters.get('beta') ? undefined : true));
+  await eventually('beta disabled in the directory', () => (gw.services.clusters.get('beta') ? undefined : true));
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${betaId}`, { headers, body: { enabled: true } })).status, 200);
-  await until('beta back', () => gw.services.clusters.get('beta')?.ready || undefined);
+  await eventually('beta back', () => gw.services.clusters.get('beta')?.ready || undefined);
 
   // Config update: a new kubeconfig replaces the connection (beta now points at target-a).
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${betaId}`, { headers, body: { config: configA } })).status, 200);
   const secretB = gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')!.spec.kubeconfigSecretRef!.name;
-  await until('secret rewritten', () => {
+  await eventually('secret rewritten', () => {
     const s = gw.services.host.secrets.get(secretB, gw.namespace);
     return s && Buffer.from(s.data![KUBECONFIG_KEY]!, 'base64').toString().includes(a.server) ? true : undefined;
   });
@@ -216,7 +207,7 @@ t.test('create, update, delete and their rules', async (t) => {
   // Delete: the object and its Secret go.
   const gone = await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers });
   t.same(gone.body, { message: 'cluster deleted successfully' });
-  await until('beta gone', () => (gw.services.clusters.get('beta') ? undefined : true));
+  await eventually('beta gone', () => (gw.services.clusters.get('beta') ? undefined : true));
   t.not(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', secretB]).status, 0, 'its Secret is deleted');
   t.equal((await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers })).status, 404);
 });
@@ -234,7 +225,7 @@ t.test('GET /api/v1/clusters lists what the caller\'s roles reach', async (t) =>
   const reader = { authorization: key.body.key };
   t.equal((await call(gw.url, 'GET', '/api/v1/clusters')).status, 401);
   t.equal((await call(gw.url, 'GET', `${PREFIX}/`, { headers: reader })).status, 403, 'not an admin');
-  const list = await until('all ready', async () => {
+  const list = await eventually('all ready', async () => {
     const r = await call(gw.url, 'GET', '/api/v1/clusters', { headers: reader });
     return r.body.length === 2 && r.body.every((c: { ready: boolean }) => c.ready) ? r : undefined;
   });
@@ -249,7 +240,7 @@ t.test('warm connections: requests, errors, discovery of a fresh CRD', async (t)
   const headers = await adminKey(gw);
   const a = await testControlPlane('target-a');
   t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'a', config: readFileSync(a.kubeconfigPath, 'utf8') } })).status, 201);
-  const conn = await until('a ready', () => {
+  const conn = await eventually('a ready', () => {
     const c = gw.services.clusters.get('a');
     return c?.ready ? c : undefined;
   });

@@ -12,18 +12,9 @@ import { createLogger } from '../src/log.js';
 import { startServer } from '../src/server.js';
 import { kubectl, testControlPlane, TEST_DIR, uniqueName } from './helpers/clusters.js';
 import { call } from './helpers/gateway.js';
+import { eventually } from './helpers/eventually.js';
 
 type Doc = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: any };
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition']);
 
@@ -79,11 +70,11 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(applied.status, 0, applied.stderr);
 
   // The token controller (1.20) writes the ServiceAccount's token into a Secret.
-  const tokenSecret = await until('service-account token', () => {
+  const tokenSecret = await eventually('service-account token', () => {
     const res = kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'secrets', '-o', 'json']);
     const items = JSON.parse(res.stdout || '{"items":[]}').items as any[];
     return items.find((s) => s.type === 'kubernetes.io/service-account-token' && s.metadata.annotations?.['kubernetes.io/service-account.name'] === 'kiteline');
-  });
+  }, 60_000, 100);
   const token = Buffer.from(tokenSecret.data.token, 'base64').toString();
   const saDir = join(mkdtempSync(join(tmpdir(), 'kl-sa-')), 'serviceaccount');
   mkdirSync(saDir);
@@ -150,18 +141,18 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   const imported = await call(server.url, 'POST', '/api/v1/admin/clusters/import', { body: { inCluster: true } });
   t.equal(imported.status, 201, imported.text);
   t.same(imported.body.clusters, ['in-cluster']);
-  const list = await until('in-cluster ready, status written by the leader', async () => {
+  const list = await eventually('in-cluster ready, status written by the leader', async () => {
     const r = await call(server.url, 'GET', '/api/v1/admin/clusters/', { headers: { cookie } });
     const obj = server.services.host.clusters.list()[0];
     return r.body?.[0]?.ready && obj?.status?.ready ? r : undefined;
-  });
+  }, 60_000, 100);
   t.match(list.body[0], { name: 'in-cluster', inCluster: true, isDefault: true, ready: true, version: /^v1\.20/ });
   t.equal(server.services.clusterManager.lease.isLeader, true, 'the lease works with this RBAC');
 
   const targetA = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
   const created = await call(server.url, 'POST', '/api/v1/admin/clusters/', { headers: { cookie }, body: { name: 'a', config: targetA } });
   t.equal(created.status, 201, `a kubeconfig Secret owned by the Cluster can be written: ${created.text}`);
-  await until('a ready', () => server.services.clusters.get('a')?.ready || undefined);
+  await eventually('a ready', () => server.services.clusters.get('a')?.ready || undefined, 60_000, 100);
 
   // The in-cluster cluster: discovery works, but nothing else until the optional binding exists.
   const inCluster = server.services.clusters.get('in-cluster')!;
@@ -170,10 +161,10 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(denied.statusCode, 403, 'without the optional binding the host is not administrable');
   denied.resume();
   t.equal(kubectl(host.kubeconfigPath, ['apply', '-f', '-'], stringify(optional)).status, 0);
-  await until('optional binding effective', async () => {
+  await eventually('optional binding effective', async () => {
     const res = await inCluster.request({ method: 'GET', path: '/api/v1/pods?limit=1' });
     res.resume();
     return res.statusCode === 200 || undefined;
-  });
+  }, 60_000, 100);
   t.pass('with deploy/optional/in-cluster-admin.yaml the host cluster is administrable');
 });

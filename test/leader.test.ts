@@ -9,16 +9,7 @@ import { createLogger } from '../src/log.js';
 import { ID_LABEL } from '../src/host/resources.js';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from './helpers/eventually.js';
 
 function lease(gw: { kubeconfig: string; namespace: string }, name = LEADER_LEASE_NAME) {
   const res = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'lease', name, '-o', 'json']);
@@ -30,7 +21,7 @@ const isLeader = (gw: TestGateway) => gw.services.clusterManager.lease.isLeader;
 t.test('two replicas: one leader, status from the leader, failover on stop', async (t) => {
   const first = await startGateway(t);
   const second = await startGateway(t, { namespace: first.namespace });
-  const leader = await until('a leader', () => (isLeader(first) ? first : isLeader(second) ? second : undefined));
+  const leader = await eventually('a leader', () => (isLeader(first) ? first : isLeader(second) ? second : undefined), 40_000);
   const follower = leader === first ? second : first;
   t.equal(isLeader(follower), false, 'exactly one leader');
   t.equal(lease(first).spec.holderIdentity, leader.services.clusterManager.lease.identity, 'the Lease names it');
@@ -41,11 +32,11 @@ t.test('two replicas: one leader, status from the leader, failover on stop', asy
   t.equal((await call(follower.url, 'POST', '/api/v1/admin/clusters/import', { body: { config } })).status, 201, 'any replica takes writes');
   const name = 'target-a';
   const objects = () => first.services.host.clusters.list();
-  await until('status written', () => objects()[0]?.status?.ready || undefined);
-  await until('both replicas serve it', () => (first.services.clusters.get(name)?.ready && second.services.clusters.get(name)?.ready) || undefined);
+  await eventually('status written', () => objects()[0]?.status?.ready || undefined, 40_000);
+  await eventually('both replicas serve it', () => (first.services.clusters.get(name)?.ready && second.services.clusters.get(name)?.ready) || undefined, 40_000);
 
   await leader.close();
-  await until('the follower takes over', () => isLeader(follower) || undefined);
+  await eventually('the follower takes over', () => isLeader(follower) || undefined, 40_000);
   t.equal(lease(follower).spec.holderIdentity, follower.services.clusterManager.lease.identity);
   t.ok(lease(follower).spec.leaseTransitions >= 1, 'a transition is recorded');
 
@@ -59,10 +50,10 @@ t.test('two replicas: one leader, status from the leader, failover on stop', asy
     spec: { kubeconfigSecretRef: { name: secret.metadata.name } },
   };
   t.equal(kubectl(follower.kubeconfig, ['-n', follower.namespace, 'apply', '-f', '-'], JSON.stringify(late)).status, 0);
-  const written = await until('late gets id and status', () => {
+  const written = await eventually('late gets id and status', () => {
     const o = follower.services.host.clusters.get('late', follower.namespace);
     return o?.metadata.labels?.[ID_LABEL] && o.status?.ready ? o : undefined;
-  });
+  }, 40_000);
   t.match(written.status, { ready: true, version: /^v1\.20/ });
 });
 
@@ -90,7 +81,7 @@ t.test('a lease whose holder vanished is taken over after it expires', async (t)
   rival.on('started', () => started++);
   elector.start();
   rival.start();
-  const winner = await until('someone takes over', () => (elector.isLeader ? elector : rival.isLeader ? rival : undefined));
+  const winner = await eventually('someone takes over', () => (elector.isLeader ? elector : rival.isLeader ? rival : undefined), 40_000);
   const l = lease({ kubeconfig: host.kubeconfigPath, namespace }, 'test-lease');
   t.equal(l.spec.holderIdentity, winner.identity);
   t.equal(l.spec.leaseTransitions, 4, 'one transition from the ghost');

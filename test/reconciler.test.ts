@@ -13,16 +13,7 @@ import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '..
 import { ID_LABEL, type ClusterResource } from '../src/host/resources.js';
 import { kubectl, testControlPlane } from './helpers/clusters.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
-
-async function until<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from './helpers/eventually.js';
 
 function kubeconfigFor(cp: ControlPlaneHandle, token = cp.token): string {
   return stringify({
@@ -65,13 +56,13 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
   const b = await testControlPlane('target-b');
 
   apply(gw, examplePair('staging', kubeconfigFor(a)));
-  const conn = (await until('staging ready', () => {
+  const conn = (await eventually('staging ready', () => {
     const c = gw.services.clusters.get('staging');
     return c?.ready ? c : undefined;
   })) as WarmConnection;
   t.equal(conn.serverUrl, a.server);
   t.match(conn.version, /^v1\.20\./);
-  const withStatus = await until('id and status written by the leader', () => {
+  const withStatus = await eventually('id and status written by the leader', () => {
     const o = cr(gw, 'staging');
     return o?.metadata.labels?.[ID_LABEL] && o.status?.ready ? o : undefined;
   });
@@ -82,13 +73,13 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
     conditions: [{ type: 'Ready', status: 'True', reason: 'Reachable' }],
   });
   t.notOk(withStatus.status?.error, 'no error');
-  await until('the only cluster becomes the default', () => (gw.services.clusters.defaultCluster()?.name === 'staging' ? true : undefined));
+  await eventually('the only cluster becomes the default', () => (gw.services.clusters.defaultCluster()?.name === 'staging' ? true : undefined));
   const printed = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'clusters.kiteline.io', 'staging']);
   t.match(printed.stdout, /staging\s+true\s+v1\.20/, 'kubectl get shows Ready and Version');
 
   // Rotation to a bad token: the connection is rebuilt, the status says why.
   apply(gw, examplePair('staging', kubeconfigFor(a, 'wrong-token')));
-  await until('status shows the rejected credentials', () => {
+  await eventually('status shows the rejected credentials', () => {
     const o = cr(gw, 'staging');
     return o?.status?.ready === false && /401/.test(o.status.error ?? '') ? o : undefined;
   });
@@ -96,7 +87,7 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
 
   // Rotation to another cluster: the same name now reaches target-b.
   apply(gw, examplePair('staging', kubeconfigFor(b)));
-  const moved = (await until('staging on target-b', () => {
+  const moved = (await eventually('staging on target-b', () => {
     const c = gw.services.clusters.get('staging') as WarmConnection | undefined;
     return c?.ready && c.serverUrl === b.server ? c : undefined;
   })) as WarmConnection;
@@ -107,7 +98,7 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
   // A kubeconfig that would run a program is refused; the reason is in the status.
   const exec = kubeconfigFor(b).replace(/token: .*/, 'exec: {command: /bin/sh}');
   apply(gw, examplePair('staging', exec));
-  const refused = await until('status shows the refusal', () => {
+  const refused = await eventually('status shows the refusal', () => {
     const o = cr(gw, 'staging');
     return /exec credential plugins are not allowed/.test(o?.status?.error ?? '') ? o : undefined;
   });
@@ -115,27 +106,27 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
   t.notOk(gw.services.clusters.get('staging'), 'not served');
 
   apply(gw, examplePair('staging', kubeconfigFor(a)));
-  await until('served again', () => gw.services.clusters.get('staging')?.ready || undefined);
+  await eventually('served again', () => gw.services.clusters.get('staging')?.ready || undefined);
 
   // Disable and enable with kubectl patch.
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'clusters.kiteline.io', 'staging', '--type=merge', '-p', '{"spec":{"enabled":false}}']).status, 0);
-  await until('disabled', () => (gw.services.clusters.get('staging') ? undefined : true));
-  await until('status says disabled', () => cr(gw, 'staging')?.status?.conditions?.[0]?.reason === 'Disabled' || undefined);
+  await eventually('disabled', () => (gw.services.clusters.get('staging') ? undefined : true));
+  await eventually('status says disabled', () => cr(gw, 'staging')?.status?.conditions?.[0]?.reason === 'Disabled' || undefined);
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'clusters.kiteline.io', 'staging', '--type=merge', '-p', '{"spec":{"enabled":true}}']).status, 0);
-  await until('enabled', () => gw.services.clusters.get('staging')?.ready || undefined);
+  await eventually('enabled', () => gw.services.clusters.get('staging')?.ready || undefined);
 
   // A second kubectl-applied cluster without spec.name uses metadata.name and gets its own id.
   apply(gw, examplePair('other', kubeconfigFor(b), false));
-  const other = await until('other gets an id', () => {
+  const other = await eventually('other gets an id', () => {
     const o = cr(gw, 'other');
     return o?.metadata.labels?.[ID_LABEL] ? o : undefined;
   });
-  await until('other served under its metadata.name', () => gw.services.clusters.get('other')?.ready || undefined);
+  await eventually('other served under its metadata.name', () => gw.services.clusters.get('other')?.ready || undefined);
   t.not(other.metadata.labels?.[ID_LABEL], cr(gw, 'staging')?.metadata.labels?.[ID_LABEL], 'distinct ids');
 
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'clusters.kiteline.io', 'staging']).status, 0);
-  await until('deleted', () => (gw.services.clusters.get('staging') ? undefined : true));
-  await until('the remaining cluster becomes the default', () => (cr(gw, 'other')?.spec.isDefault ? true : undefined));
+  await eventually('deleted', () => (gw.services.clusters.get('staging') ? undefined : true));
+  await eventually('the remaining cluster becomes the default', () => (cr(gw, 'other')?.spec.isDefault ? true : undefined));
 });
 
 t.test('a target that goes down and comes back; the other keeps serving', async (t) => {
@@ -146,11 +137,11 @@ t.test('a target that goes down and comes back; the other keeps serving', async 
   const a = await testControlPlane('target-a');
   apply(gw, examplePair('steady', kubeconfigFor(a)));
   apply(gw, examplePair('flaky', kubeconfigFor(flaky)));
-  await until('both ready', () => (gw.services.clusters.get('steady')?.ready && gw.services.clusters.get('flaky')?.ready) || undefined);
-  await until('status ready', () => (cr(gw, 'flaky')?.status?.ready ? true : undefined));
+  await eventually('both ready', () => (gw.services.clusters.get('steady')?.ready && gw.services.clusters.get('flaky')?.ready) || undefined);
+  await eventually('status ready', () => (cr(gw, 'flaky')?.status?.ready ? true : undefined));
 
   await stopControlPlane(dir);
-  const down = await until('flaky reported down', () => {
+  const down = await eventually('flaky reported down', () => {
     const o = cr(gw, 'flaky');
     return o?.status?.ready === false ? o : undefined;
   });
@@ -176,6 +167,6 @@ t.test('a target that goes down and comes back; the other keeps serving', async 
     // The old port was taken meanwhile: point the Secret at the new one (a rotation).
     apply(gw, examplePair('flaky', kubeconfigFor(flaky)));
   }
-  await until('flaky back', () => (cr(gw, 'flaky')?.status?.ready && gw.services.clusters.get('flaky')?.ready ? true : undefined), 90_000);
+  await eventually('flaky back', () => (cr(gw, 'flaky')?.status?.ready && gw.services.clusters.get('flaky')?.ready ? true : undefined), 90_000);
   t.pass('status followed the cluster back up');
 });

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { kubectl, uniqueName } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
-import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, eventually, testKubeconfig } from './helpers/fixtures.js';
+import { eventually } from './helpers/eventually.js';
+import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig } from './helpers/fixtures.js';
 
 const gw = await startGateway(t, { logName: 'resources' });
 const admin = await bootstrapAdmin(gw);
@@ -187,7 +188,7 @@ t.test('watch streams events until the client leaves, then the upstream watch cl
   t.same(events.map((e) => e.type), ['ADDED', 'MODIFIED'], 'the change is seen');
   t.equal(events[1].object.data.a, '2');
   controller.abort();
-  await eventually('the upstream watch to close', async () => namespacedConfigMapWatchers() <= before, 30_000);
+  await eventually('the upstream watch to close', async () => namespacedConfigMapWatchers() <= before, 30_000, 200);
   t.pass('the upstream watch closed after the client left');
   t.equal((await api('GET', `/api/v1/configmaps/${ns}/watched`)).status, 200, 'the gateway is fine afterwards');
 
@@ -254,7 +255,7 @@ const replicaSets = (app: string) => JSON.parse(kube('get', 'replicasets', '-n',
 t.test('Deployments: restart by PATCH and by Kite\'s PUT roll out new ReplicaSets', async (t) => {
   const created = await api('POST', `/api/v1/deployments/${ns}`, { body: deploymentBody('web') });
   t.equal(created.status, 201, created.text);
-  await eventually('the first ReplicaSet', async () => replicaSets('web').length === 1);
+  await eventually('the first ReplicaSet', async () => replicaSets('web').length === 1, 60_000, 200);
   const restartedAt = new Date().toISOString();
   const restart = await api('PATCH', `/api/v1/deployments/${ns}/web`, { body: { spec: { template: { metadata: { annotations: { 'kiteline.io/restartedAt': restartedAt } } } } } });
   t.equal(restart.status, 200, restart.text);
@@ -262,7 +263,7 @@ t.test('Deployments: restart by PATCH and by Kite\'s PUT roll out new ReplicaSet
   const afterPatch = await eventually('a second ReplicaSet', async () => {
     const sets = replicaSets('web');
     return sets.length === 2 ? sets : undefined;
-  });
+  }, 60_000, 200);
   t.ok(afterPatch.some((rs) => rs.spec.template.metadata.annotations?.['kiteline.io/restartedAt'] === restartedAt), 'the new ReplicaSet carries the annotation');
 
   // Kite's web UI: a full PUT of the fetched object with its own annotation.
@@ -271,14 +272,14 @@ t.test('Deployments: restart by PATCH and by Kite\'s PUT roll out new ReplicaSet
   current.body.spec.template.metadata.annotations['kite.kubernetes.io/restartedAt'] = new Date().toISOString();
   const put = await api('PUT', `/api/v1/deployments/${ns}/web`, { body: current.body });
   t.equal(put.status, 200, put.text);
-  await eventually('a third ReplicaSet', async () => replicaSets('web').length === 3);
+  await eventually('a third ReplicaSet', async () => replicaSets('web').length === 3, 60_000, 200);
   t.pass('Kite\'s restart rolled out too');
 });
 
 t.test('DELETE: foreground waits for dependents, orphan keeps them', async (t) => {
   t.equal((await api('POST', `/api/v1/deployments/${ns}`, { body: deploymentBody('fg') })).status, 201);
   t.equal((await api('POST', `/api/v1/deployments/${ns}`, { body: deploymentBody('orphan') })).status, 201);
-  await eventually('ReplicaSets of both', async () => replicaSets('fg').length === 1 && replicaSets('orphan').length === 1);
+  await eventually('ReplicaSets of both', async () => replicaSets('fg').length === 1 && replicaSets('orphan').length === 1, 60_000, 200);
 
   const foreground = await api('DELETE', `/api/v1/deployments/${ns}/fg`);
   t.equal(foreground.status, 200, foreground.text);
@@ -313,7 +314,7 @@ t.test('DELETE: force, wait=false and the 504 when waiting runs out', async (t) 
   t.ok(held.metadata.deletionTimestamp, 'the deletion goes on in the cluster');
   const release = await api('PATCH', `/api/v1/configmaps/${ns}/held?patchType=json`, { body: [{ op: 'remove', path: '/metadata/finalizers' }] });
   t.equal(release.status, 200, release.text);
-  await eventually('the released ConfigMap to go', async () => !exists('configmap', 'held'));
+  await eventually('the released ConfigMap to go', async () => !exists('configmap', 'held'), 60_000, 200);
   t.pass('gone once the finalizer is removed');
   const missing = await api('DELETE', `/api/v1/configmaps/${ns}/held`);
   t.equal(missing.status, 404, 'deleting what is gone is 404');
@@ -446,12 +447,12 @@ t.test('impersonation: the target cluster\'s RBAC sees the caller', async (t) =>
   // API keys are impersonated as "apikey:<name>" (the principal's name), users by username.
   t.match(denied.body.error, new RegExp(`User "apikey:${botName}" cannot list resource "configmaps"`), 'the cluster saw the caller, not kiteline');
   t.equal(kube('create', 'rolebinding', `${botName}-view`, '--clusterrole=view', `--user=apikey:${botName}`, '-n', ns).status, 0);
-  await eventually('the RoleBinding to take effect', async () => (await asBot(impersonating)).status === 200, 30_000);
+  await eventually('the RoleBinding to take effect', async () => (await asBot(impersonating)).status === 200, 30_000, 200);
   t.pass('allowed once the target grants the user');
   const groupBound = await call(gw.url, 'GET', `/api/v1/secrets/${ns}`, { headers: { ...bot.headers, 'x-cluster-name': impersonating } });
   t.equal(groupBound.status, 403, 'view does not include secrets');
   t.equal(kube('create', 'rolebinding', `${botName}-group`, '--clusterrole=edit', '--group=kiteline:role:admin', '-n', ns).status, 0);
-  await eventually('the group binding to take effect', async () => (await call(gw.url, 'GET', `/api/v1/secrets/${ns}`, { headers: { ...bot.headers, 'x-cluster-name': impersonating } })).status === 200, 30_000);
+  await eventually('the group binding to take effect', async () => (await call(gw.url, 'GET', `/api/v1/secrets/${ns}`, { headers: { ...bot.headers, 'x-cluster-name': impersonating } })).status === 200, 30_000, 200);
   t.pass('Impersonate-Group carries kiteline:role:<role>');
 
   const smuggled = await asBot(CLUSTER, { 'impersonate-user': 'nobody-at-all', 'impersonate-group': 'system:unauthenticated' });

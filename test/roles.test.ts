@@ -3,7 +3,8 @@
 import t from 'tap';
 import { kubectl } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
-import { bootstrapAdmin, eventually, login, withCookie } from './helpers/auth-session.js';
+import { bootstrapAdmin, login, withCookie } from './helpers/auth-session.js';
+import { eventually } from './helpers/eventually.js';
 
 const ROLES = '/api/v1/admin/roles';
 
@@ -23,10 +24,10 @@ t.test('built-in roles exist and cannot be changed or deleted', async (t) => {
   t.equal((await call(gw.url, 'DELETE', `${ROLES}/${admin.id}`, as)).status, 403);
   // Deleted by hand: recreated.
   kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'role.kiteline.io', 'role-viewer']);
-  await eventually(async () => {
+  await eventually('viewer recreated', async () => {
     const res = await call(gw.url, 'GET', `${ROLES}/`, as);
     return res.body.roles.some((r: { name: string }) => r.name === 'viewer');
-  }, 10_000, 'viewer recreated');
+  }, 10_000);
 });
 
 t.test('role CRUD and validation', async (t) => {
@@ -133,10 +134,10 @@ metadata: {name: gitops-readers, namespace: ${gw.namespace}}
 spec: {clusters: ["*"], namespaces: [default], resources: [configmaps], verbs: [get]}
 `);
   t.equal(applied.status, 0, applied.stderr);
-  const role = await eventually(async () => {
+  const role = await eventually('the gitops-readers role', async () => {
     const res = await call(gw.url, 'GET', `${ROLES}/`, as);
     return res.body.roles.find((r: { name: string }) => r.name === 'gitops-readers');
-  });
+  }, 10_000);
   t.match(role, { id: Number, name: 'gitops-readers', isSystem: false, namespaces: ['default'] });
   t.ok(gw.services.auth.authorize({ kind: 'apikey', id: 1, name: 'x', roles: ['gitops-readers'], groups: [] }, { cluster: 'c', namespace: 'default', resource: 'configmaps', verb: 'get' }));
 });

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { kubectl } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
-import { ADMIN, bootstrapAdmin, eventually, login, withCookie } from './helpers/auth-session.js';
+import { ADMIN, bootstrapAdmin, login, withCookie } from './helpers/auth-session.js';
+import { eventually } from './helpers/eventually.js';
 
 const USERS = '/api/v1/admin/users';
 
@@ -113,10 +114,10 @@ t.test('create, list, update, reset_password, enable, delete', async (t) => {
   }
   // lastLoginAt sort: logged-in users first
   await login(gw.url, 'dave_x', 'password-dave_x');
-  await eventually(async () => {
+  await eventually('the lastLoginAt order', async () => {
     const res = await call(gw.url, 'GET', `${USERS}/?sortBy=lastLoginAt`, as);
     return res.body.users[0]?.username === 'dave_x' || res.body.users[0]?.username === 'admin' ? res : undefined;
-  });
+  }, 10_000);
 
   // update
   const upd = await call(gw.url, 'PUT', `${USERS}/${ids.carol}`, { ...as, body: { name: 'Carol C', avatar_url: 'https://example.com/c.png' } });
@@ -172,7 +173,7 @@ t.test('create, list, update, reset_password, enable, delete', async (t) => {
   t.equal((await call(gw.url, 'GET', '/api/auth/user', withCookie(aliceCookie))).status, 401, 'deleting ends sessions at once');
   t.equal((await call(gw.url, 'DELETE', `${USERS}/${ids.Alice}`, as)).status, 404, 'unknown id: 404');
   t.equal((await call(gw.url, 'DELETE', `${USERS}/x1`, as)).status, 400);
-  await eventually(() => kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secrets', '-o', 'name']).stdout.includes('user-x-alice') === false, 10_000, 'password Secret removed');
+  await eventually('password Secret removed', () => kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secrets', '-o', 'name']).stdout.includes('user-x-alice') === false, 10_000);
   const recreated = await call(gw.url, 'POST', USERS, { ...as, body: { username: 'Alice', password: 'password-again' } });
   t.equal(recreated.status, 201);
   t.ok(recreated.body.id > Math.max(...allIds, ids.CAROL!), 'a re-created username gets a new id, never a reused one');
@@ -219,10 +220,10 @@ t.test('ids from two replicas writing at once are unique', async (t) => {
   const ids = results.map((r) => r.body.id);
   t.equal(new Set(ids).size, ids.length, 'no id handed out twice');
   // The second replica sees the first one's users (watch-backed cache).
-  const seen = await eventually(async () => {
+  const seen = await eventually('the second replica to see all users', async () => {
     const res = await call(second.url, 'GET', `${USERS}/?size=100`, withCookie(cookie));
     return res.body.total === 13 ? res : undefined;
-  });
+  }, 10_000);
   t.equal(seen.body.total, 13);
 });
 
@@ -246,20 +247,20 @@ spec:
 `;
   const applied = kubectl(gw.kubeconfig, ['apply', '-f', '-'], manifest);
   t.equal(applied.status, 0, applied.stderr);
-  const janeCookie = await eventually(async () => {
+  const janeCookie = await eventually('Jane to log in', async () => {
     const res = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: 'Jane', password: 'jane-secret-pw' } });
     return res.status === 204 ? /auth_token=[^;]*/.exec(res.headers.get('set-cookie') ?? '')![0] : undefined;
-  });
+  }, 10_000);
   const me = await call(gw.url, 'GET', '/api/auth/user', withCookie(janeCookie));
   t.equal(me.status, 200);
   t.match(me.body.user, { id: Number, username: 'Jane', name: 'Jane from Git', roles: [{ name: 'viewer' }] });
   const label = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'user.kiteline.io', 'jane', '-o', 'jsonpath={.metadata.labels.kiteline\\.io/id}']);
   t.equal(Number(label.stdout), me.body.user.id, 'the applied user got an id label');
-  const secret = await eventually(() => {
+  const secret = await eventually('the password Secret to be hashed', () => {
     const res = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', 'gitops-jane-password', '-o', 'json']);
     const obj = JSON.parse(res.stdout);
     return obj.data.password === undefined ? obj : undefined;
-  });
+  }, 10_000);
   t.same(Object.keys(secret.data), ['passwordHash'], 'only the hash is left');
   t.match(Buffer.from(secret.data.passwordHash, 'base64').toString(), /^scrypt\$/);
   t.notOk(JSON.stringify(secret.metadata.annotations ?? {}).includes('jane-secret-pw'), 'no plain copy in the last-applied annotation');
@@ -270,5 +271,5 @@ spec:
   // kubectl edits show up within a second or so: disabling via kubectl ends access.
   const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'user.kiteline.io', 'jane', '--type=merge', '-p', '{"spec":{"enabled":false}}']);
   t.equal(patched.status, 0, patched.stderr);
-  await eventually(async () => (await call(gw.url, 'GET', '/api/auth/user', withCookie(janeCookie))).status === 401, 5000, 'disabled by kubectl');
+  await eventually('disabled by kubectl', async () => (await call(gw.url, 'GET', '/api/auth/user', withCookie(janeCookie))).status === 401, 5000);
 });

@@ -1,5 +1,5 @@
-// Test helpers for users and sessions: bootstrap the super user, log in (returns the Cookie
-// header to send), and wait for something that another writer (kubectl, a replica) causes.
+// Test helpers for users and sessions: bootstrap the super user and log in (returns the Cookie
+// header to send). To wait for what another writer (kubectl, a replica) causes: ./eventually.ts.
 import { call } from './gateway.js';
 
 export const ADMIN = { username: 'admin', password: 'admin-password-1', name: 'The Admin' };
@@ -22,18 +22,3 @@ export async function bootstrapAdmin(base: string): Promise<string> {
 }
 
 export const withCookie = (cookie: string) => ({ headers: { cookie } });
-
-/** Polls until check() returns a truthy value (or throws after timeoutMs). */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false | null> | T | undefined | false | null,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}

@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TEST_DIR, type TestClusterName } from './clusters.js';
+import { eventually } from './eventually.js';
 import { call, type HttpResponse, type TestGateway } from './gateway.js';
 
 export interface Caller {
@@ -22,22 +23,9 @@ export interface ClusterRegistration {
   enabled?: boolean;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 function ensure(res: HttpResponse, expected: number, what: string): HttpResponse {
   if (res.status !== expected) throw new Error(`${what}: expected ${expected}, got ${res.status} ${res.text}`);
   return res;
-}
-
-/** Waits (by asking again) until check returns a value; throws after timeoutMs. */
-export async function eventually<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 60_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(everyMs);
-  }
 }
 
 /** The kubeconfig YAML of a shared test cluster. */
@@ -60,7 +48,7 @@ export async function bootstrapAdmin(gw: TestGateway, username = 'admin'): Promi
   const created = await eventually('the admin key', async () => {
     const res = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name: `${username}-key`, roles: ['admin'] }, headers: { cookie } });
     return res.status === 201 ? res : undefined;
-  });
+  }, 60_000, 200);
   const caller = { key: created.body.key as string, headers: { authorization: created.body.key as string } };
   await usable(gw, caller.headers);
   return caller;
@@ -95,7 +83,7 @@ export async function waitClusterReady(gw: TestGateway, caller: Caller, name: st
   await eventually(`cluster ${name} to be ready`, async () => {
     const res = await call<Array<{ name: string; ready: boolean }>>(gw.url, 'GET', '/api/v1/clusters', { headers: caller.headers });
     return res.status === 200 && res.body.some((c) => c.name === name && c.ready);
-  }, timeoutMs);
+  }, timeoutMs, 200);
 }
 
 /** Registers a cluster and waits until it serves requests. */

@@ -15,20 +15,23 @@ const NAME_RULE = 'cluster name must be 1 to 253 characters of letters, digits a
 const str = (maxLength: number) => ({ type: 'string', maxLength });
 const CONFIG_MAX = 1024 * 1024;
 
+/** The body fields of create and update (update takes any subset; create needs a name). */
+const clusterProperties = {
+  name: str(253),
+  description: str(1024),
+  config: str(CONFIG_MAX),
+  prometheusURL: str(2048),
+  inCluster: { type: 'boolean' },
+  isDefault: { type: 'boolean' },
+  enabled: { type: 'boolean' },
+  impersonate: { type: 'boolean' },
+};
+
 const createSchema = {
   body: {
     type: 'object',
     required: ['name'],
-    properties: {
-      name: str(253),
-      description: str(1024),
-      config: str(CONFIG_MAX),
-      prometheusURL: str(2048),
-      inCluster: { type: 'boolean' },
-      isDefault: { type: 'boolean' },
-      enabled: { type: 'boolean' },
-      impersonate: { type: 'boolean' },
-    },
+    properties: clusterProperties,
   },
 };
 
@@ -42,16 +45,7 @@ const updateSchema = {
   params: idParams,
   body: {
     type: 'object',
-    properties: {
-      name: str(253),
-      description: str(1024),
-      config: str(CONFIG_MAX),
-      prometheusURL: str(2048),
-      inCluster: { type: 'boolean' },
-      isDefault: { type: 'boolean' },
-      enabled: { type: 'boolean' },
-      impersonate: { type: 'boolean' },
-    },
+    properties: clusterProperties,
   },
 };
 
