@@ -128,6 +128,7 @@ t.test('restart keeps the data; stop leaves no process behind', async (t) => {
 
   const res = kitelineCli(['controlplane', 'start', '--dir', dir]);
   t.equal(res.status, 0, res.stderr);
+  t.equal(readState(dir)?.server, before.server, 'the restart reuses the ports, so handed-out kubeconfigs stay valid');
   const user = kubectl(kubeconfig, ['get', 'users.kiteline.io', 'alice', '-n', 'default', '-o', 'json']);
   t.equal(user.status, 0, user.stderr);
   t.equal(JSON.parse(user.stdout).spec.name, 'Alice', 'data survived the restart');

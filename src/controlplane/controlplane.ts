@@ -6,7 +6,7 @@
 //   pki/            service-account keys, the API server's self-signed serving cert (cert-dir)
 //   tokens.csv      the admin token (group system:masters)
 //   kubeconfig      admin kubeconfig with the real CA inlined
-//   state.json      name, ports and pids of the running processes
+//   state.json      name, ports, and the pids of the running processes (0 once stopped)
 //   logs/*.log      each process's output
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -314,5 +314,6 @@ export async function stopControlPlane(dir: string): Promise<void> {
   for (const pid of [state.pids.controllerManager, state.pids.apiserver, state.pids.etcd]) {
     if (pid) await terminate(pid, abs);
   }
-  rmSync(paths(abs).state, { force: true });
+  // Keep name and ports (a restart reuses them, so kubeconfigs handed out stay valid); no pids.
+  writeFileSync(paths(abs).state, JSON.stringify({ ...state, pids: { etcd: 0, apiserver: 0, controllerManager: 0 } }, null, 2));
 }

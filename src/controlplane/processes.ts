@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 
 /** True when pid runs and (if given) its command line mentions marker, e.g. the data directory. */
 export function isAlive(pid: number, marker?: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false; // kill(0) would signal our own group
   try {
     process.kill(pid, 0);
   } catch {
