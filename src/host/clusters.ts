@@ -7,7 +7,8 @@ import { ConflictError, NotFoundError } from '../errors.js';
 import { apiStatus } from './kube.js';
 import { objectNameFor } from './names.js';
 import type { IdAllocator } from './ids.js';
-import { API_VERSION, GROUP, ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, VERSION, type ClusterResource, type ClusterSpec } from './resources.js';
+import { CustomResources, ownerReference } from './crud.js';
+import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type ClusterResource, type ClusterSpec } from './resources.js';
 import type { HostStore } from './store.js';
 
 /** When spec.isDefault was last set through the API (ISO time): the newest default wins a race. */
@@ -46,42 +47,25 @@ export interface NewCluster {
 
 export type ClusterChanges = Partial<Omit<NewCluster, 'kubeconfig'>> & { kubeconfig?: string };
 
-const PLURAL = 'clusters';
-
-/** spec and status without empty strings (metadata untouched: empty label values are legal). */
-function cleaned(cr: ClusterResource): ClusterResource {
-  const out: ClusterResource = { ...cr, spec: withoutEmptyStrings(cr.spec) };
-  if (cr.status) out.status = withoutEmptyStrings(cr.status);
-  return out;
-}
-
-/**
- * A copy without empty-string members: the project's kube-apiserver 1.20 build validates "" in a
- * custom resource as null and rejects it against `type: string`. An absent member reads as "".
- */
-export function withoutEmptyStrings<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(withoutEmptyStrings) as T;
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) {
-    if (v === '' || v === undefined) continue;
-    out[k] = withoutEmptyStrings(v);
+/** Runs a compare-and-swap write: false when it lost (409) or the object is gone (404). */
+async function casWrite(write: () => Promise<unknown>): Promise<boolean> {
+  try {
+    await write();
+    return true;
+  } catch (err) {
+    if (apiStatus(err) === 409 || apiStatus(err) === 404) return false;
+    throw err;
   }
-  return out as T;
 }
 
 export class ClusterWrites {
+  private readonly crs: CustomResources<ClusterResource>;
+
   constructor(
     private readonly host: HostStore,
     private readonly ids: IdAllocator,
-  ) {}
-
-  private get api() {
-    return this.host.customObjects;
-  }
-
-  private path() {
-    return { group: GROUP, version: VERSION, namespace: this.host.namespace, plural: PLURAL };
+  ) {
+    this.crs = new CustomResources<ClusterResource>(host.customObjects, host.namespace, 'clusters', 'Cluster');
   }
 
   /** Is the name taken by any Cluster object (by its spec.name or, without one, its metadata.name)? */
@@ -109,8 +93,6 @@ export class ClusterWrites {
     };
     if (!input.inCluster) spec.kubeconfigSecretRef = { name: secretName, key: KUBECONFIG_KEY };
     const body: ClusterResource = {
-      apiVersion: API_VERSION,
-      kind: 'Cluster',
       metadata: {
         name: objectName,
         namespace: this.host.namespace,
@@ -121,7 +103,7 @@ export class ClusterWrites {
     };
     let created: ClusterResource;
     try {
-      created = (await this.api.createNamespacedCustomObject({ ...this.path(), body: cleaned(body) })) as ClusterResource;
+      created = await this.crs.create(body);
     } catch (err) {
       if (apiStatus(err) === 409) throw new ConflictError(`cluster already exists: ${input.name}`, 'AlreadyExists');
       throw err;
@@ -140,9 +122,7 @@ export class ClusterWrites {
   /** Stores a kubeconfig in the Secret (created or replaced), owned by the Cluster object. */
   async writeKubeconfigSecret(owner: ClusterResource, secretName: string, kubeconfig: string, key = KUBECONFIG_KEY): Promise<void> {
     const namespace = this.host.namespace;
-    const ownerReferences: k8s.V1OwnerReference[] = [
-      { apiVersion: API_VERSION, kind: 'Cluster', name: owner.metadata.name, uid: owner.metadata.uid!, controller: true },
-    ];
+    const ownerReferences: k8s.V1OwnerReference[] = [{ ...ownerReference(owner), kind: 'Cluster', controller: true }];
     const data = { [key]: Buffer.from(kubeconfig, 'utf8').toString('base64') };
     try {
       await this.host.core.createNamespacedSecret({
@@ -193,7 +173,7 @@ export class ClusterWrites {
         spec.kubeconfigSecretRef = { name: kubeconfigSecretName(objectName), key: KUBECONFIG_KEY };
       }
       try {
-        updated = (await this.api.replaceNamespacedCustomObject({ ...this.path(), name: objectName, body: cleaned({ ...current, metadata, spec }) })) as ClusterResource;
+        updated = await this.crs.replace({ ...current, metadata, spec });
       } catch (err) {
         if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
         if (apiStatus(err) !== 409) throw err;
@@ -239,7 +219,7 @@ export class ClusterWrites {
 
   private async deleteObject(objectName: string): Promise<void> {
     try {
-      await this.api.deleteNamespacedCustomObject({ ...this.path(), name: objectName });
+      await this.crs.delete(objectName);
     } catch (err) {
       if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
       throw err;
@@ -248,7 +228,7 @@ export class ClusterWrites {
 
   async read(objectName: string): Promise<ClusterResource> {
     try {
-      return (await this.api.getNamespacedCustomObject({ ...this.path(), name: objectName })) as ClusterResource;
+      return await this.crs.read(objectName);
     } catch (err) {
       if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
       throw err;
@@ -256,25 +236,13 @@ export class ClusterWrites {
   }
 
   /** Writes status (compare-and-swap on the object's resourceVersion). False on conflict. */
-  async writeStatus(cr: ClusterResource): Promise<boolean> {
-    try {
-      await this.api.replaceNamespacedCustomObjectStatus({ ...this.path(), name: cr.metadata.name, body: cleaned(cr) });
-      return true;
-    } catch (err) {
-      if (apiStatus(err) === 409 || apiStatus(err) === 404) return false;
-      throw err;
-    }
+  writeStatus(cr: ClusterResource): Promise<boolean> {
+    return casWrite(() => this.crs.replaceStatus(cr));
   }
 
   /** Replaces the whole object (labels, spec) with CAS. False on conflict or when gone. */
-  async replace(cr: ClusterResource): Promise<boolean> {
-    try {
-      await this.api.replaceNamespacedCustomObject({ ...this.path(), name: cr.metadata.name, body: cleaned(cr) });
-      return true;
-    } catch (err) {
-      if (apiStatus(err) === 409 || apiStatus(err) === 404) return false;
-      throw err;
-    }
+  replace(cr: ClusterResource): Promise<boolean> {
+    return casWrite(() => this.crs.replace(cr));
   }
 
   /** Atomically takes the import lock; false when another import holds (or held) it. */

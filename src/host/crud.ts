@@ -1,9 +1,9 @@
 // Typed helpers for writing kiteline custom resources in the install namespace: create, read,
-// merge-patch (optionally guarded by resourceVersion), status patch, delete.
+// merge-patch (optionally guarded by resourceVersion), replace, status patch or replace, delete.
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from './resources.js';
 
-export type Plural = 'users' | 'roles' | 'apikeys';
+export type Plural = 'users' | 'roles' | 'apikeys' | 'clusters';
 
 const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 
@@ -35,6 +35,11 @@ export class CustomResources<T extends k8s.KubernetesObject> {
 
   async replace(obj: T): Promise<T> {
     return (await this.api.replaceNamespacedCustomObject({ ...this.target, name: obj.metadata!.name!, body: obj })) as T;
+  }
+
+  /** Replaces the status subresource; obj's resourceVersion makes it a compare-and-swap. */
+  async replaceStatus(obj: T): Promise<T> {
+    return (await this.api.replaceNamespacedCustomObjectStatus({ ...this.target, name: obj.metadata!.name!, body: obj })) as T;
   }
 
   async patchStatus(name: string, status: object): Promise<T> {

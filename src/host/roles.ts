@@ -12,7 +12,6 @@ import { apiStatus, describeApiError } from './kube.js';
 import { objectNameFor } from './names.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type RoleResource, type RoleSpec } from './resources.js';
 import type { HostStore } from './store.js';
-import { withoutEmptyStrings } from './users.js';
 
 export const BUILTIN_LABEL = 'kiteline.io/builtin';
 export const ADMIN_ROLE = 'admin';
@@ -124,7 +123,7 @@ export class RoleStore {
     if (isBuiltinRole(name)) throw new ForbiddenError(`built-in role ${name} cannot be changed`);
     let written: RoleResource;
     try {
-      written = await this.crs.patch(role.metadata.name, { spec: withoutEmptyStrings(changes) });
+      written = await this.crs.patch(role.metadata.name, { spec: changes });
     } catch (err) {
       if (apiStatus(err) === 404) throw new NotFoundError(`role not found: ${name}`);
       throw err;

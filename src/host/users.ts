@@ -114,7 +114,7 @@ export class UserStore {
   }
 
   async update(user: UserResource, changes: { name?: string; avatarURL?: string }): Promise<UserResource> {
-    return this.patch(user, { spec: withoutEmptyStrings(changes) });
+    return this.patch(user, { spec: changes });
   }
 
   async setEnabled(user: UserResource, enabled: boolean): Promise<UserResource> {
@@ -205,14 +205,6 @@ export class UserStore {
     await awaitCache(this.host.users, written.metadata.name, this.host.namespace, hasVersion(written));
     return written;
   }
-}
-
-/**
- * "" becomes null (a merge patch then removes the field): the test control plane's API server
- * (1.20 built with Go 1.19) turns empty strings in custom resources into null and rejects them.
- */
-export function withoutEmptyStrings<T extends object>(changes: T): { [K in keyof T]: T[K] | null } {
-  return Object.fromEntries(Object.entries(changes).map(([k, v]) => [k, v === '' ? null : v])) as { [K in keyof T]: T[K] | null };
 }
 
 function alreadyExists(username: string): ConflictError {

@@ -73,6 +73,12 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return { principal, conn, target, impersonation: impersonationHeaders(conn, principal), signal };
   }
 
+  /** One write upstream with the caller's impersonation; a non-2xx answer throws, keeping its Status. */
+  async function send(p: Prepared, method: string, path: string, contentType: string, body: string) {
+    const { headers, body: framed } = bodyRequest(contentType, body, upstreamHeaders({}, p.impersonation));
+    return expectSuccess(await p.conn.request({ method, path, headers, body: framed, signal: p.signal }));
+  }
+
   function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): void {
     if (isWriteVerb(verb)) {
       request.resourceAudit = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
@@ -107,14 +113,7 @@ export default async function resourceRoutes(app: FastifyInstance) {
     const write = prepareWrite(request.body, p.target.resolved, p.target.resource, p.target.namespace, undefined, 'POST');
     authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
     const path = withSearch(collectionPath(p.target.resolved, write.namespace), writeSearch(query));
-    const res = await expectSuccess(
-      await p.conn.request({
-        method: 'POST',
-        path,
-        ...bodyRequest('application/json', JSON.stringify(write.object), upstreamHeaders({}, p.impersonation)),
-        signal: p.signal,
-      }),
-    );
+    const res = await send(p, 'POST', path, 'application/json', JSON.stringify(write.object));
     return streamToClient(reply, res);
   }
 
@@ -125,14 +124,7 @@ export default async function resourceRoutes(app: FastifyInstance) {
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
     authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
     const path = withSearch(objectPath(resolved, write.namespace, name!), writeSearch(query));
-    const res = await expectSuccess(
-      await p.conn.request({
-        method: 'PUT',
-        path,
-        ...bodyRequest('application/json', JSON.stringify(write.object), upstreamHeaders({}, p.impersonation)),
-        signal: p.signal,
-      }),
-    );
+    const res = await send(p, 'PUT', path, 'application/json', JSON.stringify(write.object));
     return streamToClient(reply, res);
   }
 
@@ -146,14 +138,7 @@ export default async function resourceRoutes(app: FastifyInstance) {
     // Server-side apply creates a missing object: it needs create as well.
     if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
     const path = withSearch(objectPath(resolved, namespace, name!), writeSearch(query, { apply: type === 'apply' }));
-    const res = await expectSuccess(
-      await p.conn.request({
-        method: 'PATCH',
-        path,
-        ...bodyRequest(PATCH_CONTENT_TYPES[type], body, upstreamHeaders({}, p.impersonation)),
-        signal: p.signal,
-      }),
-    );
+    const res = await send(p, 'PATCH', path, PATCH_CONTENT_TYPES[type], body);
     return streamToClient(reply, res);
   }
 
@@ -162,14 +147,7 @@ export default async function resourceRoutes(app: FastifyInstance) {
     const { resolved, resource, namespace, name } = p.target;
     const query = request.query as DeleteQuery;
     authorize(request, p, 'delete', namespace, name, !!query.dryRun);
-    const res = await expectSuccess(
-      await p.conn.request({
-        method: 'DELETE',
-        path: objectPath(resolved, namespace, name!),
-        ...bodyRequest('application/json', JSON.stringify(deleteOptions(query)), upstreamHeaders({}, p.impersonation)),
-        signal: p.signal,
-      }),
-    );
+    const res = await send(p, 'DELETE', objectPath(resolved, namespace, name!), 'application/json', JSON.stringify(deleteOptions(query)));
     if (query.wait === false || query.dryRun) return streamToClient(reply, res);
     const description = describeObject(resource, namespace, name!);
     const answer = await readJson(res);
