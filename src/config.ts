@@ -40,6 +40,10 @@ export interface Config {
   upstreamConnectTimeoutMs: number;
   /** Identity of this replica (leader election holder id, logs). */
   replicaId: string;
+  /** Serve GET /metrics without authentication (default: admin principals only). */
+  metricsPublic: boolean;
+  /** Also record each admin write as a core/v1 Event in the install namespace. */
+  auditEvents: boolean;
 }
 
 type Source = Record<string, string | undefined>;
@@ -127,5 +131,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     clusterProbeIntervalMs: integer('probe-interval-ms', pick('probe-interval-ms', 'KITELINE_PROBE_INTERVAL_MS'), 5000, 100, 600000),
     upstreamConnectTimeoutMs: integer('connect-timeout-ms', pick('connect-timeout-ms', 'KITELINE_CONNECT_TIMEOUT_MS'), 5000, 100, 120000),
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
+    metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
+    auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
   };
 }

@@ -21,6 +21,13 @@ export const REDACT_PATHS = [
   'token',
   'config',
   'kubeconfig',
+  // Audit lines never carry bodies; should one ever slip in, these parts stay out of the log.
+  'audit.body',
+  'audit.object',
+  'audit.data',
+  'audit.stringData',
+  'audit.annotations',
+  '*.annotations["kubectl.kubernetes.io/last-applied-configuration"]',
 ];
 
 export function createLogger(level: string, options: Partial<LoggerOptions> = {}, destination?: DestinationStream): Logger {
@@ -31,7 +38,9 @@ export function createLogger(level: string, options: Partial<LoggerOptions> = {}
     formatters: { level: (label) => ({ level: label }) },
     ...options,
   };
-  return destination ? pino(opts, destination) : pino(opts);
+  // Standard output is written asynchronously: under load the lines written while one write is in
+  // flight go out together (one write per batch, not per request line); pino flushes on exit.
+  return pino(opts, destination ?? pino.destination({ dest: 1, sync: false }));
 }
 
 export type { Logger };

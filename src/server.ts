@@ -10,6 +10,8 @@ import { ensureCrds } from './host/crds.js';
 import { loadHostKubeConfig } from './host/kube.js';
 import { HostStore } from './host/store.js';
 import { createLogger, type Logger } from './log.js';
+import { Metrics } from './metrics/metrics.js';
+import { metricsSources } from './metrics/sources.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -25,7 +27,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
   const auth = new AuthService(host, config, log);
-  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager };
+  const metrics = new Metrics(metricsSources(host, clusterManager));
+  clusterManager.registry.observeUpstream(metrics.observeUpstream);
+  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics };
   const app = await buildApp(services);
   await host.start();
   await auth.start();

@@ -89,6 +89,14 @@ t.test('kubectl apply -f crds/ works and one object of each kind reads back', as
   t.match(table.stdout, /NAME\s+READY\s+VERSION\s+DEFAULT\s+ENABLED\s+AGE/);
   const users = kubectl(kubeconfig, ['get', 'users.kiteline.io', '-n', 'default']);
   t.match(users.stdout, /alice\s+alice\s+7\s+true\s+\["ops"\]/);
+  const category = kubectl(kubeconfig, ['get', 'kiteline', '-n', 'default', '-o', 'name']);
+  t.equal(category.status, 0, category.stderr);
+  for (const name of ['user.kiteline.io/alice', 'cluster.kiteline.io/prod', 'role.kiteline.io/ops', 'apikey.kiteline.io/ci']) {
+    t.match(category.stdout, name, `the kiteline category lists ${name}`);
+  }
+  for (const short of ['kusr', 'kcl', 'krole', 'kak']) {
+    t.equal(kubectl(kubeconfig, ['get', short, '-n', 'default']).status, 0, `short name ${short}`);
+  }
   const bad = kubectl(kubeconfig, ['apply', '-f', '-'], objects.replace('username: alice', 'username: "not valid!"'));
   t.not(bad.status, 0, 'the schema rejects an invalid username');
 });

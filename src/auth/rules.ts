@@ -1,6 +1,11 @@
 // Validation rules for what people type: usernames, passwords, role names and role patterns
 // (CONTRACT section 4). Each rule throws a BadRequestError whose message states the rule.
 import { BadRequestError } from '../errors.js';
+import { globMatches } from './patterns.js';
+import type { Verb } from './principal.js';
+
+/** The verbs a role can grant (CONTRACT section 6). */
+export const VERBS: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,63}$/;
 export const ROLE_NAME_PATTERN = /^[A-Za-z0-9._@-]{1,63}$/;
@@ -36,6 +41,10 @@ export function checkPatterns(field: string, patterns: string[]): void {
       throw new BadRequestError(
         `${field}: invalid pattern "${pattern}" (a glob of 1 to ${PATTERN_MAX} non-space characters, optionally prefixed by one "!")`,
       );
+    }
+    // A verb pattern that matches no verb is a typo that would silently grant nothing.
+    if (field === 'verbs' && !VERBS.some((verb) => globMatches(body, verb))) {
+      throw new BadRequestError(`verbs: "${pattern}" matches no verb (verbs are ${VERBS.join(', ')}, or a glob such as *)`);
     }
   }
 }

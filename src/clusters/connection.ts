@@ -47,9 +47,35 @@ const DISCOVERY_MIN_INTERVAL_MS = 200;
 const DISCOVERY_MAX_AGE_MS = 5 * 60_000;
 /** How long a probe or discovery read may take in all. */
 const READ_TIMEOUT_MS = 15_000;
+/**
+ * Discovery reads in flight at once per cluster: a few warm sockets serve all ~20 group versions
+ * (without a cap, a cold pool opens one TLS connection per group version, and hundreds of
+ * clusters starting together become thousands of handshakes).
+ */
+const DISCOVERY_PARALLELISM = 4;
+
+/** Wraps an async function so that at most `limit` calls run at once; the rest wait their turn. */
+function inTurns<A, R>(limit: number, fn: (arg: A) => Promise<R>): (arg: A) => Promise<R> {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  return async (arg: A) => {
+    // A finished call hands its slot straight to the next waiter, so `running` never overshoots.
+    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
+    else running++;
+    try {
+      return await fn(arg);
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else running--;
+    }
+  };
+}
 
 export class WarmConnection extends EventEmitter implements ClusterConnection {
   meta: ConnectionMeta;
+  /** Told the time until each response's headers (metrics); the registry sets it. */
+  upstreamObserver: ((cluster: string, method: string, status: number, seconds: number) => void) | undefined;
   private health: Health = { ready: false, version: '', error: 'not probed yet' };
   private readonly target: ConnectionTarget;
   private readonly server: URL;
@@ -79,24 +105,29 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.server = new URL(this.target.server);
     this.basePath = this.server.pathname.replace(/\/+$/, '');
     this.isHttps = this.server.protocol === 'https:';
-    const tls = {
-      ca: this.target.ca,
-      cert: this.target.cert,
-      key: this.target.key,
+    // One keep-alive pool per cluster, sized for many concurrent requests; sockets without Nagle
+    // (a request is one write, so nothing is gained by waiting to coalesce).
+    const pool = { keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' as const, noDelay: true };
+    this.agent = this.isHttps ? new https.Agent({ ...pool, ...this.tlsOptions() }) : new http.Agent(pool);
+  }
+
+  /**
+   * The TLS options of the pool: one secure context built (and checked) once, so a bad PEM fails
+   * here with a clear message, and the agent's per-request pool key does not stringify the CA,
+   * certificate and key (as it does when they are passed as Buffers).
+   */
+  private tlsOptions(): https.AgentOptions {
+    let secureContext;
+    try {
+      secureContext = createSecureContext({ ca: this.target.ca, cert: this.target.cert, key: this.target.key });
+    } catch (err) {
+      throw new Error(`unusable TLS material: ${(err as Error).message}`);
+    }
+    return {
+      secureContext,
       rejectUnauthorized: !this.target.insecureSkipTlsVerify,
       ...(this.target.tlsServerName ? { servername: this.target.tlsServerName } : {}),
     };
-    this.agent = this.isHttps
-      ? new https.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32, ...tls })
-      : new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 32 });
-    if (this.isHttps) {
-      // Fail now, with a clear message, rather than on every request.
-      try {
-        createSecureContext({ ca: tls.ca, cert: tls.cert, key: tls.key });
-      } catch (err) {
-        throw new Error(`unusable TLS material: ${(err as Error).message}`);
-      }
-    }
   }
 
   get id(): number {
@@ -142,6 +173,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     const transport = this.isHttps ? https : http;
     return new Promise<IncomingMessage>((resolve, reject) => {
       let connectTimer: NodeJS.Timeout | undefined;
+      const started = this.upstreamObserver ? performance.now() : 0;
       const upstream = transport.request({
         protocol: this.server.protocol,
         hostname: this.server.hostname.replace(/^\[|\]$/g, ''),
@@ -162,6 +194,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       });
       upstream.on('response', (res) => {
         clearTimeout(connectTimer);
+        this.upstreamObserver?.(this.meta.name, req.method, res.statusCode ?? 0, (performance.now() - started) / 1000);
         resolve(res);
       });
       upstream.on('error', (err: Error & { code?: string }) => {
@@ -223,7 +256,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       try {
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         this.discoveryAt = Date.now();
-        const snapshot = await loadDiscovery((path) => this.getJson(path));
+        const snapshot = await loadDiscovery(inTurns(DISCOVERY_PARALLELISM, (path) => this.getJson(path)));
         if (this.closed) return;
         if (snapshot.failed.length > 0 && snapshot.failed.join() !== this.discovery?.failed.join()) {
           this.log.warn({ failedGroupVersions: snapshot.failed }, 'some API groups failed discovery; skipped');

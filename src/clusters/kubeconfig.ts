@@ -2,7 +2,9 @@
 // (create, update, import) or from a Secret applied with kubectl; before the gateway uses or
 // stores it, it is reduced to one context with inline credentials only. Anything that would run
 // code or read files on the gateway (exec and auth-provider plugins, tokenFile, client-certificate,
-// client-key, certificate-authority paths) is refused with the reason, as are non-http(s) servers.
+// client-key, certificate-authority paths) is refused with the reason, as are non-http(s) servers
+// and certificates or keys that do not parse (they could never connect).
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { parse, stringify } from 'yaml';
 
 /** A kubeconfig that cannot be used, with a message fit for a 400 answer. */
@@ -69,6 +71,30 @@ function base64Field(where: string, field: string, value: unknown): string | und
   const compact = text.replace(/\s+/g, '');
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(compact)) throw new KubeconfigError(`${where}: ${field} is not base64`);
   return compact;
+}
+
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+/** Base64 of one or more PEM certificates, each of which parses; else KubeconfigError (never echoing the data). */
+function checkCertificates(where: string, field: string, base64: string): void {
+  const blocks = Buffer.from(base64, 'base64').toString('utf8').match(PEM_CERTIFICATE) ?? [];
+  if (blocks.length === 0) throw new KubeconfigError(`${where}: ${field} holds no PEM certificate`);
+  for (const block of blocks) {
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new KubeconfigError(`${where}: ${field} holds a PEM certificate that does not parse`);
+    }
+  }
+}
+
+/** Base64 of a PEM private key that parses; else KubeconfigError (never echoing the data). */
+function checkPrivateKey(where: string, field: string, base64: string): void {
+  try {
+    createPrivateKey({ key: Buffer.from(base64, 'base64'), format: 'pem' });
+  } catch {
+    throw new KubeconfigError(`${where}: ${field} holds no PEM private key that parses`);
+  }
 }
 
 /** Parses kubeconfig YAML (or JSON) into an object, or throws KubeconfigError. */
@@ -182,7 +208,10 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
     insecureSkipTlsVerify: insecure === true,
   };
   const caData = base64Field(clusterWhere, 'certificate-authority-data', cluster['certificate-authority-data']);
-  if (caData) credentials.caData = caData;
+  if (caData) {
+    checkCertificates(clusterWhere, 'certificate-authority-data', caData);
+    credentials.caData = caData;
+  }
   if (caData && credentials.insecureSkipTlsVerify) {
     throw new KubeconfigError(`${clusterWhere}: certificate-authority-data and insecure-skip-tls-verify cannot both be set`);
   }
@@ -193,6 +222,8 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
   const key = base64Field(userWhere, 'client-key-data', user['client-key-data']);
   if (!!cert !== !!key) throw new KubeconfigError(`${userWhere}: client-certificate-data and client-key-data go together`);
   if (cert && key) {
+    checkCertificates(userWhere, 'client-certificate-data', cert);
+    checkPrivateKey(userWhere, 'client-key-data', key);
     credentials.clientCertificateData = cert;
     credentials.clientKeyData = key;
   }
@@ -215,6 +246,8 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
 /** Every context of a kubeconfig, each sanitized on its own; failures carry their reason. */
 export function sanitizeAllContexts(text: string): { current: string; usable: SanitizedContext[]; skipped: { context: string; reason: string }[] } {
   const { contexts, current } = listContexts(text);
+  // As kubectl does: a current-context that names no context is an error, not "pick another".
+  if (current !== '' && !contexts.includes(current)) throw new KubeconfigError(`current-context "${current}" is not one of the kubeconfig's contexts`);
   const usable: SanitizedContext[] = [];
   const skipped: { context: string; reason: string }[] = [];
   for (const context of contexts) {

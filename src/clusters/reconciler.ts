@@ -343,7 +343,9 @@ export class ClusterReconciler {
     } else if (defaults.length === 0 && all.length > 0) {
       const pick = [...all].sort((a, b) => Number(b.spec?.enabled !== false) - Number(a.spec?.enabled !== false) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity))[0]!;
       this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
-      const annotations = { ...pick.metadata.annotations, [DEFAULT_SINCE_ANNOTATION]: new Date().toISOString() };
+      // A fallback default dates from the epoch, so any default a user sets (an import's current
+      // context still being written, a PUT) wins over it.
+      const annotations = { ...pick.metadata.annotations, [DEFAULT_SINCE_ANNOTATION]: FALLBACK_DEFAULT_SINCE };
       if (!(await this.writes.replace({ ...pick, metadata: { ...pick.metadata, annotations }, spec: { ...pick.spec, isDefault: true } }))) again = true;
     }
 
@@ -357,6 +359,9 @@ export class ClusterReconciler {
     if (again) this.scheduleHousekeeping();
   }
 }
+
+/** default-since of a default the reconciler picked itself: older than any a user sets. */
+const FALLBACK_DEFAULT_SINCE = new Date(0).toISOString();
 
 function created(cr: ClusterResource): number {
   const raw = cr.metadata.creationTimestamp as unknown as string | undefined;

@@ -8,6 +8,13 @@ import type { ClusterDirectory } from './types.js';
 export class ClusterRegistry implements ClusterDirectory {
   private readonly byObject = new Map<string, WarmConnection>();
   private byName = new Map<string, WarmConnection>();
+  private upstreamObserver: WarmConnection['upstreamObserver'];
+
+  /** Hands an observer of upstream response times (metrics) to every connection, now and later. */
+  observeUpstream(observer: WarmConnection['upstreamObserver']): void {
+    this.upstreamObserver = observer;
+    for (const conn of this.byObject.values()) conn.upstreamObserver = observer;
+  }
 
   get(name: string): WarmConnection | undefined {
     return this.byName.get(name);
@@ -42,6 +49,7 @@ export class ClusterRegistry implements ClusterDirectory {
   /** Adds or replaces the connection of an object; returns the one it replaced. */
   set(conn: WarmConnection): WarmConnection | undefined {
     const previous = this.byObject.get(conn.meta.objectName);
+    conn.upstreamObserver = this.upstreamObserver;
     this.byObject.set(conn.meta.objectName, conn);
     this.reindex();
     return previous === conn ? undefined : previous;

@@ -6,6 +6,7 @@ import type { AuthService } from '../auth/auth-service.js';
 import type { Config } from '../config.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics/metrics.js';
 
 export interface Services {
   config: Config;
@@ -17,4 +18,6 @@ export interface Services {
   clusters: ClusterDirectory;
   /** Cluster registration: writes, the admin view, the reconciler and the leader lease. */
   clusterManager: ClusterManager;
+  /** This gateway's Prometheus metrics (its own registry). */
+  metrics: Metrics;
 }

@@ -3,6 +3,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { SERVICE_ACCOUNT_DIR, type Config } from '../config.js';
+import { ServiceUnavailableError } from '../errors.js';
 
 export function loadHostKubeConfig(config: Pick<Config, 'kubeconfig'> & Partial<Pick<Config, 'serviceAccountDir'>>): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
@@ -48,4 +49,23 @@ export function describeApiError(err: unknown): string {
     return `HTTP ${err.code}${message ? `: ${message}` : ''}`;
   }
   return (err as Error)?.message ?? String(err);
+}
+
+/** Network failures of a host-cluster call: the host API server is down, restarting or cut off. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
+
+/**
+ * A host-cluster call that failed because the host cannot serve it now (unreachable, or a 5xx or
+ * 429 from its API server): the caller gets a clean 503 to retry, never a 500. Undefined otherwise.
+ */
+export function hostUnavailable(err: unknown): ServiceUnavailableError | undefined {
+  if (err instanceof k8s.ApiException) {
+    return err.code >= 500 || err.code === 429 ? new ServiceUnavailableError(`the host cluster could not complete the request (HTTP ${err.code}); try again`) : undefined;
+  }
+  const e = err as { name?: unknown; code?: unknown } | null;
+  const code = typeof e?.code === 'string' ? e.code : '';
+  if (e?.name === 'FetchError' || UNREACHABLE_CODES.has(code)) {
+    return new ServiceUnavailableError(`the host cluster is unavailable${code ? ` (${code})` : ''}; try again`);
+  }
+  return undefined;
 }

@@ -88,6 +88,10 @@ export function streamToClient(reply: FastifyReply, res: IncomingMessage, option
   reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
   const encoding = res.headers['content-encoding'];
   if (encoding) reply.header('content-encoding', encoding);
+  // The bytes pass through unchanged, so the cluster's length holds: the answer goes out framed by
+  // it (head and a small body in one write) instead of chunked with a terminating write.
+  const length = res.headers['content-length'];
+  if (length !== undefined && !options.flushHeaders) reply.header('content-length', length);
   if (options.flushHeaders) {
     reply.raw.once('pipe', () => reply.raw.flushHeaders());
   }

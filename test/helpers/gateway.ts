@@ -21,6 +21,8 @@ interface Teardown {
 export interface GatewayOptions {
   namespace?: string;
   host?: TestClusterName;
+  /** A host kubeconfig file of a control plane the test started itself (instead of `host`). */
+  kubeconfig?: string;
   /** Extra environment, e.g. KITELINE_LOGIN_MAX_FAILURES. */
   env?: Record<string, string>;
   /** Log file name under .kiteline/test/logs (the security tests scan these for secrets). */
@@ -29,10 +31,10 @@ export interface GatewayOptions {
 
 /** Starts a gateway on a free port; stopped by t.teardown. */
 export async function startGateway(t: Teardown, options: GatewayOptions = {}): Promise<TestGateway> {
-  const cp = await testControlPlane(options.host ?? 'host');
+  const kubeconfig = options.kubeconfig ?? (await testControlPlane(options.host ?? 'host')).kubeconfigPath;
   const namespace = options.namespace ?? uniqueName('kl');
   const config = loadConfig([], {
-    KUBECONFIG: cp.kubeconfigPath,
+    KUBECONFIG: kubeconfig,
     KITELINE_NAMESPACE: namespace,
     PORT: '0',
     HOST: '127.0.0.1',
@@ -44,7 +46,7 @@ export async function startGateway(t: Teardown, options: GatewayOptions = {}): P
   const destination = pino.destination({ dest: join(logDir, `${options.logName ?? namespace}.log`), sync: true, append: true });
   const server = await startServer(config, createLogger(config.logLevel, {}, destination));
   t.teardown(() => server.close());
-  return { ...server, namespace, kubeconfig: cp.kubeconfigPath, config };
+  return { ...server, namespace, kubeconfig, config };
 }
 
 export interface HttpResponse<T = any> {
@@ -59,6 +61,8 @@ export interface RequestOptions {
   /** A raw body string (sent as is). */
   raw?: string;
   headers?: Record<string, string>;
+  /** Aborts the request (e.g. AbortSignal.timeout) instead of waiting forever. */
+  signal?: AbortSignal;
 }
 
 /** Calls the gateway; parses JSON answers. Never throws for HTTP errors. */
@@ -69,7 +73,7 @@ export async function call<T = any>(base: string, method: string, path: string, 
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body });
+  const res = await fetch(base + path, { method, headers, body, ...(options.signal ? { signal: options.signal } : {}) });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

@@ -3,7 +3,11 @@ import t, { type Test } from 'tap';
 import { parse, stringify } from 'yaml';
 import { KubeconfigError, listContexts, sanitizeAllContexts, sanitizeKubeconfig } from '../../src/clusters/kubeconfig.js';
 
-const CA = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
+// A throwaway self-signed certificate and its key (EC P-256), generated for these tests only:
+// kubeconfigs must carry certificates and keys that parse.
+const TEST_CERT_PEM = '-----BEGIN CERTIFICATE-----\nMIIBkjCCATegAwIBAgIUIr6x3rh5mz7qyLDKAK9u5jYuzi4wCgYIKoZIzj0EAwIw\nHTEbMBkGA1UEAwwSa2l0ZWxpbmUtdW5pdC10ZXN0MCAXDTI2MTEyMTE1MDQzN1oY\nDzIxMjYxMDI4MTUwNDM3WjAdMRswGQYDVQQDDBJraXRlbGluZS11bml0LXRlc3Qw\nWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASG3TeQI9WSiUbRGnoSJkqalDuuJHr8\nAbioAqS53UVY34Beoe36ISUrOfjjuT9B2Gv8aUB1NAEVe2HEJMKDCFquo1MwUTAd\nBgNVHQ4EFgQUHjsVgCHJoIxc2iZHyY+brmqgiVEwHwYDVR0jBBgwFoAUHjsVgCHJ\noIxc2iZHyY+brmqgiVEwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNJADBG\nAiEA161WUVK3YeikpmZ2pM3lKNTAVsb7wIAu9/LEQWlkowkCIQDbOBHycznChVtH\nTCDPzAznxcUtAGuXqAkqj37OL1t4EA==\n-----END CERTIFICATE-----\n';
+const TEST_KEY_PEM = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgklMMCvt3fMH77kB9\ndUWMHNez2ygnWV90TabZ0ENA+u+hRANCAASG3TeQI9WSiUbRGnoSJkqalDuuJHr8\nAbioAqS53UVY34Beoe36ISUrOfjjuT9B2Gv8aUB1NAEVe2HEJMKDCFqu\n-----END PRIVATE KEY-----\n';
+const CA = Buffer.from(TEST_CERT_PEM).toString('base64');
 
 function kubeconfig(overrides: { cluster?: object; user?: object; extraContexts?: object[]; current?: string | null } = {}): string {
   return stringify({
@@ -35,8 +39,8 @@ t.test('a token kubeconfig is reduced to one context with inline data', async (t
 });
 
 t.test('client certificates and basic auth are kept', async (t) => {
-  const cert = Buffer.from('cert').toString('base64');
-  const key = Buffer.from('key').toString('base64');
+  const cert = Buffer.from(TEST_CERT_PEM).toString('base64');
+  const key = Buffer.from(TEST_KEY_PEM).toString('base64');
   const withCert = sanitizeKubeconfig(kubeconfig({ user: { token: undefined, 'client-certificate-data': cert, 'client-key-data': key } }));
   t.equal(withCert.credentials.clientCertificateData, cert);
   t.equal(withCert.credentials.clientKeyData, key);
@@ -45,6 +49,12 @@ t.test('client certificates and basic auth are kept', async (t) => {
   t.equal(basic.credentials.username, 'u');
   t.equal(basic.credentials.password, 'p');
   rejects(t, kubeconfig({ user: { 'client-certificate-data': cert } }), /go together/, 'a certificate without its key');
+  const notPem = Buffer.from('not a certificate').toString('base64');
+  const brokenPem = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n').toString('base64');
+  rejects(t, kubeconfig({ cluster: { 'certificate-authority-data': notPem } }), /certificate-authority-data holds no PEM certificate/, 'a CA that is not PEM');
+  rejects(t, kubeconfig({ cluster: { 'certificate-authority-data': brokenPem } }), /certificate-authority-data holds a PEM certificate that does not parse/, 'a broken CA');
+  rejects(t, kubeconfig({ user: { 'client-certificate-data': brokenPem, 'client-key-data': key } }), /client-certificate-data holds a PEM certificate that does not parse/, 'a broken client certificate');
+  rejects(t, kubeconfig({ user: { 'client-certificate-data': cert, 'client-key-data': notPem } }), /client-key-data holds no PEM private key/, 'a client key that is not PEM');
 });
 
 t.test('plugins and file paths are refused with the reason', async (t) => {
@@ -104,4 +114,5 @@ t.test('every context of a multi-context kubeconfig, failures with reasons', asy
   t.equal(all.skipped[0]!.context, 'broken');
   t.match(all.skipped[0]!.reason, /cluster "nowhere"/);
   t.equal(sanitizeKubeconfig(text, 'dev').context, 'dev', 'a context can be chosen by name');
+  t.throws(() => sanitizeAllContexts(kubeconfig({ current: 'nope' })), { name: 'KubeconfigError', message: /current-context "nope" is not one of/ }, 'an unknown current-context');
 });

@@ -1,7 +1,8 @@
 // Authentication for every request: resolves request.principal from `Authorization: <API key>`
 // (or `Bearer <API key>`) or else the auth_token session cookie, using only the host caches, and
 // sets request.actor for the request log. Route modules guard themselves with
-// `{ preHandler: app.requireUser }` or `{ preHandler: app.requireAdmin }`.
+// `{ onRequest: app.requireUser }` or `{ onRequest: app.requireAdmin }` (before any body is read or
+// validated, so an anonymous caller gets 401, never a validation message).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../auth/principal.js';
@@ -20,9 +21,9 @@ declare module 'fastify' {
     staleSessionCookie: boolean;
   }
   interface FastifyInstance {
-    /** preHandler: 401 unless the request carries a valid session or API key. */
+    /** Route hook (onRequest): 401 unless the request carries a valid session or API key. */
     requireUser: AuthHook;
-    /** preHandler: 401 without credentials, 403 "admin role required" without role admin. */
+    /** Route hook (onRequest): 401 without credentials, 403 "admin role required" without role admin. */
     requireAdmin: AuthHook;
   }
 }

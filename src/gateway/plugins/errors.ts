@@ -4,6 +4,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { HttpError, TooManyRequestsError } from '../../errors.js';
+import { hostUnavailable } from '../../host/kube.js';
 
 const REASONS: Record<number, string> = {
   400: 'BadRequest',
@@ -23,6 +24,8 @@ const REASONS: Record<number, string> = {
 /** Maps any thrown value to an HttpError; undefined means "a bug" (500). */
 export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
+  const host = hostUnavailable(err);
+  if (host) return host;
   const fe = err as Partial<FastifyError> & { validation?: unknown; validationContext?: string };
   if (fe?.validation) {
     return new HttpError(400, 'BadRequest', `invalid request: ${fe.message}`);

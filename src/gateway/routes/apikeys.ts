@@ -5,8 +5,10 @@ import { checkRoleName, parseId } from '../../auth/rules.js';
 import { apiKeyView } from '../../auth/views.js';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import { resourceId } from '../../host/resources.js';
+import { idParams, objectOf, ref, replies } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/apikeys';
+const tags = ['apikeys'];
 const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const KEY_NAME = /^[A-Za-z0-9._@-]{1,63}$/;
 
@@ -19,7 +21,10 @@ interface CreateBody {
 export default async function apiKeyRoutes(app: FastifyInstance) {
   const { auth } = app.services;
 
-  const listRoute = { preHandler: app.requireAdmin };
+  const listRoute = {
+    onRequest: app.requireAdmin,
+    schema: { tags, summary: 'List API keys (never a secret)', response: replies({ 200: objectOf({ apiKeys: { type: 'array', items: ref('APIKey') } }) }) },
+  };
   const list = async () => ({
     apiKeys: [...auth.apiKeys.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(apiKeyView),
   });
@@ -27,18 +32,21 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
   app.get(PREFIX, listRoute, list);
 
   const createRoute = {
-    preHandler: app.requireAdmin,
+    onRequest: app.requireAdmin,
     schema: {
+      tags,
+      summary: 'Create an API key (the key is in the answer, this once)',
       body: {
         type: 'object',
         required: ['name'],
         additionalProperties: false,
         properties: {
-          name: { type: 'string' },
-          roles: { type: 'array', maxItems: 64, items: { type: 'string' } },
-          expiresAt: { type: ['string', 'null'] },
+          name: { type: 'string', description: "1 to 63 characters of letters, digits, '.', '_', '@' and '-'" },
+          roles: { type: 'array', maxItems: 64, items: { type: 'string' }, description: 'names of existing roles' },
+          expiresAt: { type: ['string', 'null'], description: 'ISO 8601 date-time in the future; null or absent: never' },
         },
       },
+      response: replies({ 201: ref('NewAPIKey') }),
     },
   };
   const create = async (request: FastifyRequest<{ Body: CreateBody }>, reply: FastifyReply) => {
@@ -69,7 +77,15 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
 
   app.delete<{ Params: { id: string } }>(
     `${PREFIX}/:id`,
-    { preHandler: app.requireAdmin, schema: { params: { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } } },
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Delete (revoke) an API key',
+        params: idParams,
+        response: replies({ 200: objectOf({ success: { type: 'boolean' }, message: { type: 'string' } }) }),
+      },
+    },
     async (request) => {
       const key = auth.apiKeys.byId(parseId(request.params.id));
       if (!key) throw new NotFoundError('API key not found');

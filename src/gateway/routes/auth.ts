@@ -7,6 +7,9 @@ import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
+import { noContent, objectOf, OPTIONALLY_SIGNED_IN, PUBLIC, ref, replies, SESSION_ONLY } from '../schemas.js';
+
+const tags = ['auth'];
 
 export default async function authRoutes(app: FastifyInstance) {
   const { auth } = app.services;
@@ -20,11 +23,16 @@ export default async function authRoutes(app: FastifyInstance) {
     '/api/auth/login/password',
     {
       schema: {
+        tags,
+        summary: 'Log in with a password',
+        description: 'Sets the HttpOnly `auth_token` session cookie. Unknown user and wrong password give the same 401; repeated failures 429.',
+        security: PUBLIC,
         body: {
           type: 'object',
           required: ['username', 'password'],
           properties: { username: { type: 'string', maxLength: 256 }, password: { type: 'string', maxLength: 1024 } },
         },
+        response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
       },
     },
     async (request, reply) => {
@@ -37,7 +45,17 @@ export default async function authRoutes(app: FastifyInstance) {
     },
   );
 
-  app.post('/api/auth/logout', { schema: { querystring: { type: 'object', properties: { all: { type: 'boolean' } } } } }, async (request, reply) => {
+  const logoutSchema = {
+    tags,
+    summary: 'Log out (clears the session cookie)',
+    security: OPTIONALLY_SIGNED_IN,
+    querystring: {
+      type: 'object',
+      properties: { all: { type: 'boolean', description: "end every session of the caller's user (needs a session)" } },
+    },
+    response: replies({ 200: ref('Message') }),
+  };
+  app.post('/api/auth/logout', { schema: logoutSchema }, async (request, reply) => {
     const { all } = request.query as { all?: boolean };
     if (all) {
       // "Log out everywhere": bumps the session epoch, ending every session of this user.
@@ -51,7 +69,8 @@ export default async function authRoutes(app: FastifyInstance) {
     return { message: 'logged out' };
   });
 
-  app.get('/api/auth/user', { preHandler: app.requireUser }, async (request) => {
+  const userSchema = { tags, summary: 'The caller', response: replies({ 200: objectOf({ user: ref('SessionUser') }) }) };
+  app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
     const principal = request.principal!;
     if (principal.kind === 'user') {
       const user = auth.users.byId(principal.id);
@@ -78,7 +97,13 @@ export default async function authRoutes(app: FastifyInstance) {
     };
   });
 
-  app.post('/api/auth/refresh', async (request, reply) => {
+  const refreshSchema = {
+    tags,
+    summary: 'Renew the session cookie while the session is valid',
+    security: SESSION_ONLY,
+    response: replies({ 204: noContent('the auth_token cookie is renewed') }),
+  };
+  app.post('/api/auth/refresh', { schema: refreshSchema }, async (request, reply) => {
     const principal = request.principal;
     if (!principal || principal.kind !== 'user' || request.headers.authorization) {
       if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
@@ -90,5 +115,11 @@ export default async function authRoutes(app: FastifyInstance) {
     return reply.code(204).send();
   });
 
-  app.get('/api/auth/providers', async () => ({ providers: ['password'] }));
+  const providersSchema = {
+    tags,
+    summary: 'The login providers',
+    security: PUBLIC,
+    response: replies({ 200: objectOf({ providers: { type: 'array', items: { type: 'string' } } }) }),
+  };
+  app.get('/api/auth/providers', { schema: providersSchema }, async () => ({ providers: ['password'] }));
 }

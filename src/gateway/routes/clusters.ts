@@ -7,6 +7,7 @@ import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../../
 import { clusterDisplayName, type NewCluster } from '../../host/clusters.js';
 import { resourceId, type ClusterResource } from '../../host/resources.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
 
 /** Names clients send as x-cluster-name (also in a cookie or query), e.g. kubernetes-admin@prod. */
 const CLUSTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9._@:/-]{0,251}[A-Za-z0-9])?$/;
@@ -14,49 +15,79 @@ const NAME_RULE = 'cluster name must be 1 to 253 characters of letters, digits a
 
 const str = (maxLength: number) => ({ type: 'string', maxLength });
 const CONFIG_MAX = 1024 * 1024;
+const tags = ['clusters'];
 
 /** The body fields of create and update (update takes any subset; create needs a name). */
 const clusterProperties = {
   name: str(253),
   description: str(1024),
-  config: str(CONFIG_MAX),
+  config: { ...str(CONFIG_MAX), description: 'a kubeconfig (YAML); exec and auth-provider plugins and file paths are refused' },
   prometheusURL: str(2048),
-  inCluster: { type: 'boolean' },
-  isDefault: { type: 'boolean' },
+  inCluster: { type: 'boolean', description: "the host cluster itself, through kiteline's service account" },
+  isDefault: { type: 'boolean', description: 'clears the flag on every other cluster' },
   enabled: { type: 'boolean' },
-  impersonate: { type: 'boolean' },
+  impersonate: { type: 'boolean', description: 'send Impersonate-User/-Group for the caller' },
 };
 
 const createSchema = {
+  tags,
+  summary: 'Register a cluster (kubeconfig checked at once; duplicate name: 409)',
   body: {
     type: 'object',
     required: ['name'],
     properties: clusterProperties,
   },
-};
-
-const idParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: str(20) },
+  response: replies({ 201: objectOf({ id: { type: 'integer' }, message: { type: 'string' } }) }),
 };
 
 const updateSchema = {
+  tags,
+  summary: 'Change a cluster: absent members are left as they are',
   params: idParams,
   body: {
     type: 'object',
     properties: clusterProperties,
   },
+  response: replies({ 200: ref('Message') }),
+};
+
+const deleteSchema = {
+  tags,
+  summary: 'Delete a cluster and its kubeconfig Secret (the default cluster: 400)',
+  params: idParams,
+  response: replies({ 200: ref('Message') }),
 };
 
 const importSchema = {
+  tags: ['setup'],
+  summary: 'Register the first clusters: one per kubeconfig context, or the host cluster',
+  description: 'Public only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
+  security: PUBLIC,
   body: {
     type: 'object',
     properties: {
-      config: str(CONFIG_MAX),
-      inCluster: { type: 'boolean' },
+      config: clusterProperties.config,
+      inCluster: clusterProperties.inCluster,
     },
   },
+  response: replies({
+    201: objectOf({
+      message: { type: 'string' },
+      clusters: { type: 'array', items: { type: 'string' }, description: 'the names registered' },
+      skipped: {
+        type: 'array',
+        description: 'contexts not registered, with the reason (absent when none)',
+        items: objectOf({ context: { type: 'string' }, reason: { type: 'string' } }),
+      },
+    }),
+  }),
+};
+
+const adminListSchema = { tags, summary: 'List registered clusters (admin view)', response: replies({ 200: { type: 'array', items: ref('Cluster') } }) };
+const userListSchema = {
+  tags,
+  summary: 'The enabled clusters the caller may use, by name',
+  response: replies({ 200: { type: 'array', items: ref('ClusterSummary') } }),
 };
 
 function checkName(name: string): string {
@@ -102,11 +133,6 @@ interface ClusterBody {
   impersonate?: boolean;
 }
 
-/** The audit line of an admin write (never the body: it carries the kubeconfig). */
-function audit(request: FastifyRequest, verb: string, name: string, result: string): void {
-  request.log.info({ audit: { who: request.principal?.name ?? 'anonymous (bootstrap)', verb, resource: 'clusters', name, result } }, 'audit');
-}
-
 export default async function clusterRoutes(app: FastifyInstance) {
   const manager = app.services.clusterManager;
   const writes = manager.writes;
@@ -119,7 +145,7 @@ export default async function clusterRoutes(app: FastifyInstance) {
 
   const list = async () => manager.listResources().map((cr) => manager.view(cr));
   for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
-    app.get(url, { preHandler: app.requireAdmin }, list);
+    app.get(url, { onRequest: app.requireAdmin, schema: adminListSchema }, list);
   }
 
   const create = async (request: FastifyRequest<{ Body: ClusterBody }>, reply: FastifyReply) => {
@@ -142,16 +168,15 @@ export default async function clusterRoutes(app: FastifyInstance) {
     if (!inCluster) input.kubeconfig = sanitizedConfig(body.config!);
     const { id, objectName } = await writes.create(input);
     if (input.isDefault) await writes.clearDefaultExcept(objectName);
-    audit(request, 'create', name, 'success');
     return reply.code(201).send({ id, message: 'cluster created successfully' });
   };
   for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
-    app.post<{ Body: ClusterBody }>(url, { preHandler: app.requireAdmin, schema: createSchema }, create);
+    app.post<{ Body: ClusterBody }>(url, { onRequest: app.requireAdmin, schema: createSchema }, create);
   }
 
   app.put<{ Params: { id: string }; Body: ClusterBody }>(
     '/api/v1/admin/clusters/:id',
-    { preHandler: app.requireAdmin, schema: updateSchema },
+    { onRequest: app.requireAdmin, schema: updateSchema },
     async (request) => {
       const cr = find(request.params.id);
       const body = request.body ?? {};
@@ -183,19 +208,19 @@ export default async function clusterRoutes(app: FastifyInstance) {
       }
       await writes.update(cr.metadata.name, changes);
       if (changes.isDefault) await writes.clearDefaultExcept(cr.metadata.name);
-      audit(request, 'update', changes.name ?? current, 'success');
+      request.auditDetail = { name: changes.name ?? current };
       return { message: 'cluster updated successfully' };
     },
   );
 
   app.delete<{ Params: { id: string } }>(
     '/api/v1/admin/clusters/:id',
-    { preHandler: app.requireAdmin, schema: { params: idParams } },
+    { onRequest: app.requireAdmin, schema: deleteSchema },
     async (request) => {
       const cr = find(request.params.id);
       if (cr.spec?.isDefault) throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
       await writes.delete(cr.metadata.name);
-      audit(request, 'delete', clusterDisplayName(cr), 'success');
+      request.auditDetail = { name: clusterDisplayName(cr) };
       return { message: 'cluster deleted successfully' };
     },
   );
@@ -244,23 +269,24 @@ export default async function clusterRoutes(app: FastifyInstance) {
       if (manager.host.clusters.list().length > 0) throw closed();
       const created: string[] = [];
       try {
-        for (const cluster of planned) {
+        // The default first: the reconciler never sees clusters without a default (it would mark another).
+        for (const cluster of [...planned].sort((x, y) => Number(y.isDefault) - Number(x.isDefault))) {
           await writes.create(cluster);
           created.push(cluster.name);
         }
       } finally {
         if (created.length === 0) await writes.releaseImportLock().catch(() => undefined);
       }
-      audit(request, 'import', created.join(','), 'success');
+      request.auditDetail = { name: created.join(',') };
       return reply.code(201).send({
         message: `imported ${created.length} cluster${created.length === 1 ? '' : 's'} successfully`,
-        clusters: created,
+        clusters: planned.map((p) => p.name).filter((name) => created.includes(name)),
         ...(skipped.length > 0 ? { skipped } : {}),
       });
     },
   );
 
-  app.get('/api/v1/clusters', { preHandler: app.requireUser }, async (request) => {
+  app.get('/api/v1/clusters', { onRequest: app.requireUser, schema: userListSchema }, async (request) => {
     const principal = request.principal!;
     return manager
       .listResources()

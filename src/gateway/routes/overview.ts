@@ -6,13 +6,22 @@ import { selectCluster } from '../../resources/cluster-select.js';
 import { impersonationHeaders } from '../../resources/impersonation.js';
 import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
 import { clientClosed } from '../../resources/upstream.js';
+import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
 
 export default async function overviewRoutes(app: FastifyInstance) {
   app.get(
     '/api/v1/overview',
     {
       onRequest: app.requireUser,
-      schema: { querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } } },
+      schema: {
+        tags: ['resources'],
+        summary: 'Node, pod, namespace and service counts of the selected cluster',
+        description: 'The caller must be allowed to list nodes, pods, namespaces and services in all namespaces.',
+        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        response: replies({ 200: ref('Overview') }),
+      },
     },
     async (request, reply) => {
       const principal = request.principal!;

@@ -8,8 +8,8 @@ import type { Principal, Verb } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess, verbFor } from '../../resources/access.js';
-import { isWriteVerb, logResourceAudit } from '../../resources/audit.js';
-import { registerBodyParsers } from '../../resources/body-parsers.js';
+import { isWriteVerb } from '../../resources/audit.js';
+import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, deleteQuerySchema, deletedAtOnce, waitUntilDeleted, type DeleteQuery } from '../../resources/delete.js';
 import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
@@ -20,6 +20,7 @@ import { collectionPath, describeObject, objectPath, planTarget, type ResourceTa
 import { bodyRequest, clientClosed, expectSuccess, readJson, streamToClient } from '../../resources/upstream.js';
 import { prepareWrite } from '../../resources/write-body.js';
 import { writeQueryProperties, writeSearch, type WriteQuery } from '../../resources/write-query.js';
+import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
 
 interface Params {
   resource: string;
@@ -31,8 +32,10 @@ const paramsSchema = (withNamespace: boolean, withName: boolean) => ({
   type: 'object',
   required: ['resource', ...(withNamespace ? ['namespace'] : []), ...(withName ? ['name'] : [])],
   properties: {
-    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN },
-    ...(withNamespace ? { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN } } : {}),
+    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' },
+    ...(withNamespace
+      ? { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'a namespace, or `_all` (all namespaces; cluster-scoped kinds)' } }
+      : {}),
     ...(withName ? { name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } : {}),
   },
 });
@@ -44,6 +47,37 @@ const patchQuerySchema = {
 } as const;
 
 const JSON_HEADERS = { accept: 'application/json' };
+
+/**
+ * The documentation of a resource route. Answers stream through from the cluster (Fastify never
+ * re-serializes a stream), so the response schemas only document; request bodies are documented
+ * but checked by the handlers, which give clearer messages than a schema could.
+ */
+function documented(summary: string, success: number[], body?: { schema: object; consumes: string[] }) {
+  return {
+    tags: ['resources'],
+    summary,
+    headers: clusterHeader,
+    cookies: clusterCookie,
+    response: replies(Object.fromEntries(success.map((code) => [code, ref('KubernetesObject')]))),
+    ...(body ? { documentedBody: body.schema, consumes: body.consumes } : {}),
+  };
+}
+
+const objectBody = { schema: { ...ref('KubernetesObject') }, consumes: [JSON_MEDIA_TYPES[0]!, ...YAML_MEDIA_TYPES.slice(1)] };
+const patchBody = {
+  schema: { description: 'a patch document: an object (strategic merge, merge, apply) or an array of operations (json)' },
+  consumes: [...JSON_MEDIA_TYPES, YAML_MEDIA_TYPES[0]!],
+};
+const docs = {
+  listAll: documented('List a resource in all namespaces (or watch it: watch=true)', [200]),
+  list: documented('List a resource in a namespace or `_all` (or watch it: watch=true)', [200]),
+  get: documented('Get an object (or watch it: watch=true)', [200]),
+  create: documented("Create an object; metadata.namespace must match the path or is filled from it", [201, 200, 202], objectBody),
+  replace: documented('Replace an object (metadata.resourceVersion required; stale: 409)', [200, 201], objectBody),
+  patch: documented('Patch an object: patchType absent = strategic merge, merge, json, apply (server-side apply, needs fieldManager)', [200, 201], patchBody),
+  remove: documented('Delete an object; by default waits until it is gone (504 when timeoutSeconds runs out)', [200, 202]),
+};
 
 /** What every resource request works with once the cluster and resource are known. */
 interface Prepared {
@@ -57,8 +91,6 @@ interface Prepared {
 
 export default async function resourceRoutes(app: FastifyInstance) {
   registerBodyParsers(app);
-  app.decorateRequest('resourceAudit', undefined);
-  app.addHook('onResponse', logResourceAudit);
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
   async function prepare(request: FastifyRequest, signal: AbortSignal): Promise<Prepared> {
@@ -81,7 +113,7 @@ export default async function resourceRoutes(app: FastifyInstance) {
 
   function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): void {
     if (isWriteVerb(verb)) {
-      request.resourceAudit = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
+      request.auditDetail = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
     }
     requireAccess(app.services.auth, p.principal, p.conn.name, p.target.resource, namespace, verb);
   }
@@ -188,11 +220,11 @@ export default async function resourceRoutes(app: FastifyInstance) {
   // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
   const onRequest = app.requireUser;
   const readOnly = { type: 'object', properties: readQuerySchema.properties } as const;
-  app.get('/:resource', { onRequest, schema: { params: paramsSchema(false, false), querystring: readOnly } }, guarded(list));
-  app.get('/:resource/:namespace', { onRequest, schema: { params: paramsSchema(true, false), querystring: readOnly } }, guarded(list));
-  app.get('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: readOnly } }, guarded(get));
-  app.post('/:resource/:namespace', { onRequest, schema: { params: paramsSchema(true, false), querystring: writeQuerySchema } }, guarded(create));
-  app.put('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: writeQuerySchema } }, guarded(replace));
-  app.patch('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: patchQuerySchema } }, guarded(patch));
-  app.delete('/:resource/:namespace/:name', { onRequest, schema: { params: paramsSchema(true, true), querystring: deleteQuerySchema } }, guarded(remove));
+  app.get('/:resource', { onRequest, schema: { ...docs.listAll, params: paramsSchema(false, false), querystring: readOnly } }, guarded(list));
+  app.get('/:resource/:namespace', { onRequest, schema: { ...docs.list, params: paramsSchema(true, false), querystring: readOnly } }, guarded(list));
+  app.get('/:resource/:namespace/:name', { onRequest, schema: { ...docs.get, params: paramsSchema(true, true), querystring: readOnly } }, guarded(get));
+  app.post('/:resource/:namespace', { onRequest, schema: { ...docs.create, params: paramsSchema(true, false), querystring: writeQuerySchema } }, guarded(create));
+  app.put('/:resource/:namespace/:name', { onRequest, schema: { ...docs.replace, params: paramsSchema(true, true), querystring: writeQuerySchema } }, guarded(replace));
+  app.patch('/:resource/:namespace/:name', { onRequest, schema: { ...docs.patch, params: paramsSchema(true, true), querystring: patchQuerySchema } }, guarded(patch));
+  app.delete('/:resource/:namespace/:name', { onRequest, schema: { ...docs.remove, params: paramsSchema(true, true), querystring: deleteQuerySchema } }, guarded(remove));
 }

@@ -7,9 +7,18 @@ import { roleView } from '../../auth/views.js';
 import { BadRequestError, ConflictError, NotFoundError } from '../../errors.js';
 import { resourceId, type RoleResource, type RoleSpec } from '../../host/resources.js';
 import { ADMIN_ROLE, roleName } from '../../host/roles.js';
+import { idParams, objectOf, ref, replies } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/roles';
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
+const tags = ['roles'];
+const roleReply = (...codes: number[]) => replies(Object.fromEntries(codes.map((code) => [code, objectOf({ role: ref('Role') })])));
+const assignmentReply = objectOf({ assignment: ref('RoleAssignment') });
+const subjectProperties = {
+  subjectType: { type: 'string', description: 'only `user` (groups are not supported)' },
+  subject: { type: 'string', minLength: 1, maxLength: 256, description: 'the username' },
+} as const;
+/** Read-only members of the Role JSON: accepted and ignored, so a client can send back what it fetched. */
+const readOnlyRoleMembers = { id: {}, isSystem: {}, assignments: {}, createdAt: {} };
 const patternList = { type: 'array', maxItems: 256, items: { type: 'string' } } as const;
 const ruleProperties = {
   description: { type: 'string', maxLength: 1024 },
@@ -44,24 +53,31 @@ export default async function roleRoutes(app: FastifyInstance) {
     return role;
   }
 
-  const listRoute = { preHandler: app.requireAdmin };
+  const listRoute = {
+    onRequest: app.requireAdmin,
+    schema: { tags, summary: 'List roles', response: replies({ 200: objectOf({ roles: { type: 'array', items: ref('Role') } }) }) },
+  };
   const list = async () => ({ roles: [...auth.roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view) });
   app.get(`${PREFIX}/`, listRoute, list);
   app.get(PREFIX, listRoute, list);
 
-  app.get<{ Params: { id: string } }>(`${PREFIX}/:id`, { preHandler: app.requireAdmin, schema: { params: idParams } }, async (request) => ({
+  const getSchema = { tags, summary: 'Get a role', params: idParams, response: roleReply(200) };
+  app.get<{ Params: { id: string } }>(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: getSchema }, async (request) => ({
     role: view(roleById(request.params.id)),
   }));
 
   const createRoute = {
-    preHandler: app.requireAdmin,
+    onRequest: app.requireAdmin,
     schema: {
+      tags,
+      summary: 'Create a role',
       body: {
         type: 'object',
         required: ['name'],
         additionalProperties: false,
-        properties: { name: { type: 'string' }, ...ruleProperties, id: {}, isSystem: {}, assignments: {}, createdAt: {} },
+        properties: { name: { type: 'string' }, ...ruleProperties, ...readOnlyRoleMembers },
       },
+      response: roleReply(201),
     },
   };
   const create = async (request: FastifyRequest<{ Body: RoleBody & { name: string } }>, reply: FastifyReply) => {
@@ -77,16 +93,17 @@ export default async function roleRoutes(app: FastifyInstance) {
   app.put<{ Params: { id: string }; Body: RoleBody }>(
     `${PREFIX}/:id`,
     {
-      preHandler: app.requireAdmin,
+      onRequest: app.requireAdmin,
       schema: {
+        tags,
+        summary: 'Change a role (built-in roles: 403; renaming: 400)',
         params: idParams,
-        // Read-only members of the Role JSON (id, isSystem, assignments, createdAt) are accepted
-        // and ignored, so a client can send back what it fetched.
         body: {
           type: 'object',
           additionalProperties: false,
-          properties: { name: { type: 'string' }, ...ruleProperties, id: {}, isSystem: {}, assignments: {}, createdAt: {} },
+          properties: { name: { type: 'string' }, ...ruleProperties, ...readOnlyRoleMembers },
         },
+        response: roleReply(200),
       },
     },
     async (request) => {
@@ -103,7 +120,13 @@ export default async function roleRoutes(app: FastifyInstance) {
     },
   );
 
-  app.delete<{ Params: { id: string } }>(`${PREFIX}/:id`, { preHandler: app.requireAdmin, schema: { params: idParams } }, async (request) => {
+  const deleteSchema = {
+    tags,
+    summary: 'Delete a role and its assignments (built-in roles: 403)',
+    params: idParams,
+    response: replies({ 200: ref('Success') }),
+  };
+  app.delete<{ Params: { id: string } }>(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: deleteSchema }, async (request) => {
     const role = roleById(request.params.id);
     const name = roleName(role);
     await auth.roles.delete(role);
@@ -118,15 +141,13 @@ export default async function roleRoutes(app: FastifyInstance) {
   app.post<{ Params: { id: string }; Body: AssignBody }>(
     `${PREFIX}/:id/assign`,
     {
-      preHandler: app.requireAdmin,
+      onRequest: app.requireAdmin,
       schema: {
+        tags,
+        summary: 'Give the role to a user (201; 200 when the user already has it)',
         params: idParams,
-        body: {
-          type: 'object',
-          required: ['subjectType', 'subject'],
-          additionalProperties: false,
-          properties: { subjectType: { type: 'string' }, subject: { type: 'string', minLength: 1, maxLength: 256 } },
-        },
+        body: { type: 'object', required: ['subjectType', 'subject'], additionalProperties: false, properties: subjectProperties },
+        response: replies({ 200: assignmentReply, 201: assignmentReply }),
       },
     },
     async (request, reply) => {
@@ -145,14 +166,13 @@ export default async function roleRoutes(app: FastifyInstance) {
   app.delete<{ Params: { id: string }; Querystring: AssignBody }>(
     `${PREFIX}/:id/assign`,
     {
-      preHandler: app.requireAdmin,
+      onRequest: app.requireAdmin,
       schema: {
+        tags,
+        summary: 'Take the role from a user (not admin from the last enabled admin: 409)',
         params: idParams,
-        querystring: {
-          type: 'object',
-          required: ['subjectType', 'subject'],
-          properties: { subjectType: { type: 'string' }, subject: { type: 'string', minLength: 1, maxLength: 256 } },
-        },
+        querystring: { type: 'object', required: ['subjectType', 'subject'], properties: subjectProperties },
+        response: replies({ 200: ref('Success') }),
       },
     },
     async (request) => {

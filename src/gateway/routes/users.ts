@@ -8,10 +8,11 @@ import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { ADMIN_ROLE } from '../../host/roles.js';
 import { claimSuperUserBootstrap } from '../../host/bootstrap.js';
+import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/users';
-
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string' } } } as const;
+const tags = ['users'];
+const userReply = (code: number) => replies({ [code]: ref('User') });
 const newUserBody = {
   type: 'object',
   required: ['username', 'password'],
@@ -25,7 +26,7 @@ const SORT_FIELDS = ['id', 'username', 'name', 'createdAt', 'lastLoginAt'] as co
 const listQuery = {
   type: 'object',
   properties: {
-    page: { type: 'integer', minimum: 1 },
+    page: { type: 'integer', minimum: 1, maximum: 1000000 },
     size: { type: 'integer', minimum: 1, maximum: 100 },
     search: { type: 'string', maxLength: 256 },
     role: { type: 'string', maxLength: 256 },
@@ -90,7 +91,15 @@ export default async function userRoutes(app: FastifyInstance) {
   const callerUserId = (principal: { kind: string; id: number } | undefined) =>
     principal?.kind === 'user' ? principal.id : undefined;
 
-  app.post<{ Body: NewUserBody }>(`${PREFIX}/create_super_user`, { schema: { body: newUserBody } }, async (request, reply) => {
+  const superUserSchema = {
+    tags: ['setup'],
+    summary: 'Create the first user, with role admin',
+    description: 'Public only while no user exists (of two concurrent calls exactly one succeeds); afterwards 403.',
+    security: PUBLIC,
+    body: newUserBody,
+    response: userReply(201),
+  };
+  app.post<{ Body: NewUserBody }>(`${PREFIX}/create_super_user`, { schema: superUserSchema }, async (request, reply) => {
     const { username, password, name } = request.body;
     checkUsername(username);
     checkPassword(password);
@@ -108,7 +117,11 @@ export default async function userRoutes(app: FastifyInstance) {
     return reply.code(201).send(view(user));
   });
 
-  const listRoute = { preHandler: app.requireAdmin, schema: { querystring: listQuery } };
+  const userList = objectOf({ users: { type: 'array', items: ref('User') }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } });
+  const listRoute = {
+    onRequest: app.requireAdmin,
+    schema: { tags, summary: 'List users (paged, searchable, sortable)', querystring: listQuery, response: replies({ 200: userList }) },
+  };
   const list = async (request: FastifyRequest<{ Querystring: ListQuery }>) => {
     const { page = 1, size = 20, search, role, sortBy = 'id', sortOrder = 'desc' } = request.query;
     const needle = search?.toLowerCase();
@@ -134,7 +147,10 @@ export default async function userRoutes(app: FastifyInstance) {
   app.get<{ Querystring: ListQuery }>(`${PREFIX}/`, listRoute, list);
   app.get<{ Querystring: ListQuery }>(PREFIX, listRoute, list);
 
-  const createRoute = { preHandler: app.requireAdmin, schema: { body: newUserBody } };
+  const createRoute = {
+    onRequest: app.requireAdmin,
+    schema: { tags, summary: 'Create a user (no role)', body: newUserBody, response: userReply(201) },
+  };
   const create = async (request: FastifyRequest<{ Body: NewUserBody }>, reply: FastifyReply) => {
     const { username, password, name } = request.body;
     checkUsername(username);
@@ -148,13 +164,16 @@ export default async function userRoutes(app: FastifyInstance) {
   app.put<{ Params: { id: string }; Body: { name?: string; avatar_url?: string } }>(
     `${PREFIX}/:id`,
     {
-      preHandler: app.requireAdmin,
+      onRequest: app.requireAdmin,
       schema: {
+        tags,
+        summary: "Change a user's name or avatar URL",
         params: idParams,
         body: {
           type: 'object',
           properties: { name: { type: 'string', maxLength: 256 }, avatar_url: { type: 'string', maxLength: 2048 } },
         },
+        response: userReply(200),
       },
     },
     async (request) => {
@@ -170,7 +189,15 @@ export default async function userRoutes(app: FastifyInstance) {
 
   app.delete<{ Params: { id: string } }>(
     `${PREFIX}/:id`,
-    { preHandler: app.requireAdmin, schema: { params: idParams } },
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Delete a user (not yourself, not the last enabled admin: 409)',
+        params: idParams,
+        response: replies({ 200: ref('Success') }),
+      },
+    },
     async (request) => {
       const user = userById(request.params.id);
       guardRemoval(user, callerUserId(request.principal), 'delete');
@@ -182,8 +209,14 @@ export default async function userRoutes(app: FastifyInstance) {
   app.post<{ Params: { id: string }; Body: { password: string } }>(
     `${PREFIX}/:id/reset_password`,
     {
-      preHandler: app.requireAdmin,
-      schema: { params: idParams, body: { type: 'object', required: ['password'], properties: { password: { type: 'string' } } } },
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: "Set a user's password (ends the user's sessions)",
+        params: idParams,
+        body: { type: 'object', required: ['password'], additionalProperties: false, properties: { password: { type: 'string' } } },
+        response: userReply(200),
+      },
     },
     async (request) => {
       const user = userById(request.params.id);
@@ -195,8 +228,14 @@ export default async function userRoutes(app: FastifyInstance) {
   app.post<{ Params: { id: string }; Body: { enabled: boolean } }>(
     `${PREFIX}/:id/enable`,
     {
-      preHandler: app.requireAdmin,
-      schema: { params: idParams, body: { type: 'object', required: ['enabled'], properties: { enabled: { type: 'boolean' } } } },
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
+        params: idParams,
+        body: { type: 'object', required: ['enabled'], additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+        response: replies({ 200: ref('Success') }),
+      },
     },
     async (request) => {
       const user = userById(request.params.id);

@@ -1,0 +1,115 @@
+// Load generation: autocannon for request/response rows, and a hand-rolled watch reader for the
+// watch row (a watch is one long response, not many requests).
+import http from 'node:http';
+import https from 'node:https';
+import autocannon from 'autocannon';
+
+/** One way to reach the target cluster's API: direct, through kubectl proxy, or through the gateway. */
+export interface Path {
+  label: string;
+  /** Base URL, e.g. https://127.0.0.1:6443 or http://127.0.0.1:8001. */
+  base: string;
+  /** Headers sent on every request (credentials, cluster selection). */
+  headers: Record<string, string>;
+  /** CA of an https base. */
+  ca?: string;
+}
+
+export interface LoadRequest {
+  method: 'GET' | 'PATCH';
+  path: string;
+  headers?: Record<string, string>;
+  /** A fresh body per request (PATCH), so every write changes the object. */
+  body?: () => string;
+}
+
+export interface LoadResult {
+  requestsPerSecond: number;
+  p50Ms: number;
+  p99Ms: number;
+  bytesPerSecond: number;
+  /** Answers that were not 2xx plus connection errors and timeouts: a healthy run has none. */
+  failures: number;
+}
+
+function cannon(path: Path, request: LoadRequest, connections: number, seconds: number): Promise<autocannon.Result> {
+  const body = request.body;
+  return autocannon({
+    url: path.base,
+    connections,
+    duration: seconds,
+    timeout: 30,
+    // autocannon never verifies certificates (it connects with rejectUnauthorized: false); the
+    // CA is passed anyway so the TLS handshake is the same as a verifying client's.
+    ...(path.ca ? { tlsOptions: { ca: path.ca } } : {}),
+    requests: [{
+      method: request.method,
+      path: request.path,
+      headers: { ...path.headers, ...request.headers },
+      ...(body ? { setupRequest: (req: any) => ({ ...req, body: body() }) } : {}),
+    }],
+  });
+}
+
+/** Warms up, then runs the row for `seconds` at `connections` concurrent connections. */
+export async function runLoad(path: Path, request: LoadRequest, connections: number, seconds: number, warmupSeconds: number): Promise<LoadResult> {
+  await cannon(path, request, connections, warmupSeconds);
+  const result = await cannon(path, request, connections, seconds);
+  return {
+    requestsPerSecond: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    bytesPerSecond: result.throughput.average,
+    failures: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/**
+ * Opens one watch and resolves with the ms until `events` events (one JSON line each) arrived.
+ * The caller picks a watch that has that many events ready (e.g. resourceVersion=0 on a
+ * namespace holding that many objects: the API server answers with one ADDED event per object).
+ */
+export function timeWatch(path: Path, requestPath: string, events: number, timeoutMs = 60_000): Promise<number> {
+  const url = new URL(path.base + requestPath);
+  const started = process.hrtime.bigint();
+  return new Promise((resolve, reject) => {
+    const transport = url.protocol === 'https:' ? https : http;
+    const req = transport.request(url, { method: 'GET', agent: false, headers: { ...path.headers, accept: 'application/json' }, ...(path.ca ? { ca: path.ca } : {}) }, (res) => {
+      if (res.statusCode !== 200) {
+        res.resume();
+        return reject(new Error(`${path.label} watch answered ${res.statusCode}`));
+      }
+      let seen = 0;
+      res.on('data', (chunk: Buffer) => {
+        for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) seen++;
+        if (seen >= events) {
+          clearTimeout(timer);
+          resolve(Number(process.hrtime.bigint() - started) / 1e6);
+          req.destroy();
+        }
+      });
+      res.on('error', () => undefined);
+    });
+    const timer = setTimeout(() => req.destroy(new Error(`${path.label} watch: fewer than ${events} events in ${timeoutMs} ms`)), timeoutMs);
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.end();
+  });
+}
+
+/** Runs `rounds` watches one after the other; events per second of the median round and p50/p99 of round times. */
+export async function runWatch(path: Path, requestPath: string, events: number, rounds: number): Promise<LoadResult> {
+  await timeWatch(path, requestPath, events); // warm-up
+  const times: number[] = [];
+  for (let i = 0; i < rounds; i++) times.push(await timeWatch(path, requestPath, events));
+  times.sort((a, b) => a - b);
+  const p50 = percentile(times, 0.5);
+  return { requestsPerSecond: (events * 1000) / p50, p50Ms: p50, p99Ms: percentile(times, 0.99), bytesPerSecond: 0, failures: 0 };
+}
+
+export function percentile(sorted: number[], q: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+}

@@ -1,0 +1,267 @@
+// `make bench`: the same requests at the same concurrency against one target cluster through
+// (a) its API server directly, (b) `kubectl proxy`, (c) the kiteline gateway with an API key,
+// then the gateway's scale figures. Prints two Markdown tables (see docs/benchmarks.md) and writes
+// them to .kiteline/bench/results-<time>.md.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '../src/controlplane/controlplane.js';
+import { processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
+import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
+import { DirectKube } from './kube.js';
+import { runLoad, runWatch, type LoadRequest, type LoadResult, type Path } from './load.js';
+import { clusterObjects, createUsers, FIRST_CLUSTER_ID, kubectlApply } from './scale.js';
+import { loadSettings, type BenchSettings } from './settings.js';
+import { comparisonTable, figureTable, type ComparisonRow, type Figure } from './table.js';
+
+const TARGET_CLUSTER = 'target';
+const OBJECT_NAMESPACE = 'bench';
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+function ms(value: number): string {
+  return `${value.toFixed(0)} ms`;
+}
+
+/** The target's objects: one ConfigMap to GET, one to PATCH, and the LIST and watch namespaces. */
+async function prepareTarget(target: DirectKube, s: BenchSettings): Promise<{ listNamespace: string; watchNamespace: string }> {
+  const listNamespace = `bench-list-${s.listSize}`;
+  const watchNamespace = `bench-watch-${s.watchEvents}`;
+  await target.ensureNamespace(OBJECT_NAMESPACE);
+  for (const name of ['bench-get', 'bench-patch']) {
+    await target.expect('POST', `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps`, { metadata: { name }, data: { greeting: 'hello' } }, [201, 409]);
+  }
+  const filler = 'x'.repeat(200);
+  for (const [namespace, size] of [[listNamespace, s.listSize], [watchNamespace, s.watchEvents]] as const) {
+    await target.ensureNamespace(namespace);
+    const path = `/api/v1/namespaces/${namespace}/configmaps`;
+    const have = await target.count(path);
+    // kube-root-ca.crt is created by the controller manager in every namespace.
+    const want = size - 1;
+    if (have - 1 < want) {
+      log(`creating ${want} ConfigMaps in ${namespace} on the target (once; later runs reuse them)`);
+      await target.createMany(path, 0, want, 32, (i) => ({ metadata: { name: `cm-${i}`, labels: { bench: 'yes' } }, data: { index: String(i), filler } }));
+    }
+  }
+  return { listNamespace, watchNamespace };
+}
+
+interface Row {
+  /** The BENCH_ROWS name of the row. */
+  id: string;
+  row: string;
+  unit: string;
+  /** The request on each path (index: direct, proxy, gateway). */
+  run: (path: Path, index: number) => Promise<LoadResult>;
+}
+
+async function compare(paths: Path[], rows: Row[]): Promise<ComparisonRow[]> {
+  const out: ComparisonRow[] = [];
+  for (const row of rows) {
+    const results: LoadResult[] = [];
+    for (const [index, path] of paths.entries()) {
+      log(`${row.row} via ${path.label}`);
+      results.push(await row.run(path, index));
+    }
+    for (const [index, path] of paths.entries()) {
+      out.push({ row: row.row, path: path.label, result: results[index]!, directPerSecond: results[0]!.requestsPerSecond, unit: row.unit });
+    }
+  }
+  return out;
+}
+
+interface ScaleContext {
+  s: BenchSettings;
+  hostCp: ControlPlaneHandle;
+  host: DirectKube;
+  namespace: string;
+  targetKubeconfig: string;
+  key: string;
+  logDir: string;
+  /** Started processes (stopped by main); a restarted gateway is added. */
+  children: Child[];
+  gateway: Child;
+}
+
+/** Apply-to-served time, start-up with many clusters, and the user list with many users. */
+async function scaleFigures(ctx: ScaleContext): Promise<Figure[]> {
+  const { s, hostCp, host, namespace, targetKubeconfig, key, logDir, children } = ctx;
+  let gateway = ctx.gateway;
+  const figures: Figure[] = [];
+  // kubectl apply of a new Cluster until a resource request through it succeeds.
+  log('timing kubectl apply of a Cluster to its first served request');
+  const applied = 'bench-applied';
+  const firstServed = Date.now();
+  kubectlApply(hostCp.kubeconfigPath, clusterObjects(namespace, applied, targetKubeconfig));
+  const kubectlDone = Date.now();
+  await until('the applied cluster to serve', async () => {
+    const res = await callGateway(gateway.url, 'GET', `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`, { headers: { authorization: key, 'x-cluster-name': applied } });
+    return res.status === 200 ? true : undefined;
+  }, 60_000, 10);
+  const servedAt = Date.now();
+  figures.push({ what: 'kubectl apply of a Cluster to its first served request', value: `${ms(servedAt - firstServed)} (${ms(servedAt - kubectlDone)} after kubectl returned)` });
+
+  // Many clusters: apply them, then time a fresh gateway's start.
+  // They are applied as already registered ones (ids assigned), so the start measures serving
+  // registered clusters, not assigning 200 ids; the gateway is stopped first.
+  log(`applying ${s.clusters} Cluster CRs and starting a fresh gateway`);
+  await gateway.stop();
+  const many: object[] = [];
+  for (let i = 0; i < s.clusters; i++) many.push(...clusterObjects(namespace, `bench-c-${String(i).padStart(3, '0')}`, targetKubeconfig, FIRST_CLUSTER_ID + i));
+  kubectlApply(hostCp.kubeconfigPath, many);
+  const expectedReady = s.clusters + 2; // plus target and bench-applied
+  const startedAt = Date.now();
+  gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs });
+  children.push(gateway);
+  await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
+  const readyzAt = Date.now();
+  await until(`${expectedReady} clusters ready after the restart`, async () => ((await readyClusterCount(gateway.url, key)) >= expectedReady ? true : undefined), 300_000, 50);
+  const allReadyAt = Date.now();
+  const manyStats = processStats(gateway.process.pid!);
+  figures.push(
+    { what: `gateway start to /readyz with ${expectedReady} clusters`, value: ms(readyzAt - startedAt) },
+    { what: `gateway start to all ${expectedReady} clusters ready`, value: ms(allReadyAt - startedAt) },
+    { what: `gateway RSS with ${expectedReady} ready clusters (peak during start)`, value: `${manyStats.rssMiB.toFixed(0)} MiB (${manyStats.peakRssMiB.toFixed(0)} MiB)` },
+  );
+
+  // Many users: CRs straight into the host, then the admin list and a search.
+  log(`creating ${s.users} users`);
+  await createUsers(host, namespace, s.users);
+  await until(`${s.users + 1} users in the gateway's cache`, async () => {
+    const res = await callGateway(gateway.url, 'GET', '/api/v1/admin/users/?size=1', { headers: { authorization: key } });
+    return res.status === 200 && res.body.total >= s.users + 1 ? true : undefined;
+  }, 300_000, 250);
+  const gatewayPath: Path = { label: 'gateway', base: gateway.url, headers: { authorization: key } };
+  for (const [what, query] of [['GET /api/v1/admin/users/', ''], ['GET /api/v1/admin/users/?search=user-12', '?search=user-12']] as const) {
+    log(what);
+    const r = await runLoad(gatewayPath, { method: 'GET', path: `/api/v1/admin/users/${query}` }, 8, s.durationSeconds, s.warmupSeconds);
+    figures.push({ what: `${what} with ${s.users + 1} users`, value: `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ${r.requestsPerSecond.toFixed(0)} req/s, ${r.failures} failures` });
+  }
+  return figures;
+}
+
+async function main(): Promise<void> {
+  const s = loadSettings();
+  const logDir = join(s.dir, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  log(`settings: ${JSON.stringify(s)}`);
+  log('starting the host and target control planes');
+  const [hostCp, targetCp] = await Promise.all([
+    startControlPlane({ dir: join(s.dir, 'host'), name: 'bench-host' }),
+    startControlPlane({ dir: join(s.dir, 'target'), name: 'bench-target' }),
+  ]);
+  const host = new DirectKube(hostCp);
+  const target = new DirectKube(targetCp);
+  const namespace = `bench-${randomBytes(3).toString('hex')}`;
+  const children: Child[] = [];
+  try {
+    const { listNamespace, watchNamespace } = await prepareTarget(target, s);
+    await host.ensureNamespace(namespace);
+    const targetKubeconfig = readFileSync(targetCp.kubeconfigPath, 'utf8');
+
+    log(`starting the gateway (install namespace ${namespace}) and kubectl proxy`);
+    let gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs });
+    children.push(gateway);
+    await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
+    const key = await bootstrapAdmin(gateway.url);
+    await registerCluster(gateway.url, key, TARGET_CLUSTER, targetKubeconfig);
+    const proxy = await startKubectlProxy(targetCp.kubeconfigPath, logDir);
+    children.push(proxy);
+
+    const paths: Path[] = [
+      { label: 'direct', base: targetCp.server, headers: { authorization: `Bearer ${targetCp.token}` }, ca: targetCp.caPem },
+      { label: 'kubectl proxy', base: proxy.url, headers: {} },
+      { label: 'gateway', base: gateway.url, headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } },
+    ];
+    // Upstream paths for direct and proxy, the gateway's own path for the gateway.
+    const pick = (index: number, upstream: string, viaGateway: string) => (index === 2 ? viaGateway : upstream);
+    const accept = { accept: 'application/json' };
+    let patchCounter = 0;
+    const rows: Row[] = [
+      {
+        id: 'get',
+        row: 'GET one object',
+        unit: 'req/s',
+        run: (path, i) => runLoad(path, { method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`) }, s.connections, s.durationSeconds, s.warmupSeconds),
+      },
+      {
+        id: 'list',
+        row: `LIST ${s.listSize} ConfigMaps`,
+        unit: 'req/s',
+        run: (path, i) => runLoad(path, { method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${listNamespace}/configmaps`, `/api/v1/configmaps/${listNamespace}`) }, s.listConnections, s.durationSeconds, s.warmupSeconds),
+      },
+      {
+        id: 'patch',
+        row: 'PATCH one object',
+        unit: 'req/s',
+        run: (path, i) => {
+          const request: LoadRequest = {
+            method: 'PATCH',
+            headers: { ...accept, 'content-type': 'application/merge-patch+json' },
+            path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-patch`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-patch?patchType=merge`),
+            body: () => JSON.stringify({ data: { counter: String(++patchCounter) } }),
+          };
+          return runLoad(path, request, s.connections, s.durationSeconds, s.warmupSeconds);
+        },
+      },
+      {
+        id: 'watch',
+        row: `watch of ${s.watchEvents} events`,
+        unit: 'events/s',
+        run: (path, i) => runWatch(path, pick(i, `/api/v1/namespaces/${watchNamespace}/configmaps?watch=true&resourceVersion=0`, `/api/v1/configmaps/${watchNamespace}?watch=true&resourceVersion=0`), s.watchEvents, s.watchRounds),
+      },
+    ];
+
+    const before = processStats(gateway.process.pid!);
+    const proxyBefore = processStats(proxy.process.pid!);
+    const comparison = await compare(paths, rows.filter((r) => s.rows.includes(r.id)));
+    const after = processStats(gateway.process.pid!);
+    const proxyAfter = processStats(proxy.process.pid!);
+    const figures: Figure[] = [
+      { what: 'gateway CPU seconds during the comparison rows', value: `${(after.cpuSeconds - before.cpuSeconds).toFixed(1)} s` },
+      { what: 'kubectl proxy CPU seconds during the comparison rows', value: `${(proxyAfter.cpuSeconds - proxyBefore.cpuSeconds).toFixed(1)} s` },
+      { what: 'gateway peak RSS (whole run so far)', value: `${after.peakRssMiB.toFixed(0)} MiB` },
+      { what: 'kubectl proxy peak RSS', value: `${proxyAfter.peakRssMiB.toFixed(0)} MiB` },
+    ];
+
+    if (s.scale) {
+      const scale = await scaleFigures({ s, hostCp, host, namespace, targetKubeconfig, key, logDir, children, gateway });
+      figures.push(...scale);
+    }
+
+    const output = [
+      `# kiteline benchmark ${new Date().toISOString()}`,
+      '',
+      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row after ${s.warmupSeconds} s warm-up, watch: median of ${s.watchRounds} rounds`,
+      '',
+      comparisonTable(comparison),
+      '',
+      figureTable(figures),
+      '',
+    ].join('\n');
+    process.stdout.write(output);
+    const file = join(s.dir, `results-${new Date().toISOString().replace(/[:.]/g, '-')}.md`);
+    writeFileSync(file, output);
+    log(`written to ${file}`);
+  } finally {
+    for (const child of children.reverse()) await child.stop();
+    await host.request('DELETE', `/api/v1/namespaces/${namespace}`).catch(() => undefined);
+    host.close();
+    target.close();
+    if (process.env.BENCH_KEEP_CLUSTERS !== '1') {
+      log('stopping the control planes (BENCH_KEEP_CLUSTERS=1 keeps them)');
+      await stopPlanes([hostCp, targetCp]);
+    }
+  }
+}
+
+async function stopPlanes(planes: ControlPlaneHandle[]): Promise<void> {
+  await Promise.all(planes.map((p) => stopControlPlane(p.dir)));
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench failed: ${(err as Error).stack ?? err}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,92 @@
+// Which write route is which audited action: one table keyed by "METHOD /route/pattern" (trailing
+// slash dropped) giving the verb, the resource, and the request fields (params, query, or a few
+// named body fields: never the body itself) that name the object. Resource routes refine their
+// entry with what they resolved (src/resources/audit.ts).
+import type { FastifyRequest } from 'fastify';
+
+/** The request fields an audit line may copy. Body fields are limited to these harmless names. */
+export type AuditField =
+  | 'params.id'
+  | 'params.resource'
+  | 'params.namespace'
+  | 'params.name'
+  | 'query.subject'
+  | 'body.username'
+  | 'body.name'
+  | 'body.subject';
+
+export interface AuditRoute {
+  /** The action, or a function of the body for actions a body field decides (enable/disable). */
+  verb: string | ((body: Record<string, unknown>) => string);
+  /** The resource: fixed ('users'), or resourceField's value (resource routes). */
+  resource?: string;
+  resourceField?: AuditField;
+  name?: AuditField;
+  namespace?: AuditField;
+  /** The user or other subject of an assignment. */
+  subject?: AuditField;
+  /** Resource routes: the target cluster is part of the action. */
+  clusterScoped?: boolean;
+}
+
+const USERS = '/api/v1/admin/users';
+const ROLES = '/api/v1/admin/roles';
+const APIKEYS = '/api/v1/admin/apikeys';
+const CLUSTERS = '/api/v1/admin/clusters';
+const RESOURCE = { resourceField: 'params.resource', namespace: 'params.namespace', clusterScoped: true } as const;
+
+export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
+  // Sessions: logins (failed ones too), logouts and refreshes.
+  'POST /api/auth/login/password': { verb: 'login', resource: 'sessions', name: 'body.username' },
+  'POST /api/auth/logout': { verb: 'logout', resource: 'sessions' },
+  'POST /api/auth/refresh': { verb: 'refresh', resource: 'sessions' },
+  // Users.
+  [`POST ${USERS}/create_super_user`]: { verb: 'create_super_user', resource: 'users', name: 'body.username' },
+  [`POST ${USERS}`]: { verb: 'create', resource: 'users', name: 'body.username' },
+  [`PUT ${USERS}/:id`]: { verb: 'update', resource: 'users' },
+  [`DELETE ${USERS}/:id`]: { verb: 'delete', resource: 'users' },
+  [`POST ${USERS}/:id/reset_password`]: { verb: 'reset_password', resource: 'users' },
+  [`POST ${USERS}/:id/enable`]: { verb: (body) => (body.enabled === false ? 'disable' : 'enable'), resource: 'users' },
+  // Roles.
+  [`POST ${ROLES}`]: { verb: 'create', resource: 'roles', name: 'body.name' },
+  [`PUT ${ROLES}/:id`]: { verb: 'update', resource: 'roles' },
+  [`DELETE ${ROLES}/:id`]: { verb: 'delete', resource: 'roles' },
+  [`POST ${ROLES}/:id/assign`]: { verb: 'assign', resource: 'roles', subject: 'body.subject' },
+  [`DELETE ${ROLES}/:id/assign`]: { verb: 'unassign', resource: 'roles', subject: 'query.subject' },
+  // API keys.
+  [`POST ${APIKEYS}`]: { verb: 'create', resource: 'apikeys', name: 'body.name' },
+  [`DELETE ${APIKEYS}/:id`]: { verb: 'delete', resource: 'apikeys' },
+  // Clusters (the route adds the cluster's name where the request does not carry it).
+  [`POST ${CLUSTERS}`]: { verb: 'create', resource: 'clusters', name: 'body.name' },
+  [`PUT ${CLUSTERS}/:id`]: { verb: 'update', resource: 'clusters' },
+  [`DELETE ${CLUSTERS}/:id`]: { verb: 'delete', resource: 'clusters' },
+  [`POST ${CLUSTERS}/import`]: { verb: 'import', resource: 'clusters' },
+  // The resource gateway.
+  'POST /api/v1/:resource/:namespace': { verb: 'create', ...RESOURCE },
+  'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },
+  'PATCH /api/v1/:resource/:namespace/:name': { verb: 'patch', ...RESOURCE, name: 'params.name' },
+  'DELETE /api/v1/:resource/:namespace/:name': { verb: 'delete', ...RESOURCE, name: 'params.name' },
+};
+
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function isWriteMethod(method: string): boolean {
+  return WRITE_METHODS.has(method);
+}
+
+/** The table key of a route: "POST /api/v1/admin/users" for both "/users" and "/users/". */
+export function auditKey(method: string, url: string): string {
+  return `${method} ${url.length > 1 ? url.replace(/\/+$/, '') : url}`;
+}
+
+/** Longest value copied from a request into an audit line. */
+const MAX_FIELD = 253;
+
+/** A field's value when it is a non-empty string (cut to MAX_FIELD), else undefined. */
+export function auditField(request: FastifyRequest, field: AuditField | undefined): string | undefined {
+  if (!field) return undefined;
+  const [where, key] = field.split('.') as ['params' | 'query' | 'body', string];
+  const source = request[where] as Record<string, unknown> | undefined;
+  const value = source && typeof source === 'object' ? source[key] : undefined;
+  return typeof value === 'string' && value !== '' ? value.slice(0, MAX_FIELD) : undefined;
+}

@@ -1,0 +1,115 @@
+// The audit log (CONTRACT section 8): every write through the gateway (POST, PUT, PATCH, DELETE on
+// a known route, admin and resource routes alike, failed ones included) becomes exactly one JSON
+// line, msg 'audit', when its response is done. What the write was comes from AUDIT_ROUTES plus
+// what the route resolved (request.auditDetail); request bodies are never logged. With
+// KITELINE_AUDIT_EVENTS=true admin writes also become Events in the install namespace.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { requestedClusterName } from '../../resources/cluster-select.js';
+import { AuditEventWriter } from '../audit-events.js';
+import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditRoute } from '../audit-table.js';
+
+/** What a route learned while handling a write and the table cannot know. */
+export interface AuditDetail {
+  verb?: string;
+  cluster?: string;
+  resource?: string;
+  namespace?: string;
+  name?: string;
+  dryRun?: boolean;
+}
+
+/** One audit record, as logged under `audit`. */
+export interface AuditRecord {
+  who: string;
+  whoKind: string;
+  /** When the request arrived (ISO 8601). */
+  when: string;
+  requestId: string;
+  cluster: string;
+  verb: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  id?: string;
+  subject?: string;
+  result: 'success' | 'failure';
+  status: number;
+  dryRun?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by a route that knows more about its write than the audit table (resolved names). */
+    auditDetail: AuditDetail | undefined;
+  }
+}
+
+/** The cluster a resource write asked for, when it failed before the cluster was selected. */
+function askedCluster(request: FastifyRequest): string | undefined {
+  try {
+    return requestedClusterName(request);
+  } catch {
+    return undefined; // a malformed name: not worth repeating
+  }
+}
+
+function fallbackRoute(method: string, url: string): AuditRoute {
+  return { verb: method.toLowerCase(), resource: url };
+}
+
+export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: string): AuditRecord {
+  const route = AUDIT_ROUTES[auditKey(request.method, url)] ?? fallbackRoute(request.method, url);
+  const detail = request.auditDetail ?? {};
+  const principal = request.principal;
+  const status = reply.statusCode;
+  const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+  const verb = typeof route.verb === 'function' ? route.verb(body) : route.verb;
+  const resource = route.resource ?? auditField(request, route.resourceField);
+  const cluster = route.clusterScoped ? (detail.cluster ?? request.clusterName ?? askedCluster(request)) : detail.cluster;
+  const record: AuditRecord = {
+    who: principal?.name ?? request.actor ?? 'anonymous',
+    whoKind: principal?.kind ?? (request.actor ? 'user' : 'anonymous'),
+    when: new Date(Date.now() - reply.elapsedTime).toISOString(),
+    requestId: request.id,
+    cluster: cluster ?? '',
+    verb: detail.verb ?? verb,
+    resource: detail.resource ?? resource ?? '',
+    namespace: detail.namespace ?? auditField(request, route.namespace) ?? '',
+    name: detail.name ?? auditField(request, route.name) ?? '',
+    result: status < 400 ? 'success' : 'failure',
+    status,
+  };
+  const id = auditField(request, 'params.id');
+  if (id !== undefined) record.id = id;
+  const subject = auditField(request, route.subject);
+  if (subject !== undefined) record.subject = subject;
+  if (detail.dryRun) record.dryRun = true;
+  return record;
+}
+
+export default fp(
+  async function audit(app: FastifyInstance) {
+    app.decorateRequest('auditDetail', undefined);
+    const events = app.services.config.auditEvents ? new AuditEventWriter(app.services.host, app.services.log) : undefined;
+
+    // A write route missing from the table is still audited (verb = method), but say so early.
+    app.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      for (const method of methods) {
+        if (isWriteMethod(method) && !AUDIT_ROUTES[auditKey(method, route.url)]) {
+          app.log.warn({ method, route: route.url }, 'write route missing from the audit table');
+        }
+      }
+    });
+
+    app.addHook('onResponse', async (request, reply) => {
+      const url = request.routeOptions.url;
+      if (url === undefined || !isWriteMethod(request.method)) return;
+      const record = auditRecord(request, reply, url);
+      request.log.info({ audit: record }, 'audit');
+      if (events && !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped) events.record(record);
+    });
+  },
+  { name: 'kiteline-audit', dependencies: ['kiteline-request-log', 'kiteline-authenticate'] },
+);

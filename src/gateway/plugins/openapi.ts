@@ -1,0 +1,96 @@
+// The OpenAPI 3 document of the gateway, generated from the route schemas (@fastify/swagger in
+// dynamic mode: it collects every route through onRoute, so this plugin is registered before the
+// route modules), served at GET /openapi.json, and the Swagger UI page at /docs (its assets come
+// from node_modules; /docs/json and /docs/yaml are the UI's own copies of the same document).
+// Both are public: they describe the contract, not data. Everything under /docs is hidden from the
+// document.
+import { readFileSync } from 'node:fs';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { PUBLIC, ref, registerSharedSchemas, replies, SECURITY_SCHEMES, SIGNED_IN } from '../schemas.js';
+
+declare module 'fastify' {
+  interface FastifySchema {
+    /**
+     * A request body that is documented but not validated by Fastify: the resource routes check
+     * bodies themselves (JSON, YAML and patch documents) with messages a schema cannot give.
+     */
+    documentedBody?: object;
+    /** Cookies a route reads (documented only; Fastify does not validate cookies). */
+    cookies?: object;
+  }
+}
+
+export const OPENAPI_PATH = '/openapi.json';
+export const DOCS_PREFIX = '/docs';
+
+const TAGS = [
+  { name: 'health', description: 'Liveness and readiness' },
+  { name: 'setup', description: 'First-run setup: the super user and the first clusters' },
+  { name: 'auth', description: 'Sessions: password login, logout, the current user' },
+  { name: 'users', description: 'User administration (role admin)' },
+  { name: 'roles', description: 'Role administration and assignment (role admin)' },
+  { name: 'apikeys', description: 'API key administration (role admin)' },
+  { name: 'clusters', description: 'Cluster registration (role admin) and the cluster list' },
+  { name: 'resources', description: 'Any resource of the selected cluster, proxied and authorized per role' },
+  { name: 'operations', description: 'Metrics' },
+  { name: 'docs', description: 'This document' },
+];
+
+function packageVersion(): string {
+  // src/gateway/plugins (tsx) or dist/src/gateway/plugins (built): package.json is 3 or 4 levels up.
+  for (const up of ['../../../package.json', '../../../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'kiteline' && pkg.version) return pkg.version;
+    } catch {
+      // not at this level
+    }
+  }
+  return '0.0.0';
+}
+
+export default fp(
+  async function openapi(app: FastifyInstance) {
+    registerSharedSchemas(app);
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.0.3',
+        info: {
+          title: 'kiteline',
+          version: packageVersion(),
+          description:
+            'Multi-cluster Kubernetes administration: the /api/v1 contract of Kite, served from custom resources in the host cluster. ' +
+            'Every error answers {error, reason, code[, details]}.',
+        },
+        tags: TAGS,
+        components: { securitySchemes: SECURITY_SCHEMES },
+        security: SIGNED_IN,
+      },
+      // Shared schemas keep their $id as their name under components.schemas.
+      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+      transform: ({ schema, url }) => {
+        if (!schema?.documentedBody) return { schema, url };
+        const { documentedBody, ...rest } = schema;
+        return { schema: { ...rest, body: documentedBody }, url };
+      },
+    });
+    await app.register(swaggerUi, { routePrefix: DOCS_PREFIX, uiConfig: { deepLinking: true } });
+
+    app.get(
+      OPENAPI_PATH,
+      {
+        schema: {
+          tags: ['docs'],
+          summary: 'The OpenAPI 3 document of this API',
+          security: PUBLIC,
+          response: replies({ 200: ref('OpenAPIDocument') }),
+        },
+      },
+      async () => app.swagger(),
+    );
+  },
+  { name: 'kiteline-openapi' },
+);

@@ -1,0 +1,28 @@
+// GET /metrics: the Prometheus exposition of this gateway replica (CONTRACT section 8). Like the
+// kube-apiserver's /metrics it needs an admin principal (an admin API key works as Prometheus'
+// bearer token) unless KITELINE_METRICS_PUBLIC=true serves it to anyone.
+import type { FastifyInstance } from 'fastify';
+import { PUBLIC, replies, SIGNED_IN } from '../schemas.js';
+
+export default async function metricsRoutes(app: FastifyInstance) {
+  const { config, metrics } = app.services;
+  app.get(
+    '/metrics',
+    {
+      ...(config.metricsPublic ? {} : { preHandler: app.requireAdmin }),
+      schema: {
+        tags: ['health'],
+        summary: 'Prometheus metrics of this gateway replica',
+        description: config.metricsPublic
+          ? 'Served without authentication (KITELINE_METRICS_PUBLIC=true).'
+          : 'Needs an admin principal: an admin API key (e.g. as Prometheus\' bearer token) or an admin session. KITELINE_METRICS_PUBLIC=true serves it without authentication.',
+        security: config.metricsPublic ? PUBLIC : SIGNED_IN,
+        response: replies({ 200: { description: 'Prometheus text exposition format 0.0.4', type: 'string' } }),
+      },
+    },
+    async (_request, reply) => {
+      const text = await metrics.scrape();
+      return reply.type(metrics.contentType).send(text);
+    },
+  );
+}

@@ -1,0 +1,123 @@
+// The gateway's Prometheus metrics (CONTRACT section 8): one Metrics object per gateway with its
+// own prom-client Registry (never the global one: several gateways share a test process).
+// Request and upstream metrics are pushed as they happen; cluster readiness and cache sizes are
+// read from their sources at scrape time. Labels only ever hold bounded values: route patterns,
+// methods, status codes, registered cluster names, cache names, fixed reasons.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** A registered cluster as the readiness gauges show it. */
+export interface ClusterSample {
+  name: string;
+  ready: boolean;
+  enabled: boolean;
+  version: string;
+}
+
+/** What the scrape-time gauges read. */
+export interface MetricsSources {
+  clusters(): ClusterSample[];
+  /** Object counts by cache name, e.g. { users: 3, secrets: 7 }. */
+  cacheSizes(): Record<string, number>;
+}
+
+/** Why a login failed: wrong username or password, too many failures, or a disabled user. */
+export type LoginFailureReason = 'bad_credentials' | 'throttled' | 'disabled' | 'bad_request';
+
+/** Told how long a target cluster took to answer with its response headers. */
+export type UpstreamObserver = (cluster: string, method: string, status: number, seconds: number) => void;
+
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status' | 'cluster'>;
+  private readonly requestDuration: Histogram<'route' | 'method'>;
+  private readonly upstreamDuration: Histogram<'cluster' | 'method' | 'code'>;
+  private readonly loginFailures: Counter<'reason'>;
+
+  constructor(sources: MetricsSources) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    this.requests = new Counter({
+      name: 'kiteline_http_requests_total',
+      help: 'HTTP requests answered, by route pattern (unmatched for unknown paths), method, status and target cluster',
+      labelNames: ['route', 'method', 'status', 'cluster'],
+      registers,
+    });
+    this.requestDuration = new Histogram({
+      name: 'kiteline_http_request_duration_seconds',
+      help: 'Time to answer an HTTP request (until the response is complete), by route pattern and method',
+      labelNames: ['route', 'method'],
+      buckets: REQUEST_BUCKETS,
+      registers,
+    });
+    this.upstreamDuration = new Histogram({
+      name: 'kiteline_upstream_request_duration_seconds',
+      help: "Time until a target cluster's response headers, by cluster, method and response code (health probes and discovery included)",
+      labelNames: ['cluster', 'method', 'code'],
+      buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.loginFailures = new Counter({
+      name: 'kiteline_login_failures_total',
+      help: 'Failed password logins by reason (bad_credentials, throttled, disabled, bad_request)',
+      labelNames: ['reason'],
+      registers,
+    });
+    new Gauge({
+      name: 'kiteline_cluster_ready',
+      help: 'Whether a registered cluster is ready to serve requests on this replica (1) or not (0)',
+      labelNames: ['cluster'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of sources.clusters()) this.set({ cluster: c.name }, c.ready ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'kiteline_cluster_info',
+      help: 'Registered clusters (always 1) with their Kubernetes version and whether they are enabled',
+      labelNames: ['cluster', 'version', 'enabled'],
+      registers,
+      collect() {
+        this.reset();
+        for (const c of sources.clusters()) this.set({ cluster: c.name, version: c.version, enabled: String(c.enabled) }, 1);
+      },
+    });
+    new Gauge({
+      name: 'kiteline_cache_objects',
+      help: 'Objects held by a watch-backed host cache',
+      labelNames: ['cache'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [cache, size] of Object.entries(sources.cacheSizes())) this.set({ cache }, size);
+      },
+    });
+  }
+
+  /** One answered HTTP request. */
+  observeRequest(route: string, method: string, status: number, cluster: string, seconds: number): void {
+    this.requests.inc({ route, method, status: String(status), cluster });
+    this.requestDuration.observe({ route, method }, seconds);
+  }
+
+  /** An UpstreamObserver bound to this object (cheap: one histogram observation per call). */
+  readonly observeUpstream: UpstreamObserver = (cluster, method, status, seconds) => {
+    this.upstreamDuration.observe({ cluster, method, code: String(status) }, seconds);
+  };
+
+  loginFailed(reason: LoginFailureReason): void {
+    this.loginFailures.inc({ reason });
+  }
+
+  /** The exposition text of every metric. */
+  scrape(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
