@@ -12,9 +12,9 @@ import { uniqueName } from './helpers/clusters.js';
 import { startGateway } from './helpers/gateway.js';
 
 const target = await faultControlPlane(t, 'fault-target');
-// A short probe interval so the restarted cluster is noticed within seconds (the probe backs off to
-// 8 intervals while the cluster is down).
-const gw = await startGateway(t, { logName: 'faults-target', env: { KITELINE_PROBE_INTERVAL_MS: '1000', KITELINE_CONNECT_TIMEOUT_MS: '2000' } });
+// The default probe interval (5 s, backing off to 30 s while the cluster is down): requests for the
+// not-ready cluster trigger probes of their own, so it is served again within seconds of its return.
+const gw = await startGateway(t, { logName: 'faults-target', env: { KITELINE_CONNECT_TIMEOUT_MS: '2000' } });
 const admin = await bootstrapAdmin(gw);
 await addReadyCluster(gw, admin, { name: 'alpha', config: testKubeconfig('target-a'), isDefault: true });
 await addReadyCluster(gw, admin, { name: 'fault', config: readFileSync(target.kubeconfigPath, 'utf8') });
@@ -53,7 +53,8 @@ t.test('a target killed mid-traffic: fast 502/503 while down, served again after
   phase = 'restarting';
   await restartControlPlane(target);
   phase = 'restarted';
-  await eventually('the restarted cluster to be served again', () => served('fault', 'restarted') >= 3, 60_000, 100);
+  // Within seconds: without the on-demand probe the backed-off probe could wait up to 30 s.
+  await eventually('the restarted cluster to be served again', () => served('fault', 'restarted') >= 3, 15_000, 100);
   await eventually('more traffic to the other cluster', () => served('alpha', 'restarted') >= 3, 30_000);
   running = false;
   await Promise.all(loops);

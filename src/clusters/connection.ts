@@ -54,6 +54,9 @@ const READ_TIMEOUT_MS = 15_000;
  */
 const DISCOVERY_PARALLELISM = 4;
 
+/** Least time between two probes that requests for a not-ready cluster trigger. */
+const DEMAND_PROBE_SPACING_MS = 1000;
+
 /** Wraps an async function so that at most `limit` calls run at once; the rest wait their turn. */
 function inTurns<A, R>(limit: number, fn: (arg: A) => Promise<R>): (arg: A) => Promise<R> {
   let running = 0;
@@ -92,6 +95,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   private failures = 0;
   private probing = false;
   private probeGeneration = 0;
+  private probeInFlight = false;
+  private lastDemandProbe = 0;
   private closed = false;
 
   /** Throws when the TLS material is unusable (bad PEM). */
@@ -277,6 +282,18 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     void this.probeLoop();
   }
 
+  /**
+   * A request arrived for this cluster while it is not ready: probe now instead of waiting out the
+   * backoff (up to 30 s), at most once per DEMAND_PROBE_SPACING_MS and never beside a running
+   * probe, so a cluster that is back is served again within about a second.
+   */
+  probeOnDemand(): void {
+    const now = Date.now();
+    if (this.closed || this.health.ready || this.probeInFlight || now - this.lastDemandProbe < DEMAND_PROBE_SPACING_MS) return;
+    this.lastDemandProbe = now;
+    this.probeNow();
+  }
+
   /** Probes at once (e.g. after the Secret changed) and reschedules. */
   probeNow(): void {
     if (this.closed) return;
@@ -298,6 +315,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   /** One health check; updates health and emits 'health' when it changed. */
   async probe(): Promise<Health> {
     let next: Health;
+    this.probeInFlight = true;
     try {
       const info = (await this.getJson('/version')) as { gitVersion?: unknown };
       const version = typeof info?.gitVersion === 'string' ? info.gitVersion : '';
@@ -308,6 +326,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     } catch (err) {
       this.failures++;
       next = { ready: false, version: this.health.version, error: (err as Error).message };
+    } finally {
+      this.probeInFlight = false;
     }
     if (this.closed) return next;
     const changed = next.ready !== this.health.ready || next.version !== this.health.version || next.error !== this.health.error;

@@ -43,6 +43,8 @@ export interface ClusterConnection {
    * when the cluster cannot be reached.
    */
   request(req: UpstreamRequest): Promise<IncomingMessage>;
+  /** Asks for a health probe soon because a request wanted this not-ready cluster (rate-limited). */
+  probeOnDemand(): void;
   /**
    * Resolves a path segment ("deployments", "deploy"? no: plural names only, or
    * "<plural>.<group>") through the cached discovery, refreshing it on a miss (rate-limited).

@@ -1,6 +1,7 @@
 // Which registered cluster a request is for: header x-cluster-name, else query x-cluster-name
 // (WebSocket clients cannot set headers), else cookie x-cluster-name (Kite's web UI), else the
-// default cluster. Unknown or disabled: 404; registered but not ready: 503 with the last error.
+// default cluster. Unknown or disabled: 404; registered but not ready: 503 with the last error
+// (and a probe soon, so a cluster that came back is served again within about a second).
 import type { ClusterConnection, ClusterDirectory } from '../clusters/types.js';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../errors.js';
 
@@ -34,6 +35,7 @@ export function selectCluster(directory: ClusterDirectory, source: SelectionSour
     throw new NotFoundError(name === undefined ? 'no clusters available: register one or send x-cluster-name' : `cluster not found: ${name}`);
   }
   if (!conn.ready) {
+    conn.probeOnDemand();
     throw new ServiceUnavailableError(`cluster ${conn.name} is not ready${conn.lastError ? `: ${conn.lastError}` : ''}`);
   }
   return conn;

@@ -155,7 +155,9 @@ t.test('cluster selection: header, query, cookie, default; 404 and 503', async (
   t.equal(cookieValue('x-cluster-name-2=a; x-cluster-name="b"', 'x-cluster-name'), 'b');
   badRequest(t, () => requestedClusterName({ headers: { 'x-cluster-name': 'a\u0001' }, query: {} }), /invalid x-cluster-name/, 'control characters');
 
-  const conn = (name: string, over: Partial<ClusterConnection> = {}) => ({ name, enabled: true, ready: true, lastError: '', ...over }) as ClusterConnection;
+  const demandProbes: string[] = [];
+  const conn = (name: string, over: Partial<ClusterConnection> = {}) =>
+    ({ name, enabled: true, ready: true, lastError: '', probeOnDemand: () => demandProbes.push(name), ...over }) as ClusterConnection;
   const all = [conn('a'), conn('down', { ready: false, lastError: 'connection refused' }), conn('off', { enabled: false })];
   const directory: ClusterDirectory = { get: (n) => all.find((c) => c.name === n), defaultCluster: () => all[0], list: () => all };
   t.equal(selectCluster(directory, { headers: {}, query: {} }).name, 'a', 'default cluster');
@@ -170,6 +172,7 @@ t.test('cluster selection: header, query, cookie, default; 404 and 503', async (
   t.same(statusOf('nope'), [404, 'cluster not found: nope']);
   t.same(statusOf('off'), [404, 'cluster not found: off'], 'disabled is not found');
   t.same(statusOf('down'), [503, 'cluster down is not ready: connection refused'], 'not ready: 503 with the last error');
+  t.same(demandProbes, ['down'], 'a request for a not-ready cluster asks for a probe (and only then)');
   const empty: ClusterDirectory = { get: () => undefined, defaultCluster: () => undefined, list: () => [] };
   t.throws(() => selectCluster(empty, { headers: {}, query: {} }), /no clusters available/, 'no default cluster: 404');
 });
