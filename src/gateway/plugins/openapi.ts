@@ -5,10 +5,12 @@
 // Both are public: they describe the contract, not data. Everything under /docs is hidden from the
 // document.
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { PACKAGE_ROOT } from '../../config.js';
 import { PUBLIC, ref, registerSharedSchemas, replies, SECURITY_SCHEMES, SIGNED_IN } from '../schemas.js';
 
 declare module 'fastify' {
@@ -40,16 +42,8 @@ const TAGS = [
 ];
 
 function packageVersion(): string {
-  // src/gateway/plugins (tsx) or dist/src/gateway/plugins (built): package.json is 3 or 4 levels up.
-  for (const up of ['../../../package.json', '../../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'kiteline' && pkg.version) return pkg.version;
-    } catch {
-      // not at this level
-    }
-  }
-  return '0.0.0';
+  const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string };
+  return pkg.version ?? '0.0.0';
 }
 
 export default fp(

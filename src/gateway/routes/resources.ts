@@ -209,6 +209,8 @@ export default async function resourceRoutes(app: FastifyInstance) {
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) controller.abort();
       });
+      // Gone already (during authentication or body parsing, before the listener): no upstream call.
+      if (request.raw.socket?.destroyed) controller.abort();
       try {
         return await handler(request, reply, controller.signal);
       } catch (err) {
