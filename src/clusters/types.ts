@@ -1,5 +1,5 @@
 // The contract between cluster connections (clusters/) and the resource gateway (gateway/routes).
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 
 /** A resource as the target cluster's discovery describes it. */
@@ -25,6 +25,12 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * A cluster's answer: the body stream (iterate or pipe it; destroy it to drop the rest) carrying
+ * the status code and the response headers (lower-case names).
+ */
+export type UpstreamResponse = Readable & { statusCode: number; headers: IncomingHttpHeaders };
+
 /** One warm connection to a registered cluster (keep-alive pool, credentials, discovery, health). */
 export interface ClusterConnection {
   readonly id: number;
@@ -42,7 +48,7 @@ export interface ClusterConnection {
    * the response head (the body streams). Fails with BadGatewayError within the connect timeout
    * when the cluster cannot be reached.
    */
-  request(req: UpstreamRequest): Promise<IncomingMessage>;
+  request(req: UpstreamRequest): Promise<UpstreamResponse>;
   /** Asks for a health probe soon because a request wanted this not-ready cluster (rate-limited). */
   probeOnDemand(): void;
   /**

@@ -3,8 +3,7 @@
 // (default true) waits for the object to be gone by watching it, up to timeoutSeconds
 // (default 60), answering 504 when that runs out. No polling loop: one list to learn the current
 // resourceVersion, then a watch narrowed to the object's name with the server-side timeout.
-import type { IncomingMessage } from 'node:http';
-import type { ClusterConnection } from '../clusters/types.js';
+import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, GatewayTimeoutError, isKubeStatus, type KubeStatus } from '../errors.js';
 import { clientClosed, expectSuccess, readJson } from './upstream.js';
 import { withSearch } from './read-query.js';
@@ -91,7 +90,7 @@ export async function waitUntilDeleted(target: WaitTarget): Promise<void> {
     if (resourceVersion) search.set('resourceVersion', resourceVersion);
     // The server ends the watch after timeoutSeconds; the local timer only guards a silent peer.
     const signal = AbortSignal.any([target.signal, AbortSignal.timeout(remaining * 1000 + 10_000)]);
-    let res: IncomingMessage;
+    let res: UpstreamResponse;
     try {
       res = await expectSuccess(await target.conn.request({ method: 'GET', path: withSearch(target.collectionPath, search), headers: { accept: 'application/json', ...target.headers }, signal }));
     } catch (err) {
@@ -126,7 +125,7 @@ function parseEvent(line: string): WatchEvent {
 type WatchOutcome = { kind: 'deleted' } | { kind: 'expired' } | { kind: 'ended'; lastResourceVersion: string | undefined };
 
 /** Reads watch events (one JSON object per line) until DELETED, an error event, or the end. */
-async function readWatch(res: IncomingMessage): Promise<WatchOutcome> {
+async function readWatch(res: UpstreamResponse): Promise<WatchOutcome> {
   let buffered = '';
   let lastResourceVersion: string | undefined;
   res.setEncoding('utf8');
@@ -148,7 +147,9 @@ async function readWatch(res: IncomingMessage): Promise<WatchOutcome> {
       }
     }
   } catch (err) {
-    if ((err as Error).name === 'AbortError' || (err as { code?: string }).code === 'ECONNRESET') {
+    // Aborted (the client left, or the local guard timer ran out) or the connection dropped.
+    const { name, code } = err as Error & { code?: string };
+    if (name === 'AbortError' || name === 'TimeoutError' || code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') {
       return { kind: 'ended', lastResourceVersion };
     }
     throw err;

@@ -1,8 +1,8 @@
 // The cluster's answers: 2xx bodies stream to the client unbuffered (lists and watches alike);
 // anything else is read (bounded) as a Kubernetes Status and rethrown as an HttpError that keeps
 // the cluster's code, reason and details (fromKubeStatus).
-import type { IncomingMessage } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, HttpError, isKubeStatus, type KubeStatus } from '../errors.js';
 import type { UpstreamHeaders } from './impersonation.js';
 
@@ -11,13 +11,13 @@ const MAX_ERROR_BODY = 256 * 1024;
 /** Small JSON answers read whole by the gateway itself (delete answers, overview pages). */
 const MAX_JSON_BODY = 64 * 1024 * 1024;
 
-export function isSuccess(res: IncomingMessage): boolean {
-  const status = res.statusCode ?? 0;
+export function isSuccess(res: UpstreamResponse): boolean {
+  const status = res.statusCode;
   return status >= 200 && status < 300;
 }
 
 /** Reads a response body up to `limit` bytes (the rest is discarded and the stream closed). */
-export async function readBody(res: IncomingMessage, limit: number): Promise<string> {
+export async function readBody(res: UpstreamResponse, limit: number): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of res) {
@@ -34,8 +34,8 @@ export async function readBody(res: IncomingMessage, limit: number): Promise<str
 }
 
 /** The HttpError for a non-2xx answer of the cluster. */
-export async function errorFromResponse(res: IncomingMessage): Promise<HttpError> {
-  const status = res.statusCode ?? 502;
+export async function errorFromResponse(res: UpstreamResponse): Promise<HttpError> {
+  const status = res.statusCode;
   let text = '';
   try {
     text = await readBody(res, MAX_ERROR_BODY);
@@ -62,13 +62,13 @@ export function clientClosed(): HttpError {
 }
 
 /** Throws the cluster's error unless the answer is 2xx. */
-export async function expectSuccess(res: IncomingMessage): Promise<IncomingMessage> {
+export async function expectSuccess(res: UpstreamResponse): Promise<UpstreamResponse> {
   if (!isSuccess(res)) throw await errorFromResponse(res);
   return res;
 }
 
 /** Reads a 2xx JSON answer whole (only for bounded answers the gateway itself needs). */
-export async function readJson<T = any>(res: IncomingMessage): Promise<T> {
+export async function readJson<T = any>(res: UpstreamResponse): Promise<T> {
   await expectSuccess(res);
   const text = await readBody(res, MAX_JSON_BODY);
   try {
@@ -82,8 +82,8 @@ export async function readJson<T = any>(res: IncomingMessage): Promise<T> {
  * Sends a 2xx upstream answer to the client as a stream with its status and content type.
  * `flushHeaders` sends the head at once (watches: the first event may be minutes away).
  */
-export function streamToClient(reply: FastifyReply, res: IncomingMessage, options: { flushHeaders?: boolean } = {}): FastifyReply {
-  reply.code(res.statusCode ?? 200);
+export function streamToClient(reply: FastifyReply, res: UpstreamResponse, options: { flushHeaders?: boolean } = {}): FastifyReply {
+  reply.code(res.statusCode);
   const contentType = res.headers['content-type'];
   reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
   const encoding = res.headers['content-encoding'];
