@@ -5,6 +5,7 @@
 // themselves roles. (Same-replica revocation, expiry by kubectl, session ends and the login rate
 // limit: test/apikeys.test.ts, test/users.test.ts, test/auth.test.ts.)
 import t from 'tap';
+import { parseApiKey } from '../src/auth/apikey-token.js';
 import { kubectl } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { bootstrapAdmin, type Caller } from './helpers/fixtures.js';
@@ -67,7 +68,7 @@ spec: {username: gitops, passwordSecretRef: {name: gitops-pw}}
     t.notOk(everything.includes(Buffer.from(password).toString('base64')), 'not even base64-encoded');
   }
   for (const key of keys) {
-    const secret = key.split('_')[2]!;
+    const secret = parseApiKey(key)!.secret;
     t.notOk(everything.includes(secret) || decoded.includes(secret), 'no API key secret stored');
   }
   const passwordSecrets = secrets.filter((s) => s.data?.passwordHash !== undefined);
