@@ -1,7 +1,8 @@
 // The processes the benchmark measures: the gateway (`node bin/kiteline.js serve`, a child so its
-// CPU time and peak RSS can be read from /proc) and `kubectl proxy` for the target cluster.
+// CPU time and peak RSS can be read from /proc) and `kubectl proxy` for the target cluster, and
+// what /proc tells of a process (CPU, RSS, open sockets; the soak and the fault tests use it too).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { openSync, closeSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../src/config.js';
 import { ensureBinaries } from '../src/controlplane/binaries.js';
@@ -32,6 +33,20 @@ export function processStats(pid: number): ProcessStats {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
   return { cpuSeconds, rssMiB: kib('VmRSS') / 1024, peakRssMiB: kib('VmHWM') / 1024 };
+}
+
+/** Open sockets of a process (its /proc/PID/fd entries that are sockets). */
+export function openSockets(pid: number = process.pid): number {
+  const dir = `/proc/${pid}/fd`;
+  let count = 0;
+  for (const fd of readdirSync(dir)) {
+    try {
+      if (readlinkSync(join(dir, fd)).startsWith('socket:')) count++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return count;
 }
 
 function launch(command: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {

@@ -37,11 +37,13 @@ export async function until<T>(what: string, attempt: () => Promise<T | undefine
   }
 }
 
+/** The first user that bootstrapAdmin creates (the soak also logs in with it). */
+export const ADMIN = { username: 'admin', password: 'bench-password-1' };
+
 /** First user, a login, and an admin API key; returns the key. */
 export async function bootstrapAdmin(base: string): Promise<string> {
-  const password = 'bench-password-1';
-  await expectStatus('create_super_user', callGateway(base, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password, name: 'Admin' } }), 201);
-  const login = await expectStatus('login', callGateway(base, 'POST', '/api/auth/login/password', { body: { username: 'admin', password } }), 204);
+  await expectStatus('create_super_user', callGateway(base, 'POST', '/api/v1/admin/users/create_super_user', { body: { ...ADMIN, name: 'Admin' } }), 201);
+  const login = await expectStatus('login', callGateway(base, 'POST', '/api/auth/login/password', { body: ADMIN }), 204);
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
   const key = await until('the admin API key', async () => {
     const res = await callGateway(base, 'POST', '/api/v1/admin/apikeys/', { body: { name: 'bench', roles: ['admin'] }, headers: { cookie } });

@@ -6,20 +6,19 @@
 // up to 15) that is not counted, then SOAK_SECONDS (default 300) that are. Prints requests by
 // kind, every unexpected answer, the gateway's RSS (start/end/peak/growth) and its open sockets
 // (start/end); exits 1 when any request failed.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { PACKAGE_ROOT } from '../src/config.js';
 import { startControlPlane, stopControlPlane } from '../src/controlplane/controlplane.js';
-import { freePort } from '../src/controlplane/ports.js';
+import { openSockets, processStats, startGateway, waitHttpOk } from './children.js';
+import { ADMIN, bootstrapAdmin, registerCluster } from './gateway-setup.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const WORKERS = Number(process.env.SOAK_WORKERS ?? 8);
 const WARMUP_SECONDS = Number(process.env.SOAK_WARMUP_SECONDS ?? Math.min(15, Math.ceil(SECONDS / 10)));
 const DIR = resolve(PACKAGE_ROOT, '.kiteline', 'soak');
-const PASSWORD = 'soak-password-1';
 
 interface Answer {
   status: number;
@@ -41,48 +40,9 @@ async function call(base: string, method: string, path: string, headers: Record<
   }
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+// ---- what we measure of the gateway process ----
 
-function expect(res: Answer, status: number, what: string): Answer {
-  if (res.status !== status) throw new Error(`${what}: expected ${status}, got ${res.status} ${res.text.slice(0, 300)}`);
-  return res;
-}
-
-// ---- the gateway process and what we measure of it ----
-
-function startGateway(kubeconfig: string, port: number): ChildProcess {
-  const out = openSync(join(DIR, 'gateway.log'), 'a');
-  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'], {
-    env: { ...process.env, KUBECONFIG: kubeconfig, KITELINE_NAMESPACE: `kl-soak-${randomBytes(3).toString('hex')}`, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', out, out],
-  });
-  closeSync(out);
-  return child;
-}
-
-function rssBytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
-  return Number(line?.split(/\s+/)[1] ?? 0) * 1024;
-}
-
-function openSockets(pid: number): number {
-  const dir = `/proc/${pid}/fd`;
-  return readdirSync(dir).filter((fd) => {
-    try {
-      return readlinkSync(join(dir, fd)).startsWith('socket:');
-    } catch {
-      return false;
-    }
-  }).length;
-}
+const rssBytes = (pid: number) => processStats(pid).rssMiB * 1024 * 1024;
 
 // ---- traffic ----
 
@@ -132,7 +92,7 @@ function watchAndDrop(base: string, headers: Record<string, string>, holdMs: num
 
 type Step = (worker: number, i: number) => Promise<void>;
 
-function traffic(base: string, key: string, username: string): Array<[string, number, Step]> {
+function traffic(base: string, key: string): Array<[string, number, Step]> {
   const auth = { authorization: key, 'x-cluster-name': 'target' };
   const timed = async (kind: string, run: () => Promise<Answer>, okStatuses: number[]) => {
     const started = Date.now();
@@ -159,7 +119,7 @@ function traffic(base: string, key: string, username: string): Array<[string, nu
       const path = ['/api/v1/admin/users/', '/api/v1/admin/roles/', '/api/v1/admin/apikeys/', '/api/v1/clusters', '/api/v1/overview'][i % 5]!;
       await timed('admin', () => call(base, 'GET', path, auth), [200]);
     }],
-    ['login', 2, async () => void (await timed('login', () => call(base, 'POST', '/api/auth/login/password', {}, { username, password: PASSWORD }), [204]))],
+    ['login', 2, async () => void (await timed('login', () => call(base, 'POST', '/api/auth/login/password', {}, ADMIN), [204]))],
   ];
 }
 
@@ -183,34 +143,19 @@ async function main(): Promise<void> {
     startControlPlane({ dir: join(DIR, 'host'), name: 'soak-host' }),
     startControlPlane({ dir: join(DIR, 'target'), name: 'soak-target' }),
   ]);
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const gateway = startGateway(host.kubeconfigPath, port);
-  const exited = new Promise((r) => gateway.once('exit', r));
+  const gateway = await startGateway({ kubeconfig: host.kubeconfigPath, namespace: `kl-soak-${randomBytes(3).toString('hex')}`, logDir: DIR, logLevel: 'warn', nodeArgs: [] });
+  const base = gateway.url;
   try {
-    await until('the gateway to listen', async () => (await call(base, 'GET', '/healthz', {})).status === 200);
-    const username = 'soak-admin';
-    expect(await call(base, 'POST', '/api/v1/admin/users/create_super_user', {}, { username, password: PASSWORD, name: 'Soak' }), 201, 'create_super_user');
-    const login = expect(await call(base, 'POST', '/api/auth/login/password', {}, { username, password: PASSWORD }), 204, 'login');
-    const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-    const created = await until('an admin API key', async () => {
-      const res = await call(base, 'POST', '/api/v1/admin/apikeys/', { cookie }, { name: 'soak-key', roles: ['admin'] });
-      return res.status === 201 ? res : undefined;
-    });
-    const key = JSON.parse(created.text).key as string;
-    await until('the key to work', async () => (await call(base, 'GET', '/api/v1/clusters', { authorization: key })).status === 200);
-    expect(await call(base, 'POST', '/api/v1/admin/clusters/', { authorization: key }, { name: 'target', config: readFileSync(target.kubeconfigPath, 'utf8'), isDefault: true }), 201, 'register the target');
-    await until('the target to be ready', async () => {
-      const res = await call(base, 'GET', '/api/v1/clusters', { authorization: key });
-      return res.status === 200 && (JSON.parse(res.text) as Array<{ name: string; ready: boolean }>).some((c) => c.name === 'target' && c.ready);
-    });
+    await waitHttpOk(gateway.process, `${base}/healthz`, 60_000);
+    const key = await bootstrapAdmin(base);
+    await registerCluster(base, key, 'target', readFileSync(target.kubeconfigPath, 'utf8'));
     for (let w = 0; w < WORKERS; w++) {
       const res = await call(base, 'POST', '/api/v1/configmaps/default', { authorization: key, 'x-cluster-name': 'target' }, { metadata: { name: `soak-seed-${w}` }, data: { w: String(w) } });
-      if (res.status !== 201 && res.status !== 409) expect(res, 201, 'seed config map');
+      if (res.status !== 201 && res.status !== 409) throw new Error(`seed config map: expected 201, got ${res.status} ${res.text.slice(0, 300)}`);
     }
 
-    const pid = gateway.pid!;
-    const steps = traffic(base, key, username);
+    const pid = gateway.process.pid!;
+    const steps = traffic(base, key);
     // Warm-up (JIT, pools, caches) before the baseline, so growth means growth; not counted.
     await Promise.all(Array.from({ length: WORKERS }, (_, id) => worker(id, steps, Date.now() + WARMUP_SECONDS * 1000)));
     stats.clear();
@@ -242,8 +187,7 @@ async function main(): Promise<void> {
     process.stdout.write(lines.join('\n') + '\n');
     process.exitCode = errors > 0 ? 1 : 0;
   } finally {
-    gateway.kill('SIGTERM');
-    await exited;
+    await gateway.stop();
     await Promise.all([stopControlPlane(join(DIR, 'host')), stopControlPlane(join(DIR, 'target'))]);
   }
 }

@@ -1,7 +1,6 @@
 // Helpers of the fault tests: their own control planes under .kiteline/test/fault-* (never the
 // shared ones), killed with SIGKILL and restarted on the same ports with the same data; a
 // request that cannot hang; the API server's in-flight watch count; a process's open sockets.
-import { readdirSync, readlinkSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import {
@@ -75,18 +74,6 @@ export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<stri
   });
 }
 
-/** Open sockets of a process (its /proc/PID/fd entries that are sockets). */
-export function openSockets(pid: number = process.pid): number {
-  const dir = `/proc/${pid}/fd`;
-  let count = 0;
-  for (const fd of readdirSync(dir)) {
-    try {
-      if (readlinkSync(join(dir, fd)).startsWith('socket:')) count++;
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return count;
-}
+export { openSockets } from '../../bench/children.js';
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
