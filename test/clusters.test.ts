@@ -7,7 +7,7 @@ import t from 'tap';
 import { parse, stringify } from 'yaml';
 import { KUBECONFIG_KEY } from '../src/host/clusters.js';
 import { ID_LABEL, type ClusterResource } from '../src/host/resources.js';
-import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { installWidgetCrd, kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
 import { eventually } from './helpers/eventually.js';
 
@@ -252,20 +252,7 @@ t.test('warm connections: requests, errors, discovery of a fresh CRD', async (t)
   t.equal(await conn.resolveResource('nosuchthings'), undefined);
 
   const group = `${uniqueName('g')}.example.com`;
-  const crd = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-  t.teardown(() => kubectl(a.kubeconfigPath, ['delete', 'crd', `widgets.${group}`, '--wait=false']));
-  t.equal(kubectl(a.kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(crd)).status, 0);
-  t.equal(kubectl(a.kubeconfigPath, ['wait', '--for=condition=Established', `crd/widgets.${group}`, '--timeout=60s']).status, 0);
+  installWidgetCrd(t, a.kubeconfigPath, group);
   t.match(await conn.resolveResource(`widgets.${group}`), { group, version: 'v1', kind: 'Widget', namespaced: true }, 'resolved on the first try after it is established');
 
   const aborted = new AbortController();

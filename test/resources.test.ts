@@ -2,7 +2,7 @@
 // on ConfigMaps, Deployments, Pods, Namespaces, Nodes and a custom resource, on the shared target
 // cluster target-a registered through the admin API. Objects live in a namespace of their own.
 import t from 'tap';
-import { kubectl, uniqueName } from './helpers/clusters.js';
+import { installWidgetCrd, kubectl, uniqueName } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig } from './helpers/fixtures.js';
@@ -351,22 +351,7 @@ t.test('Namespaces and Nodes: cluster-scoped kinds with _all', async (t) => {
 
 t.test('custom resources: all six routes through <plural>.<group>', async (t) => {
   const group = `${uniqueName('g')}.kiteline-test.io`;
-  const crd = {
-    apiVersion: 'apiextensions.k8s.io/v1',
-    kind: 'CustomResourceDefinition',
-    metadata: { name: `widgets.${group}` },
-    spec: {
-      group,
-      scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
-    },
-  };
-  t.equal(kubectl(target, ['create', '-f', '-'], JSON.stringify(crd)).status, 0, 'a test CRD');
-  t.teardown(() => {
-    kubectl(target, ['delete', 'crd', `widgets.${group}`, '--wait=false']);
-  });
-  t.equal(kube('wait', '--for=condition=Established', `crd/widgets.${group}`, '--timeout=60s').status, 0);
+  installWidgetCrd(t, target, group);
   const R = `/api/v1/widgets.${group}/${ns}`;
 
   const created = await api('POST', R, { body: { metadata: { name: 'w1' }, spec: { size: 1, tags: ['a'] } } });

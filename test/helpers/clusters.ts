@@ -1,6 +1,7 @@
 // Test fixtures: the shared control planes (started by scripts/run-tests.sh, or on demand when a
 // file runs alone), kubectl with the matching binary, and unique namespaces per test file.
 import { spawnSync } from 'node:child_process';
+import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config.js';
@@ -45,4 +46,27 @@ export function kitelineCli(args: string[], env: NodeJS.ProcessEnv = process.env
     timeout: 180_000,
   });
   return { status: res.status ?? -1, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
+}
+
+/**
+ * Installs a throwaway namespaced CRD `widgets.<group>` (kind Widget, any fields allowed) on a test
+ * cluster, waits until it is established, and deletes it when the test ends.
+ */
+export function installWidgetCrd(t: Test, kubeconfig: string, group: string): string {
+  const name = `widgets.${group}`;
+  const crd = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name },
+    spec: {
+      group,
+      scope: 'Namespaced',
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    },
+  };
+  t.teardown(() => kubectl(kubeconfig, ['delete', 'crd', name, '--wait=false']));
+  t.equal(kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify(crd)).status, 0, 'a test CRD');
+  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s']).status, 0, 'the test CRD is established');
+  return name;
 }
