@@ -10,6 +10,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import type { WarmConnection } from '../src/clusters/connection.js';
 import { PACKAGE_ROOT } from '../src/config.js';
 import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '../src/controlplane/controlplane.js';
+import { DEFAULT_SINCE_ANNOTATION } from '../src/host/clusters.js';
 import { ID_LABEL, type ClusterResource } from '../src/host/resources.js';
 import { kubectl, testControlPlane } from './helpers/clusters.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
@@ -169,4 +170,24 @@ t.test('a target that goes down and comes back; the other keeps serving', async 
   }
   await eventually('flaky back', () => (cr(gw, 'flaky')?.status?.ready && gw.services.clusters.get('flaky')?.ready ? true : undefined), 90_000);
   t.pass('status followed the cluster back up');
+});
+
+t.test('a default the leader picks itself loses to a default a user set, even an older one', async (t) => {
+  const gw = await startGateway(t, { env: fastProbes });
+  const a = await testControlPlane('target-a');
+  apply(gw, examplePair('first', kubeconfigFor(a)));
+  const fallback = await eventually('the leader to mark the only cluster default', () => {
+    const o = cr(gw, 'first');
+    return o?.spec.isDefault ? o : undefined;
+  });
+  t.equal(fallback.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION], new Date(0).toISOString(), "the leader's own pick dates from the epoch");
+
+  // A default written by a user (an import's current context, kubectl) whose stamp predates the
+  // leader's pick: it must still win, or an import's chosen default could be overruled.
+  const [secret, cluster] = parseAllDocuments(examplePair('second', kubeconfigFor(a))).map((d) => d.toJS());
+  cluster.spec.isDefault = true;
+  cluster.metadata.annotations = { [DEFAULT_SINCE_ANNOTATION]: '2020-01-01T00:00:00.000Z' };
+  apply(gw, [secret, cluster].map((d) => stringify(d)).join('---\n'));
+  await eventually('the user default to be the only one', () => (cr(gw, 'second')?.spec.isDefault && cr(gw, 'first')?.spec.isDefault === false ? true : undefined));
+  t.pass('the leader cleared its own pick and kept the one the user set');
 });
