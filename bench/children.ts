@@ -83,17 +83,18 @@ export async function waitHttpOk(child: ChildProcess, url: string, timeoutMs: nu
 }
 
 /** Starts `kiteline serve` against the host kubeconfig in `namespace`; resolves once it listens. */
-export async function startGateway(options: { kubeconfig: string; namespace: string; logDir: string; logLevel: string; nodeArgs: string[] }): Promise<Child> {
+export async function startGateway(options: { kubeconfig: string; namespace: string; logDir: string; logLevel: string; nodeArgs: string[]; env?: Record<string, string>; logName?: string }): Promise<Child> {
   const port = await freePort();
   const env = {
     ...process.env,
+    ...options.env,
     KUBECONFIG: options.kubeconfig,
     KITELINE_NAMESPACE: options.namespace,
     PORT: String(port),
     HOST: '127.0.0.1',
     LOG_LEVEL: options.logLevel,
   };
-  const child = launch(process.execPath, [...options.nodeArgs, join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve'], env, join(options.logDir, `gateway-${options.namespace}.log`));
+  const child = launch(process.execPath, [...options.nodeArgs, join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve'], env, join(options.logDir, `gateway-${options.namespace}${options.logName ? `-${options.logName}` : ''}.log`));
   return { process: child, url: `http://127.0.0.1:${port}`, stop: stopper(child) };
 }
 

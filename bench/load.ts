@@ -51,9 +51,8 @@ function cannon(path: Path, request: LoadRequest, connections: number, seconds: 
   });
 }
 
-/** Warms up, then runs the row for `seconds` at `connections` concurrent connections. */
-export async function runLoad(path: Path, request: LoadRequest, connections: number, seconds: number, warmupSeconds: number): Promise<LoadResult> {
-  await cannon(path, request, connections, warmupSeconds);
+/** Sends the request for `seconds` at `connections` concurrent connections, and measures. */
+export async function measureLoad(path: Path, request: LoadRequest, connections: number, seconds: number): Promise<LoadResult> {
   const result = await cannon(path, request, connections, seconds);
   return {
     requestsPerSecond: result.requests.average,
@@ -61,6 +60,32 @@ export async function runLoad(path: Path, request: LoadRequest, connections: num
     p99Ms: result.latency.p99,
     bytesPerSecond: result.throughput.average,
     failures: result.non2xx + result.errors + result.timeouts,
+  };
+}
+
+/** Sends the request for `seconds` without measuring (connections, caches and JIT warm up). */
+export async function warmUp(path: Path, request: LoadRequest, connections: number, seconds: number): Promise<void> {
+  await cannon(path, request, connections, seconds);
+}
+
+/** Warms up, then runs the request for `seconds` at `connections` concurrent connections. */
+export async function runLoad(path: Path, request: LoadRequest, connections: number, seconds: number, warmupSeconds: number): Promise<LoadResult> {
+  await warmUp(path, request, connections, warmupSeconds);
+  return measureLoad(path, request, connections, seconds);
+}
+
+/**
+ * One result from equally long rounds of the same request: mean per second and bytes, mean p50,
+ * the worst p99, all failures.
+ */
+export function combineRounds(rounds: LoadResult[]): LoadResult {
+  const mean = (pick: (r: LoadResult) => number) => rounds.reduce((sum, r) => sum + pick(r), 0) / rounds.length;
+  return {
+    requestsPerSecond: mean((r) => r.requestsPerSecond),
+    p50Ms: mean((r) => r.p50Ms),
+    p99Ms: Math.max(...rounds.map((r) => r.p99Ms)),
+    bytesPerSecond: mean((r) => r.bytesPerSecond),
+    failures: rounds.reduce((sum, r) => sum + r.failures, 0),
   };
 }
 

@@ -9,7 +9,7 @@ import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '..
 import { processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
 import { DirectKube } from './kube.js';
-import { runLoad, runWatch, type LoadRequest, type LoadResult, type Path } from './load.js';
+import { combineRounds, measureLoad, runLoad, runWatch, warmUp, type LoadRequest, type LoadResult, type Path } from './load.js';
 import { clusterObjects, createUsers, FIRST_CLUSTER_ID, kubectlApply } from './scale.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { comparisonTable, figureTable, type ComparisonRow, type Figure } from './table.js';
@@ -53,17 +53,45 @@ interface Row {
   id: string;
   row: string;
   unit: string;
-  /** The request on each path (index: direct, proxy, gateway). */
-  run: (path: Path, index: number) => Promise<LoadResult>;
+  /** Paths of this row when not the common three. */
+  paths?: Path[];
+  /** A request/response row: the request on each path (index: direct, proxy, gateway, then more gateways). */
+  load?: { connections: number; request: (index: number) => LoadRequest };
+  /** Any other row (watch): runs it on one path. */
+  run?: (path: Path, index: number) => Promise<LoadResult>;
 }
 
-async function compare(paths: Path[], rows: Row[]): Promise<ComparisonRow[]> {
+/**
+ * Runs each row on every path. Request/response rows warm every path up, then measure in rounds
+ * that alternate the paths (rotating who goes first), so a machine or an etcd that drifts during
+ * the run weighs on every path alike; the rounds are combined (combineRounds).
+ */
+async function compare(common: Path[], rows: Row[], s: BenchSettings): Promise<ComparisonRow[]> {
   const out: ComparisonRow[] = [];
   for (const row of rows) {
+    const paths = row.paths ?? common;
     const results: LoadResult[] = [];
-    for (const [index, path] of paths.entries()) {
-      log(`${row.row} via ${path.label}`);
-      results.push(await row.run(path, index));
+    if (row.load) {
+      const { connections, request } = row.load;
+      for (const [index, path] of paths.entries()) {
+        log(`${row.row}: warming up ${path.label}`);
+        await warmUp(path, request(index), connections, s.warmupSeconds);
+      }
+      const rounds: LoadResult[][] = paths.map(() => []);
+      const seconds = Math.max(1, Math.round(s.durationSeconds / s.rounds));
+      for (let round = 0; round < s.rounds; round++) {
+        for (let k = 0; k < paths.length; k++) {
+          const index = (k + round) % paths.length;
+          log(`${row.row} via ${paths[index]!.label} (round ${round + 1} of ${s.rounds})`);
+          rounds[index]!.push(await measureLoad(paths[index]!, request(index), connections, seconds));
+        }
+      }
+      results.push(...rounds.map(combineRounds));
+    } else {
+      for (const [index, path] of paths.entries()) {
+        log(`${row.row} via ${path.label}`);
+        results.push(await row.run!(path, index));
+      }
     }
     for (const [index, path] of paths.entries()) {
       out.push({ row: row.row, path: path.label, result: results[index]!, directPerSecond: results[0]!.requestsPerSecond, unit: row.unit });
@@ -169,14 +197,29 @@ async function main(): Promise<void> {
     await registerCluster(gateway.url, key, TARGET_CLUSTER, targetKubeconfig);
     const proxy = await startKubectlProxy(targetCp.kubeconfigPath, logDir);
     children.push(proxy);
+    // A second replica with read coalescing and write turns off, for the GET and PATCH rows: what
+    // each request costs on its own when no request helps another.
+    const plain = await startGateway({
+      kubeconfig: hostCp.kubeconfigPath,
+      namespace,
+      logDir,
+      logLevel: s.gatewayLogLevel,
+      nodeArgs: s.gatewayNodeArgs,
+      env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' },
+      logName: 'plain',
+    });
+    children.push(plain);
+    await waitHttpOk(plain.process, `${plain.url}/readyz`, 120_000);
+    await until('the target ready on the second replica', async () => ((await readyClusterCount(plain.url, key)) >= 1 ? true : undefined), 60_000, 50);
 
     const paths: Path[] = [
       { label: 'direct', base: targetCp.server, headers: { authorization: `Bearer ${targetCp.token}` }, ca: targetCp.caPem },
       { label: 'kubectl proxy', base: proxy.url, headers: {} },
       { label: 'gateway', base: gateway.url, headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } },
     ];
-    // Upstream paths for direct and proxy, the gateway's own path for the gateway.
-    const pick = (index: number, upstream: string, viaGateway: string) => (index === 2 ? viaGateway : upstream);
+    const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2]!.headers };
+    // Upstream paths for direct and proxy, the gateway's own path for the gateways.
+    const pick = (index: number, upstream: string, viaGateway: string) => (index >= 2 ? viaGateway : upstream);
     const accept = { accept: 'application/json' };
     let patchCounter = 0;
     const rows: Row[] = [
@@ -184,26 +227,34 @@ async function main(): Promise<void> {
         id: 'get',
         row: 'GET one object',
         unit: 'req/s',
-        run: (path, i) => runLoad(path, { method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`) }, s.connections, s.durationSeconds, s.warmupSeconds),
+        paths: [...paths, plainPath],
+        load: {
+          connections: s.connections,
+          request: (i) => ({ method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`) }),
+        },
       },
       {
         id: 'list',
         row: `LIST ${s.listSize} ConfigMaps`,
         unit: 'req/s',
-        run: (path, i) => runLoad(path, { method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${listNamespace}/configmaps`, `/api/v1/configmaps/${listNamespace}`) }, s.listConnections, s.durationSeconds, s.warmupSeconds),
+        load: {
+          connections: s.listConnections,
+          request: (i) => ({ method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${listNamespace}/configmaps`, `/api/v1/configmaps/${listNamespace}`) }),
+        },
       },
       {
         id: 'patch',
         row: 'PATCH one object',
         unit: 'req/s',
-        run: (path, i) => {
-          const request: LoadRequest = {
+        paths: [...paths, plainPath],
+        load: {
+          connections: s.connections,
+          request: (i) => ({
             method: 'PATCH',
             headers: { ...accept, 'content-type': 'application/merge-patch+json' },
             path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-patch`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-patch?patchType=merge`),
             body: () => JSON.stringify({ data: { counter: String(++patchCounter) } }),
-          };
-          return runLoad(path, request, s.connections, s.durationSeconds, s.warmupSeconds);
+          }),
         },
       },
       {
@@ -216,7 +267,7 @@ async function main(): Promise<void> {
 
     const before = processStats(gateway.process.pid!);
     const proxyBefore = processStats(proxy.process.pid!);
-    const comparison = await compare(paths, rows.filter((r) => s.rows.includes(r.id)));
+    const comparison = await compare(paths, rows.filter((r) => s.rows.includes(r.id)), s);
     const after = processStats(gateway.process.pid!);
     const proxyAfter = processStats(proxy.process.pid!);
     const figures: Figure[] = [
@@ -234,7 +285,7 @@ async function main(): Promise<void> {
     const output = [
       `# kiteline benchmark ${new Date().toISOString()}`,
       '',
-      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row after ${s.warmupSeconds} s warm-up, watch: median of ${s.watchRounds} rounds`,
+      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row and path in ${s.rounds} alternating rounds after ${s.warmupSeconds} s warm-up, watch: median of ${s.watchRounds} rounds`,
       '',
       comparisonTable(comparison),
       '',

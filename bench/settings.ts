@@ -9,6 +9,8 @@ export interface BenchSettings {
   /** Seconds each load row runs (after a short warm-up). */
   durationSeconds: number;
   warmupSeconds: number;
+  /** Rounds each request/response row is split into, the paths taking turns. */
+  rounds: number;
   /** Concurrent connections for GET and PATCH rows. */
   connections: number;
   /** Concurrent connections for the LIST row (each answer is megabytes). */
@@ -44,6 +46,7 @@ export function loadSettings(): BenchSettings {
     dir: resolve(process.env.BENCH_DIR || resolve(PACKAGE_ROOT, '.kiteline', 'bench')),
     durationSeconds: whole('BENCH_DURATION', quick ? 3 : 10),
     warmupSeconds: whole('BENCH_WARMUP', quick ? 1 : 2),
+    rounds: whole('BENCH_ROUNDS', quick ? 1 : 5),
     connections: whole('BENCH_CONNECTIONS', quick ? 16 : 32),
     listConnections: whole('BENCH_LIST_CONNECTIONS', 4),
     listSize: whole('BENCH_LIST_SIZE', quick ? 500 : 5000),

@@ -44,6 +44,10 @@ export interface Config {
   metricsPublic: boolean;
   /** Also record each admin write as a core/v1 Event in the install namespace. */
   auditEvents: boolean;
+  /** Identical object GETs waiting at the same time share one upstream read (read-coalescer.ts). */
+  coalesceReads: boolean;
+  /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
+  writeTurns: boolean;
 }
 
 type Source = Record<string, string | undefined>;
@@ -133,5 +137,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
+    coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
+    writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
   };
 }

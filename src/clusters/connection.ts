@@ -14,8 +14,10 @@ import { Pool } from 'undici';
 import { BadGatewayError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadDiscovery, type DiscoverySnapshot } from './discovery.js';
+import { ReadCoalescer, type BufferedAnswer } from './read-coalescer.js';
+import { WriteTurns } from './write-turns.js';
 import type { ConnectionTarget } from './target.js';
-import type { ClusterConnection, ResolvedResource, UpstreamRequest, UpstreamResponse } from './types.js';
+import type { ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
 
 /** What the Cluster CR says about this connection (changes without a reconnect). */
 export interface ConnectionMeta {
@@ -36,6 +38,10 @@ export interface ConnectionOptions {
   target: ConnectionTarget;
   connectTimeoutMs: number;
   probeIntervalMs: number;
+  /** Identical concurrent object reads share one upstream read (see read-coalescer.ts). */
+  coalesceReads: boolean;
+  /** Writes to one object take turns (see write-turns.ts). */
+  writeTurns: boolean;
   log: Logger;
 }
 
@@ -57,6 +63,12 @@ const READ_TIMEOUT_MS = 15_000;
  * clusters starting together become thousands of handshakes).
  */
 const DISCOVERY_PARALLELISM = 4;
+
+/**
+ * Largest object answer read whole. The API server keeps objects below about 1.5 MiB (etcd's
+ * request limit) and bodies below 3 MiB; this only bounds what a misbehaving server could send.
+ */
+const MAX_OBJECT_BYTES = 32 * 1024 * 1024;
 
 /** Least time between two probes that requests for a not-ready cluster trigger. */
 const DEMAND_PROBE_SPACING_MS = 1000;
@@ -81,8 +93,8 @@ function inTurns<A, R>(limit: number, fn: (arg: A) => Promise<R>): (arg: A) => P
 
 export class WarmConnection extends EventEmitter implements ClusterConnection {
   meta: ConnectionMeta;
-  /** Told the time until each response's headers (metrics); the registry sets it. */
-  upstreamObserver: ((cluster: string, method: string, status: number, seconds: number) => void) | undefined;
+  /** Told response times and shared reads (metrics); the registry sets it. */
+  upstreamObserver: UpstreamObserver | undefined;
   private health: Health = { ready: false, version: '', error: 'not probed yet' };
   private readonly target: ConnectionTarget;
   private readonly server: URL;
@@ -91,6 +103,10 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   private readonly connectTimeoutMs: number;
   private readonly probeIntervalMs: number;
   private readonly log: Logger;
+  /** Undefined when coalescing is off: every object read is its own upstream read. */
+  private readonly reads: ReadCoalescer | undefined;
+  /** Undefined when write turns are off: writes to one object go upstream at once. */
+  private readonly turns: WriteTurns | undefined;
   private discovery: DiscoverySnapshot | undefined;
   private discoveryAt = 0;
   private discoveryInFlight: Promise<void> | undefined;
@@ -110,6 +126,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.probeIntervalMs = options.probeIntervalMs;
     this.log = options.log.child({ cluster: meta.name });
+    this.turns = options.writeTurns ? new WriteTurns() : undefined;
+    this.reads = options.coalesceReads ? new ReadCoalescer((count) => this.upstreamObserver?.sharedReads(this.meta.name, count)) : undefined;
     this.server = new URL(this.target.server);
     this.basePath = this.server.pathname.replace(/\/+$/, '');
     // One keep-alive pool per cluster, sized for many concurrent requests. No headers or body
@@ -181,6 +199,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       if (k.toLowerCase() !== 'authorization') headers[k] = v;
     }
     if (authorization) headers.authorization = authorization;
+    // A write waits for its object's turn (the turn ends once the response headers are here).
+    const endTurn = req.turnKey && this.turns ? await this.turns.take(req.turnKey, req.signal) : undefined;
     const started = this.upstreamObserver ? performance.now() : 0;
     let answer;
     try {
@@ -194,11 +214,40 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       });
     } catch (err) {
       throw this.requestError(err as Error & { code?: string }, req.signal);
+    } finally {
+      endTurn?.();
     }
-    this.upstreamObserver?.(this.meta.name, req.method, answer.statusCode, (performance.now() - started) / 1000);
+    this.upstreamObserver?.response(this.meta.name, req.method, answer.statusCode, (performance.now() - started) / 1000);
     // The body stream carries the status and headers, so callers read one object (as with Node's
     // IncomingMessage): iterate or pipe it, destroy it to drop the rest.
     return Object.assign(answer.body as Readable, { statusCode: answer.statusCode, headers: answer.headers as IncomingHttpHeaders });
+  }
+
+  async readObject(req: ObjectRead): Promise<BufferedAnswer> {
+    const { path, headers, signal } = req;
+    if (!this.reads) return this.readWhole(path, headers, signal);
+    const key = `${path}\n${JSON.stringify(headers)}`;
+    return this.reads.read(key, (batchSignal) => this.readWhole(path, headers, batchSignal), signal);
+  }
+
+  /** One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES. */
+  private async readWhole(path: string, headers: ObjectRead['headers'], signal: AbortSignal | undefined): Promise<BufferedAnswer> {
+    const res = await this.request({ method: 'GET', path, headers, signal });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of res) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_OBJECT_BYTES) {
+          res.destroy();
+          throw new BadGatewayError(`cluster "${this.name}" answered ${path} with more than ${MAX_OBJECT_BYTES / 1024 / 1024} MiB`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+    } catch (err) {
+      throw this.requestError(err as Error & { code?: string }, signal);
+    }
+    return { statusCode: res.statusCode, headers: res.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
   }
 
   /** The error a failed upstream request rejects with: aborts stay aborts, the rest is a 502. */

@@ -37,7 +37,7 @@ export class ClusterManager {
 
   constructor(
     readonly host: HostStore,
-    config: Pick<Config, 'replicaId' | 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs'>,
+    config: Pick<Config, 'replicaId' | 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns'>,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {

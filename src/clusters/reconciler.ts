@@ -54,7 +54,7 @@ export class ClusterReconciler {
     private readonly writes: ClusterWrites,
     private readonly ids: IdAllocator,
     private readonly lease: LeaderElector,
-    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs'>,
+    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns'>,
     log: Logger,
   ) {
     this.log = log.child({ component: 'cluster-reconciler' });
@@ -191,6 +191,8 @@ export class ClusterReconciler {
         target: target.target,
         connectTimeoutMs: this.config.upstreamConnectTimeoutMs,
         probeIntervalMs: this.config.clusterProbeIntervalMs,
+        coalesceReads: this.config.coalesceReads,
+        writeTurns: this.config.writeTurns,
         log: this.log,
       });
     } catch (err) {

@@ -3,15 +3,15 @@
 // claim one name (possible only through kubectl or a rename race), the lower id serves it and the
 // other is reported as a name conflict in its status.
 import type { WarmConnection } from './connection.js';
-import type { ClusterDirectory } from './types.js';
+import type { ClusterDirectory, UpstreamObserver } from './types.js';
 
 export class ClusterRegistry implements ClusterDirectory {
   private readonly byObject = new Map<string, WarmConnection>();
   private byName = new Map<string, WarmConnection>();
-  private upstreamObserver: WarmConnection['upstreamObserver'];
+  private upstreamObserver: UpstreamObserver | undefined;
 
-  /** Hands an observer of upstream response times (metrics) to every connection, now and later. */
-  observeUpstream(observer: WarmConnection['upstreamObserver']): void {
+  /** Hands an observer of upstream requests (metrics) to every connection, now and later. */
+  observeUpstream(observer: UpstreamObserver): void {
     this.upstreamObserver = observer;
     for (const conn of this.byObject.values()) conn.upstreamObserver = observer;
   }

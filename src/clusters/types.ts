@@ -1,6 +1,7 @@
 // The contract between cluster connections (clusters/) and the resource gateway (gateway/routes).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { BufferedAnswer } from './read-coalescer.js';
 
 /** A resource as the target cluster's discovery describes it. */
 export interface ResolvedResource {
@@ -23,6 +24,8 @@ export interface UpstreamRequest {
   body?: string | Buffer | Readable;
   /** Aborts the upstream request (e.g. when the client goes away). */
   signal?: AbortSignal;
+  /** Writes with the same key (an object's path) go upstream one at a time (write-turns.ts). */
+  turnKey?: string;
 }
 
 /**
@@ -30,6 +33,23 @@ export interface UpstreamRequest {
  * the status code and the response headers (lower-case names).
  */
 export type UpstreamResponse = Readable & { statusCode: number; headers: IncomingHttpHeaders };
+
+/** Told what upstream requests did (metrics): response times and shared object reads. */
+export interface UpstreamObserver {
+  /** Time until a cluster's response headers. */
+  response(cluster: string, method: string, status: number, seconds: number): void;
+  /** `count` object reads were answered by a read another request also waited for. */
+  sharedReads(cluster: string, count: number): void;
+}
+
+/** A GET of one object, answered whole (see ClusterConnection.readObject). */
+export interface ObjectRead {
+  /** Path and query on the cluster's API server. */
+  path: string;
+  headers: Record<string, string | string[]>;
+  /** Aborts this caller's wait (and the upstream read once nobody else waits for it). */
+  signal?: AbortSignal;
+}
 
 /** One warm connection to a registered cluster (keep-alive pool, credentials, discovery, health). */
 export interface ClusterConnection {
@@ -49,6 +69,12 @@ export interface ClusterConnection {
    * when the cluster cannot be reached.
    */
   request(req: UpstreamRequest): Promise<UpstreamResponse>;
+  /**
+   * GET of one object, its answer (any status) read whole. Identical reads waiting at the same
+   * time share one upstream read when coalescing is on; each answer still comes from a read
+   * started after its request arrived (read-coalescer.ts).
+   */
+  readObject(req: ObjectRead): Promise<BufferedAnswer>;
   /** Asks for a health probe soon because a request wanted this not-ready cluster (rate-limited). */
   probeOnDemand(): void;
   /**

@@ -23,8 +23,11 @@ export interface MetricsSources {
 /** Why a login failed: wrong username or password, too many failures, or a disabled user. */
 export type LoginFailureReason = 'bad_credentials' | 'throttled' | 'disabled' | 'bad_request';
 
-/** Told how long a target cluster took to answer with its response headers. */
-export type UpstreamObserver = (cluster: string, method: string, status: number, seconds: number) => void;
+/** Told what upstream requests did (clusters/types.ts UpstreamObserver). */
+export interface UpstreamObserver {
+  response(cluster: string, method: string, status: number, seconds: number): void;
+  sharedReads(cluster: string, count: number): void;
+}
 
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -34,6 +37,7 @@ export class Metrics {
   private readonly requests: Counter<'route' | 'method' | 'status' | 'cluster'>;
   private readonly requestDuration: Histogram<'route' | 'method'>;
   private readonly upstreamDuration: Histogram<'cluster' | 'method' | 'code'>;
+  private readonly sharedReads: Counter<'cluster'>;
   private readonly loginFailures: Counter<'reason'>;
 
   constructor(sources: MetricsSources) {
@@ -57,6 +61,12 @@ export class Metrics {
       help: "Time until a target cluster's response headers, by cluster, method and response code (health probes and discovery included)",
       labelNames: ['cluster', 'method', 'code'],
       buckets: UPSTREAM_BUCKETS,
+      registers,
+    });
+    this.sharedReads = new Counter({
+      name: 'kiteline_upstream_shared_reads_total',
+      help: 'Object reads answered by an upstream read another identical request also waited for (read coalescing), by cluster',
+      labelNames: ['cluster'],
       registers,
     });
     this.loginFailures = new Counter({
@@ -103,9 +113,14 @@ export class Metrics {
     this.requestDuration.observe({ route, method }, seconds);
   }
 
-  /** An UpstreamObserver bound to this object (cheap: one histogram observation per call). */
-  readonly observeUpstream: UpstreamObserver = (cluster, method, status, seconds) => {
-    this.upstreamDuration.observe({ cluster, method, code: String(status) }, seconds);
+  /** An UpstreamObserver bound to this object (cheap: one observation per call). */
+  readonly observeUpstream: UpstreamObserver = {
+    response: (cluster, method, status, seconds) => {
+      this.upstreamDuration.observe({ cluster, method, code: String(status) }, seconds);
+    },
+    sharedReads: (cluster, count) => {
+      this.sharedReads.inc({ cluster }, count);
+    },
   };
 
   loginFailed(reason: LoginFailureReason): void {

@@ -1,7 +1,10 @@
-// The cluster's answers: 2xx bodies stream to the client unbuffered (lists and watches alike);
+// The cluster's answers: 2xx bodies of lists and watches stream to the client unbuffered; a GET of
+// one object arrives read whole (bounded, ClusterConnection.readObject) and goes out in one write;
 // anything else is read (bounded) as a Kubernetes Status and rethrown as an HttpError that keeps
 // the cluster's code, reason and details (fromKubeStatus).
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import type { BufferedAnswer } from '../clusters/read-coalescer.js';
 import type { UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, HttpError, isKubeStatus, type KubeStatus } from '../errors.js';
 import type { UpstreamHeaders } from './impersonation.js';
@@ -35,13 +38,17 @@ export async function readBody(res: UpstreamResponse, limit: number): Promise<st
 
 /** The HttpError for a non-2xx answer of the cluster. */
 export async function errorFromResponse(res: UpstreamResponse): Promise<HttpError> {
-  const status = res.statusCode;
   let text = '';
   try {
     text = await readBody(res, MAX_ERROR_BODY);
   } catch {
     /* a broken error body still has a status code */
   }
+  return errorFromBody(res.statusCode, text);
+}
+
+/** The HttpError for a non-2xx status and the body that came with it. */
+function errorFromBody(status: number, text: string): HttpError {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -78,16 +85,30 @@ export async function readJson<T = any>(res: UpstreamResponse): Promise<T> {
   }
 }
 
+/** The cluster's content type (application/* only) and encoding, on the reply. */
+function answerHeaders(reply: FastifyReply, headers: IncomingHttpHeaders): void {
+  const contentType = headers['content-type'];
+  reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
+  const encoding = headers['content-encoding'];
+  if (encoding) reply.header('content-encoding', encoding);
+}
+
+/** Sends an object read (BufferedAnswer) to the client, or throws the cluster's error. */
+export function sendObject(reply: FastifyReply, answer: BufferedAnswer): FastifyReply {
+  const status = answer.statusCode;
+  if (status < 200 || status >= 300) throw errorFromBody(status, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
+  reply.code(status);
+  answerHeaders(reply, answer.headers);
+  return reply.send(answer.body);
+}
+
 /**
  * Sends a 2xx upstream answer to the client as a stream with its status and content type.
  * `flushHeaders` sends the head at once (watches: the first event may be minutes away).
  */
 export function streamToClient(reply: FastifyReply, res: UpstreamResponse, options: { flushHeaders?: boolean } = {}): FastifyReply {
   reply.code(res.statusCode);
-  const contentType = res.headers['content-type'];
-  reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
-  const encoding = res.headers['content-encoding'];
-  if (encoding) reply.header('content-encoding', encoding);
+  answerHeaders(reply, res.headers);
   // The bytes pass through unchanged, so the cluster's length holds: the answer goes out framed by
   // it (head and a small body in one write) instead of chunked with a terminating write.
   const length = res.headers['content-length'];

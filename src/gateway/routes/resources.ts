@@ -17,7 +17,7 @@ import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/
 import { getSearch, listSearch, objectWatchSearch, readQuerySchema, withSearch, type ReadQuery } from '../../resources/read-query.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN, type PathSegments } from '../../resources/segments.js';
 import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
-import { bodyRequest, clientClosed, expectSuccess, readJson, streamToClient } from '../../resources/upstream.js';
+import { bodyRequest, clientClosed, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
 import { prepareWrite } from '../../resources/write-body.js';
 import { writeQueryProperties, writeSearch, type WriteQuery } from '../../resources/write-query.js';
 import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
@@ -105,10 +105,13 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return { principal, conn, target, impersonation: impersonationHeaders(conn, principal), signal };
   }
 
-  /** One write upstream with the caller's impersonation; a non-2xx answer throws, keeping its Status. */
-  async function send(p: Prepared, method: string, path: string, contentType: string, body: string) {
+  /**
+   * One write upstream with the caller's impersonation; a non-2xx answer throws, keeping its
+   * Status. `turnKey` (the object's path, for PUT and PATCH) makes writes to one object take turns.
+   */
+  async function send(p: Prepared, method: string, path: string, contentType: string, body: string, turnKey?: string) {
     const { headers, body: framed } = bodyRequest(contentType, body, upstreamHeaders({}, p.impersonation));
-    return expectSuccess(await p.conn.request({ method, path, headers, body: framed, signal: p.signal }));
+    return expectSuccess(await p.conn.request({ method, path, headers, body: framed, signal: p.signal, turnKey }));
   }
 
   function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): void {
@@ -132,11 +135,15 @@ export default async function resourceRoutes(app: FastifyInstance) {
     const { resolved, namespace, name } = p.target;
     const query = request.query as ReadQuery;
     authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
-    const path = query.watch
-      ? withSearch(collectionPath(resolved, namespace), objectWatchSearch(query, name!))
-      : withSearch(objectPath(resolved, namespace, name!), getSearch(query));
-    const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers: upstreamHeaders(JSON_HEADERS, p.impersonation), signal: p.signal }));
-    return streamToClient(reply, res, { flushHeaders: !!query.watch });
+    const headers = upstreamHeaders(JSON_HEADERS, p.impersonation);
+    if (!query.watch) {
+      // One object: read whole, shared with identical reads waiting at the same time.
+      const path = withSearch(objectPath(resolved, namespace, name!), getSearch(query));
+      return sendObject(reply, await p.conn.readObject({ path, headers, signal: p.signal }));
+    }
+    const path = withSearch(collectionPath(resolved, namespace), objectWatchSearch(query, name!));
+    const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers, signal: p.signal }));
+    return streamToClient(reply, res, { flushHeaders: true });
   }
 
   async function create(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
@@ -155,8 +162,8 @@ export default async function resourceRoutes(app: FastifyInstance) {
     const query = request.query as WriteQuery;
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
     authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
-    const path = withSearch(objectPath(resolved, write.namespace, name!), writeSearch(query));
-    const res = await send(p, 'PUT', path, 'application/json', JSON.stringify(write.object));
+    const object = objectPath(resolved, write.namespace, name!);
+    const res = await send(p, 'PUT', withSearch(object, writeSearch(query)), 'application/json', JSON.stringify(write.object), object);
     return streamToClient(reply, res);
   }
 
@@ -169,8 +176,8 @@ export default async function resourceRoutes(app: FastifyInstance) {
     authorize(request, p, 'patch', namespace, name, !!query.dryRun);
     // Server-side apply creates a missing object: it needs create as well.
     if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
-    const path = withSearch(objectPath(resolved, namespace, name!), writeSearch(query, { apply: type === 'apply' }));
-    const res = await send(p, 'PATCH', path, PATCH_CONTENT_TYPES[type], body);
+    const object = objectPath(resolved, namespace, name!);
+    const res = await send(p, 'PATCH', withSearch(object, writeSearch(query, { apply: type === 'apply' })), PATCH_CONTENT_TYPES[type], body, object);
     return streamToClient(reply, res);
   }
 
