@@ -149,6 +149,16 @@ function defaultReason(code: number): string {
   return reasons[code] ?? 'Unknown';
 }
 
+/**
+ * The error an operation rejects with when its caller went away (name AbortError, as fetch and
+ * undici use). Not an HttpError: nobody is left to answer; the route turns it into a 499.
+ */
+export function abortError(message: string, cause?: unknown): Error {
+  const err = new Error(message, cause === undefined ? undefined : { cause });
+  err.name = 'AbortError';
+  return err;
+}
+
 /** Raised at start-up for invalid configuration (never reaches HTTP). */
 export class ConfigError extends Error {
   constructor(message: string) {

@@ -11,13 +11,13 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
-import { BadGatewayError, HttpError } from '../errors.js';
+import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { loadDiscovery, type DiscoverySnapshot } from './discovery.js';
-import { ReadCoalescer, type BufferedAnswer } from './read-coalescer.js';
+import { ReadCoalescer } from './read-coalescer.js';
 import { WriteTurns } from './write-turns.js';
 import type { ConnectionTarget } from './target.js';
-import type { ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
+import type { BufferedAnswer, ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
 
 /** What the Cluster CR says about this connection (changes without a reconnect). */
 export interface ConnectionMeta {
@@ -230,7 +230,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return this.reads.read(key, (batchSignal) => this.readWhole(path, headers, batchSignal), signal);
   }
 
-  /** One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES. */
+  /** One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES (objects, probes, discovery). */
   private async readWhole(path: string, headers: ObjectRead['headers'], signal: AbortSignal | undefined): Promise<BufferedAnswer> {
     const res = await this.request({ method: 'GET', path, headers, signal });
     const chunks: Buffer[] = [];
@@ -253,11 +253,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   /** The error a failed upstream request rejects with: aborts stay aborts, the rest is a 502. */
   private requestError(err: Error & { code?: string }, signal: AbortSignal | undefined): Error {
     if (err instanceof HttpError) return err;
-    if (signal?.aborted || err.name === 'AbortError') {
-      const abort = new Error('the upstream request was aborted', { cause: err });
-      abort.name = 'AbortError';
-      return abort;
-    }
+    if (signal?.aborted || err.name === 'AbortError') return abortError('the upstream request was aborted', err);
     if (err.code === 'UND_ERR_CONNECT_TIMEOUT') {
       return new BadGatewayError(`cluster "${this.name}" did not accept a connection within ${this.connectTimeoutMs} ms`);
     }
@@ -266,12 +262,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
 
   /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
   private async getJson(path: string): Promise<unknown> {
-    const signal = AbortSignal.timeout(READ_TIMEOUT_MS);
-    const res = await this.request({ method: 'GET', path, headers: { accept: 'application/json' }, signal });
-    const chunks: Buffer[] = [];
-    for await (const chunk of res) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    const status = res.statusCode ?? 0;
+    const answer = await this.readWhole(path, { accept: 'application/json' }, AbortSignal.timeout(READ_TIMEOUT_MS));
+    const text = answer.body.toString('utf8');
+    const status = answer.statusCode;
     if (status < 200 || status >= 300) {
       let message = '';
       try {

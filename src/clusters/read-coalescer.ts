@@ -10,14 +10,10 @@
 // A waiter whose client leaves is dropped from its batch; a batch nobody waits for any more is
 // not sent, or is aborted when it is in flight. Errors reach everyone in the batch, and the next
 // batch still sends its own read.
-import type { IncomingHttpHeaders } from 'node:http';
+import { abortError } from '../errors.js';
+import type { BufferedAnswer } from './types.js';
 
-/** An upstream answer read whole (status, headers, body), shareable between requests. */
-export interface BufferedAnswer {
-  statusCode: number;
-  headers: IncomingHttpHeaders;
-  body: Buffer;
-}
+const READ_ABORTED = 'the read was aborted';
 
 /** Sends the one upstream read of a batch; the signal aborts it when nobody waits any more. */
 export type ReadFetcher = (signal: AbortSignal) => Promise<BufferedAnswer>;
@@ -41,12 +37,6 @@ interface KeyState {
   next?: Batch;
 }
 
-function abortError(): Error {
-  const err = new Error('the read was aborted');
-  err.name = 'AbortError';
-  return err;
-}
-
 export class ReadCoalescer {
   /** In-flight and gathering batches by key: entries live only while someone waits. */
   private readonly keys = new Map<string, KeyState>();
@@ -64,7 +54,7 @@ export class ReadCoalescer {
    * the next batch's read. `fetch` sends the read (the first waiter's is used for its batch).
    */
   read(key: string, fetch: ReadFetcher, signal?: AbortSignal): Promise<BufferedAnswer> {
-    if (signal?.aborted) return Promise.reject(abortError());
+    if (signal?.aborted) return Promise.reject(abortError(READ_ABORTED));
     let state = this.keys.get(key);
     if (!state) {
       state = {};
@@ -87,7 +77,7 @@ export class ReadCoalescer {
     return new Promise<BufferedAnswer>((resolve, reject) => {
       const onAbort = () => {
         batch.waiters.delete(waiter);
-        reject(abortError());
+        reject(abortError(READ_ABORTED));
         if (batch.waiters.size > 0) return;
         if (batch.sent) batch.controller.abort();
         else if (state.next === batch) {

@@ -1,7 +1,6 @@
 // The contract between cluster connections (clusters/) and the resource gateway (gateway/routes).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { BufferedAnswer } from './read-coalescer.js';
 
 /** A resource as the target cluster's discovery describes it. */
 export interface ResolvedResource {
@@ -33,6 +32,13 @@ export interface UpstreamRequest {
  * the status code and the response headers (lower-case names).
  */
 export type UpstreamResponse = Readable & { statusCode: number; headers: IncomingHttpHeaders };
+
+/** An upstream answer read whole (status, headers, body), shareable between requests. */
+export interface BufferedAnswer {
+  statusCode: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
 
 /** Told what upstream requests did (metrics): response times and shared object reads. */
 export interface UpstreamObserver {

@@ -13,6 +13,10 @@
 // write stuck upstream (e.g. a slow admission webhook) delays the others by a bounded time only.
 // A writer whose client leaves stops waiting.
 
+import { abortError } from '../errors.js';
+
+const WAIT_ABORTED = 'the write was aborted while waiting for its turn';
+
 /** Longest wait for a turn before the write goes upstream regardless. */
 export const MAX_TURN_WAIT_MS = 1000;
 
@@ -62,7 +66,7 @@ export class WriteTurns {
   private wait(key: string, line: Line, signal: AbortSignal | undefined): Promise<void> {
     if (signal?.aborted) {
       this.next(key, line);
-      return Promise.reject(abortError());
+      return Promise.reject(abortError(WAIT_ABORTED));
     }
     return new Promise<void>((resolve, reject) => {
       const leave = () => {
@@ -80,7 +84,7 @@ export class WriteTurns {
       };
       const onAbort = () => {
         leave();
-        reject(abortError());
+        reject(abortError(WAIT_ABORTED));
         this.next(key, line);
       };
       // Waited long enough: go ahead beside the write that holds the turn.
@@ -97,10 +101,4 @@ export class WriteTurns {
     if (first) first.grant();
     else if (this.lines.get(key) === line) this.lines.delete(key);
   }
-}
-
-function abortError(): Error {
-  const err = new Error('the write was aborted while waiting for its turn');
-  err.name = 'AbortError';
-  return err;
 }

@@ -4,6 +4,7 @@
 // read from their sources at scrape time. Labels only ever hold bounded values: route patterns,
 // methods, status codes, registered cluster names, cache names, fixed reasons.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { UpstreamObserver } from '../clusters/types.js';
 
 /** A registered cluster as the readiness gauges show it. */
 export interface ClusterSample {
@@ -23,11 +24,6 @@ export interface MetricsSources {
 /** Why a login failed: wrong username or password, too many failures, or a disabled user. */
 export type LoginFailureReason = 'bad_credentials' | 'throttled' | 'disabled' | 'bad_request';
 
-/** Told what upstream requests did (clusters/types.ts UpstreamObserver). */
-export interface UpstreamObserver {
-  response(cluster: string, method: string, status: number, seconds: number): void;
-  sharedReads(cluster: string, count: number): void;
-}
 
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];

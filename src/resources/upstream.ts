@@ -4,8 +4,7 @@
 // the cluster's code, reason and details (fromKubeStatus).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import type { BufferedAnswer } from '../clusters/read-coalescer.js';
-import type { UpstreamResponse } from '../clusters/types.js';
+import type { BufferedAnswer, UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, HttpError, isKubeStatus, type KubeStatus } from '../errors.js';
 import type { UpstreamHeaders } from './impersonation.js';
 
@@ -14,7 +13,7 @@ const MAX_ERROR_BODY = 256 * 1024;
 /** Small JSON answers read whole by the gateway itself (delete answers, overview pages). */
 const MAX_JSON_BODY = 64 * 1024 * 1024;
 
-export function isSuccess(res: UpstreamResponse): boolean {
+export function isSuccess(res: Pick<UpstreamResponse, 'statusCode'>): boolean {
   const status = res.statusCode;
   return status >= 200 && status < 300;
 }
@@ -95,9 +94,8 @@ function answerHeaders(reply: FastifyReply, headers: IncomingHttpHeaders): void 
 
 /** Sends an object read (BufferedAnswer) to the client, or throws the cluster's error. */
 export function sendObject(reply: FastifyReply, answer: BufferedAnswer): FastifyReply {
-  const status = answer.statusCode;
-  if (status < 200 || status >= 300) throw errorFromBody(status, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
-  reply.code(status);
+  if (!isSuccess(answer)) throw errorFromBody(answer.statusCode, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
+  reply.code(answer.statusCode);
   answerHeaders(reply, answer.headers);
   return reply.send(answer.body);
 }

@@ -1,7 +1,8 @@
 // Pure logic: read coalescing shares one upstream read among identical reads that wait at the same
 // time, and never hands a request the answer of a read sent before it arrived.
 import t from 'tap';
-import { ReadCoalescer, type BufferedAnswer } from '../../src/clusters/read-coalescer.js';
+import { ReadCoalescer } from '../../src/clusters/read-coalescer.js';
+import type { BufferedAnswer } from '../../src/clusters/types.js';
 
 /** A fetcher whose reads the test settles by hand, in order. */
 function manualFetcher() {
