@@ -1,12 +1,13 @@
 // Read coalescing and write turns against a real target (src/clusters/read-coalescer.ts,
 // write-turns.ts): identical object GETs waiting at the same time share upstream reads, every
 // answer is still current (a write that finished before a GET began is always seen), callers the
-// cluster tells apart by impersonation never share an answer, and concurrent writes to one object
-// each get their own answer.
+// cluster tells apart by impersonation never share an answer, concurrent writes to one object
+// each get their own answer, and the target's own counters show the reads and conflicts saved.
 import t from 'tap';
 import { Agent, request } from 'undici';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
+import { apiserverMetric } from './helpers/faults.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, testKubeconfig } from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
 
@@ -131,11 +132,47 @@ t.test('concurrent PATCHes and PUTs of one object take turns, and each gets the 
   t.same(puts.map((p) => p.status).sort(), [200, 409, 409, 409, 409, 409, 409, 409], 'optimistic concurrency still decides between stale writes');
 });
 
-t.test('with coalescing off (KITELINE_COALESCE_READS=false) every GET is its own read', async (t) => {
+/** The target's etcd update transactions on ConfigMaps so far (one per attempt, conflicts included). */
+const configMapUpdates = () => apiserverMetric(targetCp, 'etcd_request_duration_seconds_count', { operation: 'update', type: '*core.ConfigMap' });
+
+/** Transactions the target's API server needed for `count` concurrent merge patches of the object. */
+async function transactionsFor(base: string, count: number): Promise<number> {
+  const before = await configMapUpdates();
+  const answers = await Promise.all(Array.from({ length: count }, (_, i) => call(base, 'PATCH', `${OBJECT}?patchType=merge`, { headers: H, body: { data: { storm: `${base}-${i}-${Date.now()}` } } })));
+  if (answers.some((a) => a.status !== 200)) throw new Error(`a patch failed: ${answers.map((a) => a.status).join(',')}`);
+  return (await configMapUpdates()) - before;
+}
+
+/** GETs of one ConfigMap the target's API server answered so far (its own request counter). */
+const configMapGets = () => apiserverMetric(targetCp, 'apiserver_request_total', { verb: 'GET', resource: 'configmaps', scope: 'resource' });
+
+/** Reads the target's API server served for `count` concurrent GETs of the object. */
+async function readsFor(base: string, count: number): Promise<number> {
+  const before = await configMapGets();
+  const answers = await Promise.all(Array.from({ length: count }, () => call(base, 'GET', OBJECT, { headers: H })));
+  if (answers.some((a) => a.status !== 200)) throw new Error(`a GET failed: ${answers.map((a) => a.status).join(',')}`);
+  return (await configMapGets()) - before;
+}
+
+t.test('with coalescing and write turns off (a second gateway) every GET is its own read, and writes storm', async (t) => {
   const plain = await startGateway(t, { namespace: gw.namespace, logName: 'hot-objects-plain', env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' } });
   t.equal(plain.config.coalesceReads, false);
   t.equal(plain.config.writeTurns, false);
   await eventually('the cluster to be ready on the second gateway', async () => (await call(plain.url, 'GET', OBJECT, { headers: H })).status === 200, 60_000, 200);
+
+  // The target's own count of etcd update transactions: with turns each patch meets at most a
+  // stale watch-cache copy (one retry); without, concurrent patches conflict and retry in a storm.
+  // The target's own request counter (other test files may add a few GETs meanwhile).
+  const shared = await readsFor(gw.url, 40);
+  const unshared = await readsFor(plain.url, 40);
+  t.ok(shared <= 30, `with coalescing, 40 concurrent GETs cost the target ${shared} reads`);
+  t.ok(unshared >= 40, `without it, ${unshared} reads: one per GET`);
+
+  const withTurns = await transactionsFor(gw.url, 24);
+  const withoutTurns = await transactionsFor(plain.url, 24);
+  t.ok(withTurns <= 2 * 24, `with write turns, 24 patches took ${withTurns} transactions (at most 48)`);
+  t.ok(withoutTurns > withTurns, `without them the same patches took ${withoutTurns}: the conflict storm the turns avoid`);
+
   const answers = await Promise.all(Array.from({ length: 40 }, () => call(plain.url, 'GET', OBJECT, { headers: H })));
   t.same(answers.map((a) => a.status), Array(40).fill(200));
   const text = await plain.services.metrics.scrape();

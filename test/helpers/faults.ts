@@ -49,10 +49,10 @@ export async function callWithin(base: string, method: string, path: string, opt
 }
 
 /**
- * The API server's in-flight long-running requests (apiserver_longrunning_gauge, Kubernetes 1.20)
- * whose labels include all of `labels`, e.g. { verb: 'WATCH', resource: 'configmaps', scope: 'namespace' }.
+ * The sum of an API server metric (Prometheus text from /metrics) over the series whose labels
+ * include all of `labels`, e.g. ('etcd_request_duration_seconds_count', { operation: 'update' }).
  */
-export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<string, string>): Promise<number> {
+export function apiserverMetric(cp: ControlPlaneHandle, name: string, labels: Record<string, string>): Promise<number> {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   return new Promise((resolve, reject) => {
     const req = request(`${cp.server}/metrics`, { ca: cp.caPem, headers: { authorization: `Bearer ${cp.token}` }, agent: false, timeout: 10_000 }, (res) => {
@@ -63,7 +63,7 @@ export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<stri
         if (res.statusCode !== 200) return reject(new Error(`metrics answered ${res.statusCode}`));
         let sum = 0;
         for (const line of text.split('\n')) {
-          if (line.startsWith('apiserver_longrunning_gauge{') && wanted.every((w) => line.includes(w))) sum += Number(line.split(' ').pop());
+          if (line.startsWith(`${name}{`) && wanted.every((w) => line.includes(w))) sum += Number(line.split(' ').pop());
         }
         resolve(sum);
       });
@@ -72,6 +72,14 @@ export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<stri
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * The API server's in-flight long-running requests (apiserver_longrunning_gauge, Kubernetes 1.20)
+ * whose labels include all of `labels`, e.g. { verb: 'WATCH', resource: 'configmaps', scope: 'namespace' }.
+ */
+export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<string, string>): Promise<number> {
+  return apiserverMetric(cp, 'apiserver_longrunning_gauge', labels);
 }
 
 export { openSockets } from '../../bench/children.js';
