@@ -5,20 +5,22 @@ HOST_DIR := .kiteline/host
 
 .PHONY: deps build run test test-only bench soak clean stop
 
-# Everything the project needs on a fresh Debian machine: etcd, the Kubernetes binaries
-# (built once into ~/.cache/kiteline from Debian's source package) and the npm packages.
+# Everything the project needs on a fresh Debian machine: etcd, containerd, runc and the CNI
+# plugins (Debian's packages), the Kubernetes binaries and the node's images (built once into
+# ~/.cache/kiteline from Debian's source package) and the npm packages.
 deps:
 	bash scripts/build-kubernetes.sh
+	bash scripts/build-images.sh
 	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-fund --no-audit; fi
 
 build: deps
 	$(NODE_BIN)/tsc -p tsconfig.json
 
 # Serves the gateway on 127.0.0.1:8080. With no KUBECONFIG, an embedded control plane in
-# .kiteline/host is the host cluster.
+# .kiteline/host, with a node, is the host cluster.
 run: build
 	@if [ -z "$$KUBECONFIG" ]; then \
-	  node bin/kiteline.js controlplane start --dir $(HOST_DIR) --name host && \
+	  node bin/kiteline.js controlplane start --dir $(HOST_DIR) --name host --node && \
 	  export KUBECONFIG=$(CURDIR)/$(HOST_DIR)/kubeconfig; \
 	fi; exec node bin/kiteline.js serve
 

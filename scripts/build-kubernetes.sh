@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and kubectl from Debian's `kubernetes`
-# source package (1.20.2, vendored) and installs etcd from Debian's `etcd-server`.
+# Builds kube-apiserver, kube-controller-manager, kubectl and the node's kubelet, kube-scheduler and
+# kube-proxy from Debian's `kubernetes` source package (1.20.2, vendored), and installs etcd and the
+# node's runtime (containerd, runc, CNI plugins, iptables) from Debian's packages.
 # Binaries land in "$1" (default ~/.cache/kiteline/kubernetes/bin). Idempotent: exits at
 # once when every binary is already there. Needs root for apt-get (CI and dev machines are).
 set -euo pipefail
 
 out="${1:-${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}/kubernetes/bin}"
-want=(kube-apiserver kube-controller-manager kubectl)
+want=(kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy)
 
 # Bump when the recipe changes, so cached binaries from an older recipe are rebuilt.
-recipe=4
+recipe=5
 have_all() {
   for b in "${want[@]}"; do [ -x "$out/$b" ] || return 1; done
   [ "$(cat "$out/.recipe" 2>/dev/null)" = "$recipe" ]
@@ -23,6 +24,15 @@ apt_install() {
 }
 
 command -v etcd >/dev/null || [ -x /usr/bin/etcd ] || apt_install etcd-server
+# What a node runs besides the Kubernetes binaries, from Debian's packages: containerd (with ctr
+# and its runc shim), runc, the CNI plugins (bridge, host-local) in /usr/lib/cni, iptables and
+# conntrack for kube-proxy, ip and nsenter for the node's network namespace, openssl for the
+# control plane's certificates.
+node_pkgs=()
+for pkg in containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux openssl; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || node_pkgs+=("$pkg")
+done
+[ ${#node_pkgs[@]} -eq 0 ] || apt_install "${node_pkgs[@]}"
 if have_all; then exit 0; fi
 
 echo "kiteline: building Kubernetes binaries into $out (once, about 5-10 minutes)" >&2
@@ -70,7 +80,7 @@ ln -sfn "$tree" "$gopath/src/k8s.io/kubernetes"
 (
   cd "$gopath/src/k8s.io/kubernetes"
   export GOPATH="$gopath" CGO_ENABLED=0 GO111MODULE=off GOFLAGS=
-  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kubectl" >&2
+  make WHAT="cmd/kube-apiserver cmd/kube-controller-manager cmd/kubectl cmd/kubelet cmd/kube-scheduler cmd/kube-proxy" >&2
 )
 for b in "${want[@]}"; do
   install -m 0755 "$(find "$tree/_output" -type f -path "*bin/$b" | head -n1)" "$out/$b"

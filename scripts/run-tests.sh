@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole suite: starts the shared test control planes (a host and two targets), runs
-# every compiled test file with tap, stops the control planes, and prints one summary line.
+# Runs the whole suite: starts the shared test control planes (a host and two targets; the host
+# and target-a with a node, as in test/helpers/clusters.ts), runs every compiled test file with
+# tap, stops the control planes (and their nodes), and prints one summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=.kiteline/test
@@ -8,6 +9,7 @@ mkdir -p "$dir/logs"
 # The gateways' logs of this run only: scan-logs.js checks them at the end.
 rm -f "$dir"/logs/*.log
 clusters=(host target-a target-b)
+declare -A with_node=([host]=--node [target-a]=--node [target-b]=)
 
 stop_all() {
   for c in "${clusters[@]}"; do node bin/kiteline.js controlplane stop --dir "$dir/$c" >/dev/null 2>&1; done
@@ -16,7 +18,7 @@ trap stop_all EXIT
 
 pids=()
 for c in "${clusters[@]}"; do
-  node bin/kiteline.js controlplane start --dir "$dir/$c" --name "$c" &
+  node bin/kiteline.js controlplane start --dir "$dir/$c" --name "$c" ${with_node[$c]} &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || { echo "a test control plane failed to start" >&2; exit 1; }; done

@@ -1,6 +1,7 @@
 // Configuration of `kiteline serve`: read from flags and the environment and validated here, once.
 // Flags win over environment variables; everything has a default a local run can live with.
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.js';
@@ -30,11 +31,17 @@ export interface Config {
   bodyLimitBytes: number;
   /** Session cookie lifetime. */
   sessionTtlSeconds: number;
+  /** Absolute session lifetime from login: refreshes never renew a session past it. */
+  sessionMaxLifetimeSeconds: number;
   /** Marks the session cookie Secure (also set per request behind https). */
   secureCookies: boolean;
   /** Failed logins allowed per user and per address within loginWindowSeconds before 429. */
   loginMaxFailures: number;
   loginWindowSeconds: number;
+  /** Password hashes (scrypt, one libuv thread each) running at once in the process. */
+  passwordHashConcurrency: number;
+  /** Fastify trustProxy: false (the socket's peer is the client) or the proxies' addresses/CIDRs. */
+  trustProxy: false | string[];
   /** Cluster health probes: interval while healthy, connect timeout for upstream calls. */
   clusterProbeIntervalMs: number;
   upstreamConnectTimeoutMs: number;
@@ -48,6 +55,22 @@ export interface Config {
   coalesceReads: boolean;
   /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
   writeTurns: boolean;
+  /** Per caller and cluster: long-running requests (watches, deletes that wait) open at once, then 429. */
+  maxWatchesPerPrincipal: number;
+  /** Per caller and cluster: other requests in flight at once, then 429. */
+  maxRequestsPerPrincipal: number;
+  /** A client must send its request headers within this (slowloris), then its whole request within requestTimeoutMs. */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** A connection on which nothing moves for this long is closed (watches and deletes that wait are exempt). */
+  idleTimeoutMs: number;
+  /** The gateway's URL as clients reach it (kubeconfigs point there); undefined: taken from each request. */
+  externalUrl: string | undefined;
+  /** Lifetime of a kubeconfig's token when the caller asks for none, and the most a caller may ask for. */
+  kubeconfigTokenTtlSeconds: number;
+  kubeconfigTokenMaxTtlSeconds: number;
+  /** PEM of the CA of an https front end, embedded in kubeconfigs (certificate-authority-data). */
+  kubeconfigCa: string | undefined;
 }
 
 type Source = Record<string, string | undefined>;
@@ -89,9 +112,77 @@ function boolean(name: string, raw: string | undefined, fallback: boolean): bool
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
+/** proxy-addr's names for address ranges (Fastify's trustProxy accepts them next to CIDRs). */
+const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
+
+/**
+ * Which proxies' X-Forwarded-* headers to believe: none (default: the socket's peer is the
+ * client) or those connecting from the given addresses and CIDRs. `true` (believe anyone) and hop
+ * counts (believe whoever connects, as far as N hops; Fastify 5 ignores them) are refused: they
+ * let a client that reaches the gateway directly pick its own address.
+ */
+function trustProxy(name: string, raw: string | undefined): false | string[] {
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  const rule = `${name} must be false or a comma-separated list of proxy addresses or CIDRs (or ${PROXY_RANGE_NAMES.join(', ')})`;
+  if (raw === 'true' || /^\d+$/.test(raw)) throw new ConfigError(`${rule}; ${raw} would let a client choose its own address`);
+  const entries = raw.split(',').map((entry) => entry.trim());
+  for (const entry of entries) {
+    const [address = '', prefix, ...rest] = entry.split('/');
+    const family = isIP(address);
+    const prefixOk = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 6 ? 128 : 32));
+    if (!PROXY_RANGE_NAMES.includes(entry) && (family === 0 || !prefixOk || rest.length > 0)) {
+      throw new ConfigError(`${rule}, got "${entry}"`);
+    }
+  }
+  return entries;
+}
+
+/** An http(s) URL without query, fragment or trailing slash, or undefined. */
+function externalUrl(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be an http or https URL, got "${raw}"`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`${name} must be an http or https URL without credentials, query or fragment, got "${raw}"`);
+  }
+  return url.toString().replace(/\/+$/, '');
+}
+
+/** A PEM certificate file's text, or undefined. */
+function caFile(name: string, path: string | undefined): string | undefined {
+  if (path === undefined || path === '') return undefined;
+  if (!existsSync(path)) throw new ConfigError(`${name}: file not found: ${path}`);
+  const pem = readFileSync(path, 'utf8');
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`${name}: ${path} holds no PEM certificate`);
+  return pem;
+}
+
+/** The kubeconfig token lifetimes (seconds): the default must not exceed the maximum. */
+function kubeconfigTokenTtls(pick: (flag: string, envName: string) => string | undefined): Pick<Config, 'kubeconfigTokenTtlSeconds' | 'kubeconfigTokenMaxTtlSeconds'> {
+  const max = integer('kubeconfig-token-max-ttl', pick('kubeconfig-token-max-ttl', 'KITELINE_KUBECONFIG_TOKEN_MAX_TTL'), 30 * 24 * 3600, 60, 365 * 24 * 3600);
+  const ttl = integer('kubeconfig-token-ttl', pick('kubeconfig-token-ttl', 'KITELINE_KUBECONFIG_TOKEN_TTL'), Math.min(12 * 3600, max), 60, 365 * 24 * 3600);
+  if (ttl > max) throw new ConfigError(`kubeconfig-token-ttl (${ttl}) must not be longer than kubeconfig-token-max-ttl (${max})`);
+  return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max };
+}
+
 function inPodNamespace(serviceAccountDir: string): string | undefined {
   const file = join(serviceAccountDir, 'namespace');
   return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
+}
+
+/** The HTTP server's timeouts; the headers must be due before the whole request is. */
+function serverTimeouts(pick: (flag: string, envName: string) => string | undefined): Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs'> {
+  const headersTimeoutMs = integer('headers-timeout-ms', pick('headers-timeout-ms', 'KITELINE_HEADERS_TIMEOUT_MS'), 10_000, 100, 600_000);
+  const requestTimeoutMs = integer('request-timeout-ms', pick('request-timeout-ms', 'KITELINE_REQUEST_TIMEOUT_MS'), 60_000, 100, 3_600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(`headers-timeout-ms (${headersTimeoutMs}) must not be longer than request-timeout-ms (${requestTimeoutMs})`);
+  }
+  const idleTimeoutMs = integer('idle-timeout-ms', pick('idle-timeout-ms', 'KITELINE_IDLE_TIMEOUT_MS'), 120_000, 1000, 3_600_000);
+  return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs };
 }
 
 /** Builds the one validated Config from command-line flags and the environment. */
@@ -129,9 +220,12 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     crdDir: pick('crd-dir', 'KITELINE_CRD_DIR') || join(PACKAGE_ROOT, 'crds'),
     bodyLimitBytes: integer('body-limit', pick('body-limit', 'KITELINE_BODY_LIMIT'), 3 * 1024 * 1024, 1024, 64 * 1024 * 1024),
     sessionTtlSeconds: integer('session-ttl', pick('session-ttl', 'KITELINE_SESSION_TTL'), 24 * 3600, 60, 30 * 24 * 3600),
+    sessionMaxLifetimeSeconds: integer('session-max-lifetime', pick('session-max-lifetime', 'KITELINE_SESSION_MAX_LIFETIME'), 7 * 24 * 3600, 1, 365 * 24 * 3600),
     secureCookies: boolean('secure-cookies', pick('secure-cookies', 'KITELINE_SECURE_COOKIES'), false),
     loginMaxFailures: integer('login-max-failures', pick('login-max-failures', 'KITELINE_LOGIN_MAX_FAILURES'), 10, 1, 10000),
     loginWindowSeconds: integer('login-window', pick('login-window', 'KITELINE_LOGIN_WINDOW'), 300, 1, 86400),
+    passwordHashConcurrency: integer('password-hash-concurrency', pick('password-hash-concurrency', 'KITELINE_PASSWORD_HASH_CONCURRENCY'), 2, 1, 64),
+    trustProxy: trustProxy('trust-proxy', pick('trust-proxy', 'KITELINE_TRUST_PROXY')),
     clusterProbeIntervalMs: integer('probe-interval-ms', pick('probe-interval-ms', 'KITELINE_PROBE_INTERVAL_MS'), 5000, 100, 600000),
     upstreamConnectTimeoutMs: integer('connect-timeout-ms', pick('connect-timeout-ms', 'KITELINE_CONNECT_TIMEOUT_MS'), 5000, 100, 120000),
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
@@ -139,5 +233,11 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
     coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
     writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
+    maxWatchesPerPrincipal: integer('max-watches-per-principal', pick('max-watches-per-principal', 'KITELINE_MAX_WATCHES_PER_PRINCIPAL'), 100, 1, 100_000),
+    maxRequestsPerPrincipal: integer('max-requests-per-principal', pick('max-requests-per-principal', 'KITELINE_MAX_REQUESTS_PER_PRINCIPAL'), 64, 1, 100_000),
+    ...serverTimeouts(pick),
+    externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),
+    ...kubeconfigTokenTtls(pick),
+    kubeconfigCa: caFile('kubeconfig-ca-file', pick('kubeconfig-ca-file', 'KITELINE_KUBECONFIG_CA_FILE')),
   };
 }

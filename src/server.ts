@@ -12,6 +12,7 @@ import { HostStore } from './host/store.js';
 import { createLogger, type Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { metricsSources } from './metrics/sources.js';
+import { HostGuard } from './resources/host-guard.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -19,6 +20,12 @@ export interface RunningServer {
   /** The address the gateway listens on, e.g. http://127.0.0.1:8080. */
   url: string;
   close(): Promise<void>;
+  /**
+   * A pod's graceful stop: for delayMs every answer closes its connection, so clients' kept-alive
+   * connections leave this replica while the Service stops sending new ones here; then close():
+   * requests in flight finish and the leader lease is released.
+   */
+  drainAndClose(delayMs: number): Promise<void>;
 }
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
@@ -29,8 +36,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const auth = new AuthService(host, config, log);
   const metrics = new Metrics(metricsSources(host, clusterManager));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
-  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics };
+  const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
+  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics, hostGuard };
   const app = await buildApp(services);
+  let draining = false;
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close');
+  });
   await host.start();
   await auth.start();
   clusterManager.start();
@@ -38,17 +50,23 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
 
   let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await app.close();
+    auth.stop();
+    await clusterManager.stop();
+    await host.stop();
+  };
   return {
     app,
     services,
     url,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await app.close();
-      auth.stop();
-      await clusterManager.stop();
-      await host.stop();
+    close,
+    async drainAndClose(delayMs) {
+      draining = true;
+      await new Promise((resolve) => setTimeout(resolve, delayMs));
+      await close();
     },
   };
 }

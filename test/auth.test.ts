@@ -9,7 +9,8 @@ import { call, startGateway } from './helpers/gateway.js';
 import { ADMIN, bootstrapAdmin, login, withCookie } from './helpers/auth-session.js';
 
 t.test('login, current user, refresh, logout, providers', async (t) => {
-  const gw = await startGateway(t, { logName: 'auth-session' });
+  // Behind a trusted proxy (loopback), so X-Forwarded-Proto counts.
+  const gw = await startGateway(t, { logName: 'auth-session', env: { KITELINE_TRUST_PROXY: 'loopback' } });
   t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
   t.equal((await call(gw.url, 'GET', '/api/auth/user')).status, 401, 'no session: 401');
   await bootstrapAdmin(gw.url);
@@ -68,7 +69,7 @@ t.test('login errors: same 401 for unknown user and bad password; 400 for bad in
 });
 
 t.test('repeated failures are rate limited per user and per address', async (t) => {
-  const gw = await startGateway(t, { env: { KITELINE_LOGIN_MAX_FAILURES: '3', KITELINE_LOGIN_WINDOW: '600' } });
+  const gw = await startGateway(t, { env: { KITELINE_LOGIN_MAX_FAILURES: '3', KITELINE_LOGIN_WINDOW: '600', KITELINE_TRUST_PROXY: 'loopback' } });
   const cookie = await bootstrapAdmin(gw.url);
   await call(gw.url, 'POST', '/api/v1/admin/users/', { ...withCookie(cookie), body: { username: 'victim', password: 'victim-password' } });
   const attempt = (username: string, password: string, ip: string) =>

@@ -1,7 +1,8 @@
-// The embedded control plane, driven through the CLI exactly as `make run` and the suite use it:
-// start, CRDs applied with kubectl, one object of each kind, controllers working, restart keeps
-// data, stop leaves no process behind.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+// The embedded control plane with a node, driven through the CLI exactly as `make run` and the
+// suite use it: start, CRDs applied with kubectl, one object of each kind, controllers working,
+// restart keeps data and runs the pods again, stop (also after a crash) leaves nothing behind.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -18,18 +19,37 @@ t.teardown(() => {
   if (!process.env.KEEP_TEST_DIRS) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Pids of live processes whose command line mentions the control plane's directory. */
-function processesUsing(path: string): number[] {
+/** Pids of live processes whose command line mentions text (e.g. the control plane's directory). */
+function processesUsing(text: string): number[] {
   return readdirSync('/proc')
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(path) && !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'));
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(text) && !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'));
       } catch {
         return false;
       }
     })
     .map(Number);
+}
+
+/** The command line of the test's sleeper pod: unique, so its process can be looked for. */
+const SLEEPER = ['sleep', String(86_000 + Math.floor(Math.random() * 399))];
+
+/** Everything of the node still on the machine, described; [] when stop cleaned up. */
+function leftovers(slot: number): string[] {
+  const found: string[] = [];
+  for (const pid of processesUsing(dir)) found.push(`process ${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8')}`);
+  for (const pid of processesUsing(SLEEPER.join('\0'))) found.push(`the sleeper pod's process ${pid}`);
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) if (line.includes(dir)) found.push(`mount ${line}`);
+  if (existsSync(`/run/netns/kl-${slot}`)) found.push(`network namespace kl-${slot}`);
+  const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout;
+  for (const line of links.split('\n')) if (line.includes(`kl-${slot}-`)) found.push(`link ${line}`);
+  // The node's chains live in its namespace; none may appear in the host's tables.
+  const rules = spawnSync('iptables-save', [], { encoding: 'utf8' }).stdout;
+  for (const line of rules.split('\n')) if (/KUBE-|CNI-/.test(line)) found.push(`iptables ${line}`);
+  for (const hierarchy of readdirSync('/sys/fs/cgroup')) if (existsSync(`/sys/fs/cgroup/${hierarchy}/kl-${slot}`)) found.push(`cgroup ${hierarchy}/kl-${slot}`);
+  return found;
 }
 
 const objects = `
@@ -55,9 +75,10 @@ spec: {name: ci, roles: [ops], secretRef: {name: ci-key}}
 `;
 
 t.test('start through the CLI writes a kubeconfig with the real CA', async (t) => {
-  const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--name', 'cp-test']);
+  const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--name', 'cp-test', '--node']);
   t.equal(res.status, 0, res.stderr);
   t.match(res.stdout, /control plane "cp-test" ready at https:\/\/127\.0\.0\.1:\d+/);
+  t.match(res.stdout, /node "cp-test-node" Ready/);
   const config = parse(readFileSync(kubeconfig, 'utf8'));
   const cluster = config.clusters[0].cluster;
   t.ok(cluster['certificate-authority-data'], 'CA is inlined');
@@ -66,9 +87,27 @@ t.test('start through the CLI writes a kubeconfig with the real CA', async (t) =
   t.equal(version.status, 0, version.stderr);
   t.equal(JSON.parse(version.stdout).serverVersion.gitVersion.startsWith('v1.'), true);
   const pids = readState(dir)?.pids;
+  const nodePids = readState(dir)?.node?.pids;
   const again = kitelineCli(['controlplane', 'start', '--dir', dir]);
   t.equal(again.status, 0, 'starting a running control plane succeeds');
   t.same(readState(dir)?.pids, pids, 'and starts no new processes');
+  t.same(readState(dir)?.node?.pids, nodePids, 'nor a new node');
+});
+
+t.test("the node's components each have their own identity, none the admin's", async (t) => {
+  const admin = parse(readFileSync(kubeconfig, 'utf8')).users[0].user.token;
+  for (const component of ['kubelet', 'kube-proxy', 'kube-scheduler']) {
+    const config = parse(readFileSync(join(dir, 'node', `${component}.kubeconfig`), 'utf8'));
+    t.notOk(config.users[0].user.token, `${component} has no token`);
+    t.ok(config.users[0].user['client-certificate-data'], `${component} has a client certificate`);
+    t.not(JSON.stringify(config).includes(admin), true, `${component} cannot use the admin token`);
+  }
+  // The Node authorizer lets the node's credential read only what concerns its own pods.
+  const kubeletConfig = join(dir, 'node', 'kubelet.kubeconfig');
+  const secrets = kubectl(kubeletConfig, ['get', 'secrets', '-n', 'kube-system']);
+  t.not(secrets.status, 0, 'the kubelet may not list secrets');
+  t.match(secrets.stderr, /forbidden/);
+  t.equal(kubectl(kubeletConfig, ['get', 'node', 'cp-test-node']).status, 0, 'but may read its own Node');
 });
 
 t.test('kubectl apply -f crds/ works and one object of each kind reads back', async (t) => {
@@ -111,7 +150,7 @@ spec:
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: nginx}]}
+    spec: {containers: [{name: web, image: kiteline.local/busybox:1, command: [sleep, "3600"]}], terminationGracePeriodSeconds: 1}
 `;
   t.equal(kubectl(kubeconfig, ['apply', '-f', '-'], deploy).status, 0);
   let replicaSets = 0;
@@ -127,20 +166,29 @@ spec:
   t.equal(JSON.parse(left.stdout).items.length, 0, 'garbage collection removed the ReplicaSet');
 });
 
-t.test('restart keeps the data; stop leaves no process behind', async (t) => {
+t.test('restart keeps the data and runs the pods again; stop leaves nothing behind', async (t) => {
+  const sleeper = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'sleeper', namespace: 'default' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'sleeper', image: 'kiteline.local/busybox:1', command: SLEEPER }] } };
+  t.equal(kubectl(kubeconfig, ['apply', '-f', '-'], JSON.stringify(sleeper)).status, 0);
+  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status, 0, 'the pod runs');
+  t.equal(processesUsing(SLEEPER.join('\0')).length, 1, "the sleeper's process is on this machine");
   const before = readState(dir)!;
+  const slot = before.node!.slot;
   t.equal(kitelineCli(['controlplane', 'stop', '--dir', dir]).status, 0);
-  t.same(processesUsing(dir), [], 'no process left after stop');
+  t.same(leftovers(slot), [], 'no process, mount, network namespace, link, chain or cgroup left after stop');
   // A zombie (exited, not yet reaped by init) counts as gone.
-  for (const pid of Object.values(before.pids)) t.notOk(isAlive(pid), `pid ${pid} is gone`);
+  for (const pid of [...Object.values(before.pids), ...Object.values(before.node!.pids)]) t.notOk(isAlive(pid), `pid ${pid} is gone`);
 
-  const res = kitelineCli(['controlplane', 'start', '--dir', dir]);
+  const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--node']);
   t.equal(res.status, 0, res.stderr);
   t.equal(readState(dir)?.server, before.server, 'the restart reuses the ports, so handed-out kubeconfigs stay valid');
+  t.equal(readState(dir)?.node?.slot, slot, 'and the node its network slot');
   const user = kubectl(kubeconfig, ['get', 'users.kiteline.io', 'alice', '-n', 'default', '-o', 'json']);
   t.equal(user.status, 0, user.stderr);
   t.equal(JSON.parse(user.stdout).spec.name, 'Alice', 'data survived the restart');
+  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status, 0, 'the pod runs again');
 
+  // A crash: every node process dies at once, nothing is cleaned up; stop still removes it all.
+  for (const pid of Object.values(readState(dir)!.node!.pids)) process.kill(pid, 'SIGKILL');
   t.equal(kitelineCli(['controlplane', 'stop', '--dir', dir]).status, 0);
-  t.same(processesUsing(dir), [], 'no process left after the second stop');
+  t.same(leftovers(slot), [], 'nothing left after a crash and stop either');
 });

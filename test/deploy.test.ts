@@ -37,7 +37,7 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
   t.equal(built.status, 0, built.stderr);
   const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as Doc);
   const kinds = docs.map((d) => d.kind).sort();
-  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
   const deployment = docs.find((d) => d.kind === 'Deployment')!;
   t.equal(deployment.spec.replicas, 2);
   const pod = deployment.spec.template.spec;
@@ -138,7 +138,7 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(login.status, 204);
   const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
 
-  const imported = await call(server.url, 'POST', '/api/v1/admin/clusters/import', { body: { inCluster: true } });
+  const imported = await call(server.url, 'POST', '/api/v1/admin/clusters/import', { body: { inCluster: true }, headers: { cookie } });
   t.equal(imported.status, 201, imported.text);
   t.same(imported.body.clusters, ['in-cluster']);
   const list = await eventually('in-cluster ready, status written by the leader', async () => {

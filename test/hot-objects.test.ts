@@ -104,7 +104,7 @@ t.test('with impersonation, callers never share: each gets what the cluster says
   const allowedName = uniqueName('reader');
   const allowed = await apiKeyWithRoles(gw, admin, allowedName, ['admin']);
   const denied = await apiKeyWithRoles(gw, admin, uniqueName('stranger'), ['admin']);
-  t.equal(kubectl(targetCp.kubeconfigPath, ['create', 'rolebinding', `${allowedName}-view`, '--clusterrole=view', `--user=apikey:${allowedName}`, '-n', ns]).status, 0);
+  t.equal(kubectl(targetCp.kubeconfigPath, ['create', 'rolebinding', `${allowedName}-view`, '--clusterrole=view', `--user=kiteline:apikey:${allowedName}`, '-n', ns]).status, 0);
   const get = (caller: { headers: Record<string, string> }) => call(gw.url, 'GET', OBJECT, { headers: { ...caller.headers, 'x-cluster-name': impersonating } });
   await eventually('the RoleBinding to take effect', async () => (await get(allowed)).status === 200, 30_000, 200);
   for (let round = 0; round < 5; round++) {

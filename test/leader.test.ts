@@ -28,8 +28,14 @@ t.test('two replicas: one leader, status from the leader, failover on stop', asy
 
   const su = await call(first.url, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password: 'correct-horse-1', name: 'A' } });
   t.ok(su.status < 300);
+  // create_super_user signs the new admin in: the import that follows goes with that session.
+  const cookie = (su.headers.get('set-cookie') ?? '').split(';')[0]!;
   const config = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
-  t.equal((await call(follower.url, 'POST', '/api/v1/admin/clusters/import', { body: { config } })).status, 201, 'any replica takes writes');
+  const imported = await eventually('the import on the follower', async () => {
+    const res = await call(follower.url, 'POST', '/api/v1/admin/clusters/import', { body: { config }, headers: { cookie } });
+    return res.status === 401 ? undefined : res; // the follower's cache has not seen the new user yet
+  });
+  t.equal(imported.status, 201, 'any replica takes writes');
   const name = 'target-a';
   const objects = () => first.services.host.clusters.list();
   await eventually('status written', () => objects()[0]?.status?.ready || undefined, 40_000);

@@ -429,9 +429,9 @@ t.test('impersonation: the target cluster\'s RBAC sees the caller', async (t) =>
   const denied = await asBot(impersonating);
   t.equal(denied.status, 403, 'kiteline allows, the cluster does not know the bot');
   t.equal(denied.body.reason, 'Forbidden');
-  // API keys are impersonated as "apikey:<name>" (the principal's name), users by username.
-  t.match(denied.body.error, new RegExp(`User "apikey:${botName}" cannot list resource "configmaps"`), 'the cluster saw the caller, not kiteline');
-  t.equal(kube('create', 'rolebinding', `${botName}-view`, '--clusterrole=view', `--user=apikey:${botName}`, '-n', ns).status, 0);
+  // API keys are impersonated as "kiteline:apikey:<name>", users as "kiteline:<username>".
+  t.match(denied.body.error, new RegExp(`User "kiteline:apikey:${botName}" cannot list resource "configmaps"`), 'the cluster saw the caller, not kiteline');
+  t.equal(kube('create', 'rolebinding', `${botName}-view`, '--clusterrole=view', `--user=kiteline:apikey:${botName}`, '-n', ns).status, 0);
   await eventually('the RoleBinding to take effect', async () => (await asBot(impersonating)).status === 200, 30_000, 200);
   t.pass('allowed once the target grants the user');
   const groupBound = await call(gw.url, 'GET', `/api/v1/secrets/${ns}`, { headers: { ...bot.headers, 'x-cluster-name': impersonating } });

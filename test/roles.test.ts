@@ -16,7 +16,7 @@ t.test('built-in roles exist and cannot be changed or deleted', async (t) => {
   const admin = list.body.roles.find((r: { name: string }) => r.name === 'admin');
   const viewer = list.body.roles.find((r: { name: string }) => r.name === 'viewer');
   t.match(admin, { id: Number, isSystem: true, clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['*'] });
-  t.match(viewer, { id: Number, isSystem: true, verbs: ['get', 'list', 'watch'] });
+  t.match(viewer, { id: Number, isSystem: true, resources: ['*', '!secrets'], verbs: ['get', 'list', 'watch'] });
   t.match(admin.assignments, [{ roleId: admin.id, subjectType: 'user', subject: 'admin' }]);
   const put = await call(gw.url, 'PUT', `${ROLES}/${viewer.id}`, { ...as, body: { verbs: ['*'] } });
   t.equal(put.status, 403);

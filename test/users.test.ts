@@ -149,7 +149,7 @@ t.test('create, list, update, reset_password, enable, delete', async (t) => {
   t.same(disable.body, { success: true });
   t.equal((await call(gw.url, 'GET', '/api/auth/user', withCookie(daveCookie))).status, 401, 'disabling ends sessions at once');
   const disabledLogin = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: 'dave_x', password: 'password-dave_x' } });
-  t.equal(disabledLogin.status, 403, 'a disabled user cannot log in');
+  t.equal(disabledLogin.status, 401, 'a disabled user cannot log in (the 401 of a wrong password)');
   const listed = await call(gw.url, 'GET', `${USERS}/?search=dave`, as);
   t.equal(listed.body.users[0].enabled, false);
   t.same((await call(gw.url, 'POST', `${USERS}/${ids.dave_x}/enable`, { ...as, body: { enabled: true } })).body, { success: true });

@@ -3,23 +3,24 @@
 // per-request path is synchronous and cache-only; writes go through the host stores.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
-import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { APIKeyStore, apiKeyName } from '../host/apikeys.js';
 import { awaitCache } from '../host/cache-sync.js';
 import { IdBackfill, type BackfillTarget } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
 import { PlainPasswordHasher } from '../host/password-hasher.js';
-import { resourceId, type RoleSpec, type UserResource } from '../host/resources.js';
+import { resourceId, type APIKeyOwner, type RoleSpec, type UserResource } from '../host/resources.js';
 import { ADMIN_ROLE, RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
 import { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import { apiKeySecretMatches, parseApiKey } from './apikey-token.js';
 import { rolesAllow, rolesReachCluster } from './authorize.js';
+import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LoginRateLimiter } from './login-limiter.js';
-import { dummyPasswordHash, verifyPassword } from './passwords.js';
-import type { AccessRequest, Principal } from './principal.js';
+import { dummyPasswordHash, limitPasswordHashing, verifyPassword } from './passwords.js';
+import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
 import { constantTimeEqual } from './secrets-compare.js';
 import { SessionKey } from './session-key.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
@@ -45,10 +46,11 @@ export class AuthService {
     log: Logger,
   ) {
     const ids = new IdAllocator(host.core, host.namespace);
-    this.users = new UserStore(host, ids);
+    this.users = new UserStore(host, ids, ADMIN_ROLE);
     this.roles = new RoleStore(host, ids, log);
     this.apiKeys = new APIKeyStore(host, ids);
     this.limiter = new LoginRateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
+    limitPasswordHashing(config.passwordHashConcurrency);
     this.sessionKey = new SessionKey(host);
     this.lastSeen = new LastSeenRecorder(log);
     this.backfill = new IdBackfill(ids, log, [
@@ -72,8 +74,14 @@ export class AuthService {
     this.hasher.stop();
   }
 
-  get sessionTtlSeconds(): number {
-    return this.config.sessionTtlSeconds;
+  /** The Max-Age of a new session's cookie. */
+  /**
+   * Seconds a session cookie issued now may live: the session TTL, but never past the session's
+   * absolute lifetime, counted from its login at `startedAt` (refreshes do not extend that).
+   */
+  sessionMaxAge(startedAt = nowSeconds()): number {
+    const left = startedAt + this.config.sessionMaxLifetimeSeconds - nowSeconds();
+    return Math.max(0, Math.min(this.config.sessionTtlSeconds, left));
   }
 
   // ---- authentication (cache-only) ----
@@ -90,15 +98,27 @@ export class AuthService {
     }
     const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;
     if (expiresAt !== undefined && !(expiresAt > Date.now())) return { failure: 'API key expired' };
+    const owner = key.spec.owner;
+    if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? [])) return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
     this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
-    return { principal: makePrincipal('apikey', parts.id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
+    // A key that acts for a user is that user to logs, audit and clusters (Impersonate-User).
+    return { principal: makePrincipal('apikey', parts.id, owner ? owner.username : `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
+  }
+
+  /** The owner of a key still exists (the same user, by id), is enabled and holds every role of the key. */
+  private ownerStillHolds(owner: APIKeyOwner, keyRoles: readonly string[]): boolean {
+    const user = this.users.byUsername(owner.username);
+    if (!user || resourceId(user) !== owner.id || user.spec.enabled === false) return false;
+    const held = new Set(user.spec.roles ?? []);
+    return keyRoles.every((role) => held.has(role));
   }
 
   /** The auth_token cookie. */
   authenticateSession(token: string): Authentication {
     const key = this.sessionKey.current();
-    const claims = verifySession(key, token, Math.floor(Date.now() / 1000));
+    const claims = verifySession(key, token, nowSeconds());
     if (!claims) return { failure: 'invalid or expired session' };
+    if (this.sessionMaxAge(claims.iat) <= 0) return { failure: 'session reached its maximum lifetime; log in again' };
     const user = this.users.byId(claims.uid);
     if (!user) return { failure: 'invalid or expired session' };
     if (user.spec.enabled === false) return { failure: 'user is disabled' };
@@ -106,7 +126,7 @@ export class AuthService {
     if (!hash || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, hash)))) {
       return { failure: 'session ended (password changed or user disabled)' };
     }
-    return { principal: this.principalOfUser(user) };
+    return { principal: { ...this.principalOfUser(user), sessionStartedAt: claims.iat } };
   }
 
   principalOfUser(user: UserResource): Principal {
@@ -143,22 +163,31 @@ export class AuthService {
     return sessionStamp(this.sessionKey.current(), passwordHash, this.users.sessionEpoch(user));
   }
 
-  /** A signed session token for the user (callers checked the password). */
-  issueSession(user: UserResource): string {
+  /**
+   * A signed session token for the user (callers checked the password, or the session being
+   * refreshed, which passes its `startedAt`: `iat` stays the login time, so the absolute lifetime
+   * holds however often a cookie is refreshed).
+   */
+  issueSession(user: UserResource, startedAt = nowSeconds()): string {
     const hash = this.users.passwordHash(user);
     if (!hash) throw new ServiceUnavailableError('the password of this user is not stored yet; try again');
-    const now = Math.floor(Date.now() / 1000);
     return signSession(this.sessionKey.current(), {
       uid: resourceId(user)!,
       st: this.stampOf(user, hash),
-      iat: now,
-      exp: now + this.config.sessionTtlSeconds,
+      iat: startedAt,
+      exp: nowSeconds() + this.sessionMaxAge(startedAt),
     });
   }
 
+  /** The Set-Cookie value of a session: a new one, or the refresh of one that started at `startedAt`. */
+  sessionSetCookie(user: UserResource, secure: boolean, startedAt?: number): string {
+    return sessionCookie(this.issueSession(user, startedAt), this.sessionMaxAge(startedAt), secure);
+  }
+
   /**
-   * Checks a password login. Unknown user and wrong password give the same 401 (and cost the
-   * same scrypt); failures count per username and per client address (429 over the limit).
+   * Checks a password login. Unknown user, wrong password and a disabled user give the same 401
+   * (and cost the same scrypt); failures count per username and per client address (429 over the
+   * limit).
    */
   async login(username: string, password: string, address: string): Promise<UserResource> {
     const keys = [`user:${username}`, `addr:${address}`];
@@ -175,11 +204,10 @@ export class AuthService {
       await verifyPassword(password, await dummyPasswordHash());
       ok = plain !== undefined && constantTimeEqual(Buffer.from(password), Buffer.from(plain));
     }
-    if (!user || !ok) {
+    if (!user || !ok || user.spec.enabled === false) {
       this.limiter.recordFailure(keys);
       throw new UnauthorizedError(INVALID_LOGIN);
     }
-    if (user.spec.enabled === false) throw new ForbiddenError('user is disabled');
     this.limiter.reset(keys[0]!);
 
     if (hash === undefined) {
@@ -204,6 +232,10 @@ function makePrincipal(kind: Principal['kind'], id: number, name: string, roles:
     id,
     name,
     roles: [...roles],
-    groups: ['kiteline:authenticated', ...roles.map((r) => `kiteline:role:${r}`)],
+    groups: clusterGroups(roles),
   };
+}
+
+function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
 }

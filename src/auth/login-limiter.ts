@@ -1,14 +1,26 @@
 // Login failure rate limit, per username and per client address: after `maxFailures` failures
 // within `windowSeconds`, further attempts get 429 until the oldest failure leaves the window.
 // Kept in memory, so the limit holds per replica (documented in docs/auth.md).
+// The memory is bounded whatever clients send: a key longer than MAX_KEY_LENGTH is kept as its
+// SHA-256, each key keeps at most maxFailures times, and at most maxEntries keys are kept (the
+// least recently failed go first; expired ones go as soon as they are the oldest).
+import { sha256 } from './secrets-compare.js';
+
+const MAX_KEY_LENGTH = 128;
+const DEFAULT_MAX_ENTRIES = 50_000;
+
 export class LoginRateLimiter {
-  /** Cache of recent failure times (ms) per key ("user:<name>", "addr:<ip>"); pruned as it grows. */
+  /**
+   * Cache of recent failure times (ms) per key ("user:<name>", "addr:<ip>"), in the order of each
+   * key's last failure (a failure re-inserts its key), so the oldest entries come first.
+   */
   private readonly failures = new Map<string, number[]>();
 
   constructor(
     private readonly maxFailures: number,
     private readonly windowSeconds: number,
     private readonly now: () => number = Date.now,
+    private readonly maxEntries = DEFAULT_MAX_ENTRIES,
   ) {}
 
   /** Seconds to wait when any of the keys is over the limit; undefined when allowed. */
@@ -16,7 +28,7 @@ export class LoginRateLimiter {
     const now = this.now();
     let wait = 0;
     for (const key of keys) {
-      const times = this.recent(key, now);
+      const times = this.recent(boundedKey(key), now);
       if (times.length >= this.maxFailures) {
         const oldest = times[times.length - this.maxFailures]!;
         wait = Math.max(wait, Math.ceil((oldest + this.windowSeconds * 1000 - now) / 1000));
@@ -27,16 +39,28 @@ export class LoginRateLimiter {
 
   recordFailure(keys: string[]): void {
     const now = this.now();
-    for (const key of keys) {
+    for (const raw of keys) {
+      const key = boundedKey(raw);
       const times = this.recent(key, now);
       times.push(now);
+      this.failures.delete(key);
       this.failures.set(key, times.slice(-this.maxFailures));
     }
-    if (this.failures.size > 10_000) this.prune(now);
+    this.evict(now);
   }
 
   reset(key: string): void {
-    this.failures.delete(key);
+    this.failures.delete(boundedKey(key));
+  }
+
+  /** How many keys are kept (for tests and metrics). */
+  get size(): number {
+    return this.failures.size;
+  }
+
+  /** The keys kept, oldest first. */
+  keys(): IterableIterator<string> {
+    return this.failures.keys();
   }
 
   private recent(key: string, now: number): number[] {
@@ -44,9 +68,16 @@ export class LoginRateLimiter {
     return (this.failures.get(key) ?? []).filter((t) => t > cutoff);
   }
 
-  private prune(now: number): void {
-    for (const key of [...this.failures.keys()]) {
-      if (this.recent(key, now).length === 0) this.failures.delete(key);
+  /** Drops the oldest entries while there are too many or they have expired. */
+  private evict(now: number): void {
+    const cutoff = now - this.windowSeconds * 1000;
+    for (const [key, times] of this.failures) {
+      if (this.failures.size <= this.maxEntries && times[times.length - 1]! > cutoff) break;
+      this.failures.delete(key);
     }
   }
+}
+
+function boundedKey(key: string): string {
+  return key.length <= MAX_KEY_LENGTH ? key : `sha256:${sha256(key).toString('hex')}`;
 }

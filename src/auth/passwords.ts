@@ -2,6 +2,9 @@
 //   scrypt$<N>$<r>$<p>$<salt base64url>$<hash base64url>
 // so parameters can be raised later without breaking stored hashes. Verification is constant-time
 // and refuses parameters outside sane bounds (a crafted Secret cannot make us burn memory).
+// Each scrypt holds a libuv thread (4 by default, shared with file system, DNS and zlib work):
+// hashes run at most `limitPasswordHashing(n)` at a time in the process, the rest wait their turn,
+// so a burst of anonymous logins cannot take every thread.
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 const N = 16384;
@@ -10,12 +13,43 @@ const P = 1;
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
 
-function scryptAsync(password: string, salt: Buffer, n: number, r: number, p: number, keylen: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, keylen, { N: n, r, p, maxmem: 256 * n * r + 1024 * 1024 }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
-  });
+/** Hashes running now, the most allowed at once, and the callers waiting for a slot (FIFO). */
+const hashing = { running: 0, limit: 2, waiting: [] as Array<() => void> };
+
+/** Sets how many password hashes may run at once in this process (config passwordHashConcurrency). */
+export function limitPasswordHashing(concurrency: number): void {
+  hashing.limit = Math.max(1, concurrency);
+  while (hashing.running < hashing.limit && hashing.waiting.length > 0) {
+    hashing.running++;
+    hashing.waiting.shift()!();
+  }
+}
+
+async function hashSlot(): Promise<void> {
+  if (hashing.running < hashing.limit) {
+    hashing.running++;
+    return;
+  }
+  await new Promise<void>((resolve) => hashing.waiting.push(resolve)); // handed over by releaseHashSlot
+}
+
+function releaseHashSlot(): void {
+  const next = hashing.running <= hashing.limit ? hashing.waiting.shift() : undefined;
+  if (next) next();
+  else hashing.running--;
+}
+
+async function scryptAsync(password: string, salt: Buffer, n: number, r: number, p: number, keylen: number): Promise<Buffer> {
+  await hashSlot();
+  try {
+    return await new Promise((resolve, reject) => {
+      scrypt(password.normalize('NFC'), salt, keylen, { N: n, r, p, maxmem: 256 * n * r + 1024 * 1024 }, (err, key) =>
+        err ? reject(err) : resolve(key),
+      );
+    });
+  } finally {
+    releaseHashSlot();
+  }
 }
 
 export async function hashPassword(password: string): Promise<string> {

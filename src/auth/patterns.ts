@@ -5,28 +5,37 @@
 // lists matched everything). The value "_all" (all namespaces, or a cluster-scoped object) is
 // matched only by a list without exclusions: a role that hides some namespaces cannot read
 // across all of them.
-const compiled = new Map<string, RegExp>(); // cache of compiled globs, bounded below
 
-const COMPILED_MAX = 10_000;
-
-export function globToRegExp(glob: string): RegExp {
-  let re = compiled.get(glob);
-  if (!re) {
-    const source = glob
-      .split('')
-      .map((ch) => (ch === '*' ? '.*' : ch === '?' ? '.' : ch.replace(/[.+^${}()|[\]\\/-]/g, '\\$&')))
-      .join('');
-    re = new RegExp(`^${source}$`, 's');
-    if (compiled.size >= COMPILED_MAX) compiled.clear();
-    compiled.set(glob, re);
-  }
-  return re;
-}
-
+/**
+ * Anchored glob match without regular expressions (a backtracking RegExp needs about
+ * |value|^stars steps for `*a*a*a*a*a*a*b` against a run of "a"s). Two pointers walk pattern and
+ * value; on a mismatch only the LAST "*" seen takes one more character, an earlier one never does
+ * (whatever an earlier star could absorb, the last one can absorb too). Each step moves the value
+ * pointer forward or restarts the part after the last star, so the work is at most
+ * |glob| x |value| character comparisons, whatever the number of stars.
+ */
 export function globMatches(glob: string, value: string): boolean {
-  if (glob === '*') return true;
-  if (!glob.includes('*') && !glob.includes('?')) return glob === value;
-  return globToRegExp(glob).test(value);
+  let g = 0;
+  let v = 0;
+  let star = -1; // position of the last "*" in glob, or -1
+  let resume = 0; // where in value that star's run ends
+  while (v < value.length) {
+    const ch = glob[g];
+    if (ch === '*') {
+      star = g++;
+      resume = v;
+    } else if (ch !== undefined && (ch === '?' || ch === value[v])) {
+      g++;
+      v++;
+    } else if (star >= 0) {
+      g = star + 1;
+      v = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (glob[g] === '*') g++;
+  return g === glob.length;
 }
 
 export const ALL_NAMESPACES = '_all';

@@ -11,6 +11,26 @@ export interface Principal {
   roles: string[];
   /** Groups sent as Impersonate-Group (e.g. "kiteline:authenticated", "kiteline:role:admin"). */
   groups: string[];
+  /** A session's start (login time, seconds since the epoch): refreshes keep it. */
+  sessionStartedAt?: number;
+}
+
+/**
+ * Every user and group kiteline sends to a cluster (Impersonate-User, Impersonate-Group) starts
+ * with this prefix, so a kiteline user named like one of the cluster's own users (an OIDC user,
+ * "system:..." names) can never act as that user: the cluster's RBAC binds kiteline's identities
+ * separately (e.g. a ClusterRoleBinding to Group "kiteline:role:admin").
+ */
+export const CLUSTER_IDENTITY_PREFIX = 'kiteline:';
+
+/** The user a cluster sees: "kiteline:<username>", "kiteline:apikey:<key name>" for an API key. */
+export function clusterUserName(principal: Pick<Principal, 'name'>): string {
+  return CLUSTER_IDENTITY_PREFIX + principal.name;
+}
+
+/** The groups of a principal holding these roles: "kiteline:authenticated", "kiteline:role:<role>". */
+export function clusterGroups(roles: readonly string[]): string[] {
+  return [`${CLUSTER_IDENTITY_PREFIX}authenticated`, ...roles.map((role) => `${CLUSTER_IDENTITY_PREFIX}role:${role}`)];
 }
 
 /** The verbs of CONTRACT section 6. */

@@ -1,7 +1,12 @@
-// One warm connection to a registered cluster: a keep-alive connection pool carrying the cluster's
+// One warm connection to a registered cluster: keep-alive connection pools carrying the cluster's
 // CA and client certificate, its bearer token (or basic auth), a discovery cache, and a health
 // probe that runs on an interval with backoff while the cluster fails. Each replica keeps its own
 // connections; the reconciler creates, updates and closes them.
+//
+// One reader cannot exhaust a cluster (issue 13 point 5): watches (long-running) go on a pool of
+// their own, so however many are open the requests of others still find a connection; the probe
+// has a connection of its own, so a busy cluster is not reported down; and every caller has a
+// bounded number of slots of each kind (caller-limits.ts).
 //
 // Why undici and not node:http/https: the upstream request is the gateway's hot path, and Node's
 // http client (request object, agent bookkeeping, header parsing) was about half of the gateway's
@@ -10,13 +15,16 @@ import { EventEmitter } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { Pool } from 'undici';
+import { Client, Pool } from 'undici';
 import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { CallerLimits, type CallerLimitOptions } from './caller-limits.js';
 import { loadDiscovery, type DiscoverySnapshot } from './discovery.js';
 import { ReadCoalescer } from './read-coalescer.js';
+import { openUpgrade, type UpgradeAnswer, type UpgradeRequest } from './upgrade.js';
 import { WriteTurns } from './write-turns.js';
 import type { ConnectionTarget } from './target.js';
+import { within } from './within.js';
 import type { BufferedAnswer, ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
 
 /** What the Cluster CR says about this connection (changes without a reconnect). */
@@ -42,6 +50,8 @@ export interface ConnectionOptions {
   coalesceReads: boolean;
   /** Writes to one object take turns (see write-turns.ts). */
   writeTurns: boolean;
+  /** Slots each caller has on this cluster (see caller-limits.ts). */
+  callerLimits: CallerLimitOptions;
   log: Logger;
 }
 
@@ -70,8 +80,26 @@ const DISCOVERY_PARALLELISM = 4;
  */
 const MAX_OBJECT_BYTES = 32 * 1024 * 1024;
 
+/** Connections of the pool for requests that end by themselves (watches have a pool of their own). */
+const REQUEST_CONNECTIONS = 256;
+
+/** What the API server reads as `watch=true` (Go's strconv.ParseBool). */
+const WATCH_TRUE = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);
+
+/** A watch is long-running: it holds its connection until one side ends it. */
+function isWatch(path: string): boolean {
+  const query = path.indexOf('?');
+  return query >= 0 && WATCH_TRUE.has(new URLSearchParams(path.slice(query + 1)).get('watch') ?? '');
+}
+
 /** Least time between two probes that requests for a not-ready cluster trigger. */
 const DEMAND_PROBE_SPACING_MS = 1000;
+
+/**
+ * How much longer than the connect timeout a caller waits for a first probe: the time its
+ * /version answer and the first discovery take once the connection stands.
+ */
+export const FIRST_PROBE_GRACE_MS = 1000;
 
 /** Wraps an async function so that at most `limit` calls run at once; the rest wait their turn. */
 function inTurns<A, R>(limit: number, fn: (arg: A) => Promise<R>): (arg: A) => Promise<R> {
@@ -99,7 +127,15 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   private readonly target: ConnectionTarget;
   private readonly server: URL;
   private readonly basePath: string;
+  /** Requests that end by themselves (reads, lists, writes, discovery). */
   private readonly pool: Pool;
+  /** Long-running requests (watches): as many connections as there are watches. */
+  private readonly watchPool: Pool;
+  /** The health probe's own connection. */
+  private readonly probeClient: Client;
+  /** The TLS options of every socket to the cluster (undefined over plain http). */
+  private readonly tls: ReturnType<WarmConnection['tlsOptions']> | undefined;
+  private readonly callerLimits: CallerLimits;
   private readonly connectTimeoutMs: number;
   private readonly probeIntervalMs: number;
   private readonly log: Logger;
@@ -117,6 +153,10 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   private probeInFlight = false;
   private lastDemandProbe = 0;
   private closed = false;
+  /** Settles when the first probe has finished (or the connection was closed before it did). */
+  private readonly firstProbeDone: Promise<void>;
+  private endFirstProbe!: () => void;
+  private probedOnce = false;
 
   /** Throws when the TLS material is unusable (bad PEM). */
   constructor(meta: ConnectionMeta, options: ConnectionOptions) {
@@ -126,22 +166,27 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.probeIntervalMs = options.probeIntervalMs;
     this.log = options.log.child({ cluster: meta.name });
+    this.firstProbeDone = new Promise((resolve) => (this.endFirstProbe = resolve));
     this.turns = options.writeTurns ? new WriteTurns() : undefined;
     this.reads = options.coalesceReads ? new ReadCoalescer((count) => this.upstreamObserver?.sharedReads(this.meta.name, count)) : undefined;
     this.server = new URL(this.target.server);
     this.basePath = this.server.pathname.replace(/\/+$/, '');
-    // One keep-alive pool per cluster, sized for many concurrent requests. No headers or body
-    // timeouts: a watch may stay silent for minutes, and the callers' signals end what must end.
-    this.pool = new Pool(this.server.origin, {
-      connections: 256,
+    this.callerLimits = new CallerLimits(options.callerLimits, () => this.name);
+    this.tls = this.server.protocol === 'https:' ? this.tlsOptions() : undefined;
+    // Keep-alive connections with the cluster's TLS material. No headers or body timeouts: a watch
+    // may stay silent for minutes, and the callers' signals end what must end.
+    const dispatcher = {
       keepAliveTimeout: 30_000,
       headersTimeout: 0,
       bodyTimeout: 0,
       connect: {
         timeout: this.connectTimeoutMs,
-        ...(this.server.protocol === 'https:' ? this.tlsOptions() : {}),
+        ...this.tls,
       },
-    });
+    };
+    this.pool = new Pool(this.server.origin, { ...dispatcher, connections: REQUEST_CONNECTIONS });
+    this.watchPool = new Pool(this.server.origin, { ...dispatcher, connections: null });
+    this.probeClient = new Client(this.server.origin, dispatcher);
   }
 
   /**
@@ -191,7 +236,20 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return this.server.toString().replace(/\/$/, '');
   }
 
-  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
+  /**
+   * Takes one of the caller's slots on this cluster (429 when theirs are all taken); the returned
+   * function gives it back. `longRunning`: a watch, or a delete that waits.
+   */
+  admit(caller: string, longRunning: boolean): () => void {
+    return this.callerLimits.admit(caller, longRunning);
+  }
+
+  request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    return this.send(isWatch(req.path) ? this.watchPool : this.pool, req);
+  }
+
+  /** One request on the given pool or connection, with the cluster's credentials. */
+  private async send(dispatcher: Pool | Client, req: UpstreamRequest): Promise<UpstreamResponse> {
     if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
     const authorization = await this.target.authorization();
     const headers: Record<string, string | string[]> = {};
@@ -205,7 +263,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     let answer;
     try {
       // A complete body (string or Buffer) is framed by its Content-Length; a stream goes chunked.
-      answer = await this.pool.request({
+      answer = await dispatcher.request({
         method: req.method as 'GET',
         path: this.basePath + req.path,
         headers,
@@ -223,6 +281,13 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return Object.assign(answer.body as Readable, { statusCode: answer.statusCode, headers: answer.headers as IncomingHttpHeaders });
   }
 
+  /** An HTTP/1.1 Upgrade (exec, attach, port-forward) on a socket of its own, with the cluster's TLS material and credentials. */
+  async upgrade(req: UpgradeRequest): Promise<UpgradeAnswer> {
+    if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
+    const authorization = await this.target.authorization();
+    return openUpgrade({ clusterName: this.name, server: this.server, basePath: this.basePath, tls: this.tls, authorization, connectTimeoutMs: this.connectTimeoutMs }, req);
+  }
+
   async readObject(req: ObjectRead): Promise<BufferedAnswer> {
     const { path, headers, signal } = req;
     if (!this.reads) return this.readWhole(path, headers, signal);
@@ -230,9 +295,12 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return this.reads.read(key, (batchSignal) => this.readWhole(path, headers, batchSignal), signal);
   }
 
-  /** One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES (objects, probes, discovery). */
-  private async readWhole(path: string, headers: ObjectRead['headers'], signal: AbortSignal | undefined): Promise<BufferedAnswer> {
-    const res = await this.request({ method: 'GET', path, headers, signal });
+  /**
+   * One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES (objects, probes,
+   * discovery), on the request pool unless another dispatcher is given (the probe's connection).
+   */
+  private async readWhole(path: string, headers: ObjectRead['headers'], signal: AbortSignal | undefined, dispatcher: Pool | Client = this.pool): Promise<BufferedAnswer> {
+    const res = await this.send(dispatcher, { method: 'GET', path, headers, signal });
     const chunks: Buffer[] = [];
     let size = 0;
     try {
@@ -261,8 +329,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
-  private async getJson(path: string): Promise<unknown> {
-    const answer = await this.readWhole(path, { accept: 'application/json' }, AbortSignal.timeout(READ_TIMEOUT_MS));
+  private async getJson(path: string, dispatcher: Pool | Client = this.pool): Promise<unknown> {
+    const answer = await this.readWhole(path, { accept: 'application/json' }, AbortSignal.timeout(READ_TIMEOUT_MS), dispatcher);
     const text = answer.body.toString('utf8');
     const status = answer.statusCode;
     if (status < 200 || status >= 300) {
@@ -316,6 +384,15 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return this.discoveryInFlight;
   }
 
+  /**
+   * Resolves once the first health probe has finished, or after `timeoutMs` (by default the connect
+   * timeout plus FIRST_PROBE_GRACE_MS) while it is still running; at once when it has finished. So
+   * a cluster registered a moment ago is waited for instead of reported "not probed yet".
+   */
+  async firstProbe(timeoutMs = this.connectTimeoutMs + FIRST_PROBE_GRACE_MS): Promise<void> {
+    if (!this.probedOnce) await within(this.firstProbeDone, timeoutMs);
+  }
+
   /** Probes now (GET /version), then on the interval, backing off while failing. */
   startProbing(): void {
     if (this.closed || this.probing) return;
@@ -357,7 +434,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     let next: Health;
     this.probeInFlight = true;
     try {
-      const info = (await this.getJson('/version')) as { gitVersion?: unknown };
+      const info = (await this.getJson('/version', this.probeClient)) as { gitVersion?: unknown };
       const version = typeof info?.gitVersion === 'string' ? info.gitVersion : '';
       const versionChanged = version !== this.health.version;
       if (!this.discovery || versionChanged) await this.refreshDiscovery();
@@ -372,6 +449,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     if (this.closed) return next;
     const changed = next.ready !== this.health.ready || next.version !== this.health.version || next.error !== this.health.error;
     this.health = next;
+    this.probedOnce = true;
+    this.endFirstProbe();
     if (changed) {
       this.log.info({ ready: next.ready, version: next.version, error: next.error || undefined }, 'cluster health changed');
       this.emit('health', next);
@@ -382,8 +461,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.endFirstProbe();
     clearTimeout(this.probeTimer);
-    this.pool.destroy().catch(() => undefined);
+    for (const dispatcher of [this.pool, this.watchPool, this.probeClient]) dispatcher.destroy().catch(() => undefined);
     this.removeAllListeners();
   }
 }

@@ -145,10 +145,13 @@ function sanitizeServer(where: string, value: unknown): string {
   try {
     url = new URL(server);
   } catch {
-    throw new KubeconfigError(`${where}: server "${server}" is not a URL`);
+    // Not echoed: a mistyped server can carry a token or password (user:pass@host).
+    throw new KubeconfigError(`${where}: server is not a URL`);
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new KubeconfigError(`${where}: server must be an http(s) URL, got ${url.protocol.replace(/:$/, '')}`);
+    // The scheme is named only when it looks like one ("token:..." parses as a scheme too).
+    const scheme = url.protocol.replace(/:$/, '');
+    throw new KubeconfigError(`${where}: server must be an http(s) URL, got ${/^[a-z]{1,10}$/.test(scheme) ? scheme : 'another scheme'}`);
   }
   if (url.username || url.password) throw new KubeconfigError(`${where}: server URL must not carry credentials`);
   if (url.search || url.hash) throw new KubeconfigError(`${where}: server URL must not carry a query or fragment`);

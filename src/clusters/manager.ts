@@ -10,7 +10,9 @@ import { LeaderElector } from '../host/lease.js';
 import { resourceId, type ClusterResource } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
-import { ClusterReconciler } from './reconciler.js';
+import { FIRST_PROBE_GRACE_MS } from './connection.js';
+import { sanitizeKubeconfig } from './kubeconfig.js';
+import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
 
 /** A Cluster as the admin API shows it (CONTRACT section 5); config is never returned. */
@@ -29,15 +31,20 @@ export interface ClusterView {
   error: string;
 }
 
+/** Where a just-written cluster connects: the host's own credentials, or a sanitized kubeconfig. */
+export type WrittenConnection = { inCluster: true } | { inCluster: false; kubeconfig: string | undefined };
+
 export class ClusterManager {
   readonly registry = new ClusterRegistry();
   readonly writes: ClusterWrites;
   readonly lease: LeaderElector;
   readonly reconciler: ClusterReconciler;
+  /** The longest a registration answer waits for its cluster's first probe. */
+  private readonly firstProbeWaitMs: number;
 
   constructor(
     readonly host: HostStore,
-    config: Pick<Config, 'replicaId' | 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns'>,
+    config: Pick<Config, 'replicaId' | 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns' | 'maxWatchesPerPrincipal' | 'maxRequestsPerPrincipal'>,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {
@@ -47,6 +54,24 @@ export class ClusterManager {
     const identity = `${config.replicaId}_${randomUUID().slice(0, 8)}`;
     this.lease = new LeaderElector(host.kc, host.namespace, identity, log, leaseOptions);
     this.reconciler = new ClusterReconciler(host, this.registry, this.writes, ids, this.lease, config, log);
+    this.firstProbeWaitMs = config.upstreamConnectTimeoutMs + FIRST_PROBE_GRACE_MS;
+  }
+
+  /**
+   * Waits until this replica has connected a Cluster object as just written (with that kubeconfig,
+   * or the host's credentials; `kubeconfig: undefined` means whatever it stores) and probed it
+   * once: at most the connect timeout plus FIRST_PROBE_GRACE_MS in all. The route that wrote it
+   * answers after this, so the cluster serves (or shows its probe's error) at once.
+   */
+  async firstProbeAfterWrite(objectName: string, written: WrittenConnection): Promise<void> {
+    const deadline = Date.now() + this.firstProbeWaitMs;
+    const fingerprint = written.inCluster
+      ? connectionFingerprint(undefined)
+      : written.kubeconfig === undefined
+        ? undefined
+        : connectionFingerprint(sanitizeKubeconfig(written.kubeconfig).kubeconfig);
+    const conn = await this.reconciler.connectionFor(objectName, fingerprint, this.firstProbeWaitMs);
+    await conn?.firstProbe(Math.max(0, deadline - Date.now()));
   }
 
   /** Call after the host caches have synced. */

@@ -24,11 +24,23 @@ import { WarmConnection, type ConnectionMeta } from './connection.js';
 import { KubeconfigError, sanitizeKubeconfig } from './kubeconfig.js';
 import { targetFromCredentials, targetFromKubeConfig, type ConnectionTarget } from './target.js';
 import type { ClusterRegistry } from './registry.js';
+import { within } from './within.js';
 
 /** Why a cluster has no connection, for its status. */
 interface Unserved {
   reason: 'Disabled' | 'KubeconfigMissing' | 'KubeconfigInvalid' | 'NameConflict' | 'ConnectionFailed';
   message: string;
+}
+
+/** The fingerprint of a connection with the host's own credentials (spec.inCluster). */
+const IN_CLUSTER_FINGERPRINT = 'in-cluster';
+
+/**
+ * What a connection was built from, to tell whether it is current: a hash of the sanitized
+ * kubeconfig, or the in-cluster marker when there is none.
+ */
+export function connectionFingerprint(sanitizedKubeconfig: string | undefined): string {
+  return sanitizedKubeconfig === undefined ? IN_CLUSTER_FINGERPRINT : createHash('sha256').update(sanitizedKubeconfig).digest('hex');
 }
 
 /** How long after the last Cluster event the leader's housekeeping runs. */
@@ -41,6 +53,8 @@ export class ClusterReconciler {
   private readonly insecure = new Set<string>();
   private readonly fingerprints = new Map<string, string>();
   private readonly statusQueue = new Set<string>();
+  /** Callbacks run after each sync of an object (see connectionFor). */
+  private readonly syncWaiters = new Map<string, Set<() => void>>();
   private statusTimer: NodeJS.Timeout | undefined;
   private statusRunning = false;
   private housekeepingTimer: NodeJS.Timeout | undefined;
@@ -54,7 +68,7 @@ export class ClusterReconciler {
     private readonly writes: ClusterWrites,
     private readonly ids: IdAllocator,
     private readonly lease: LeaderElector,
-    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns'>,
+    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns' | 'maxWatchesPerPrincipal' | 'maxRequestsPerPrincipal'>,
     log: Logger,
   ) {
     this.log = log.child({ component: 'cluster-reconciler' });
@@ -126,7 +140,7 @@ export class ClusterReconciler {
   private target(cr: ClusterResource): { target: ConnectionTarget; fingerprint: string; insecure: boolean } | Unserved {
     if (cr.spec?.inCluster) {
       try {
-        return { target: targetFromKubeConfig(this.host.kc), fingerprint: 'in-cluster', insecure: false };
+        return { target: targetFromKubeConfig(this.host.kc), fingerprint: connectionFingerprint(undefined), insecure: false };
       } catch (err) {
         return { reason: 'ConnectionFailed', message: `host credentials unusable: ${(err as Error).message}` };
       }
@@ -140,8 +154,11 @@ export class ClusterReconciler {
     if (!raw) return { reason: 'KubeconfigMissing', message: `kubeconfig Secret "${ref.name}" has no key "${key}"` };
     try {
       const sanitized = sanitizeKubeconfig(Buffer.from(raw, 'base64').toString('utf8'));
-      const fingerprint = createHash('sha256').update(sanitized.kubeconfig).digest('hex');
-      return { target: targetFromCredentials(sanitized.credentials), fingerprint, insecure: sanitized.credentials.insecureSkipTlsVerify };
+      return {
+        target: targetFromCredentials(sanitized.credentials),
+        fingerprint: connectionFingerprint(sanitized.kubeconfig),
+        insecure: sanitized.credentials.insecureSkipTlsVerify,
+      };
     } catch (err) {
       const message = err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
       return { reason: 'KubeconfigInvalid', message };
@@ -151,6 +168,40 @@ export class ClusterReconciler {
   /** Brings one Cluster object's connection in line with its object and Secret. */
   sync(objectName: string): void {
     if (this.stopped) return;
+    this.reconcile(objectName);
+    for (const waiter of this.syncWaiters.get(objectName) ?? []) waiter();
+  }
+
+  /**
+   * This replica's connection of an object once it is built from `fingerprint` (any connection when
+   * undefined), as soon as the watch events that bring it have been synced; undefined when that
+   * has not happened within `timeoutMs`.
+   */
+  async connectionFor(objectName: string, fingerprint: string | undefined, timeoutMs: number): Promise<WarmConnection | undefined> {
+    const current = () => {
+      const conn = this.registry.forObject(objectName);
+      return conn && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint) ? conn : undefined;
+    };
+    const now = current();
+    if (now) return now;
+    let check: () => void = () => undefined;
+    const found = new Promise<WarmConnection>((resolve) => {
+      check = () => {
+        const conn = current();
+        if (conn) resolve(conn);
+      };
+    });
+    const waiters = this.syncWaiters.get(objectName) ?? new Set();
+    this.syncWaiters.set(objectName, waiters.add(check));
+    try {
+      return await within(found, timeoutMs);
+    } finally {
+      waiters.delete(check);
+      if (waiters.size === 0) this.syncWaiters.delete(objectName);
+    }
+  }
+
+  private reconcile(objectName: string): void {
     const cr = this.host.clusters.get(objectName, this.host.namespace);
     const existing = this.registry.forObject(objectName);
     if (!cr || cr.spec?.enabled === false) {
@@ -193,6 +244,7 @@ export class ClusterReconciler {
         probeIntervalMs: this.config.clusterProbeIntervalMs,
         coalesceReads: this.config.coalesceReads,
         writeTurns: this.config.writeTurns,
+        callerLimits: { watches: this.config.maxWatchesPerPrincipal, requests: this.config.maxRequestsPerPrincipal },
         log: this.log,
       });
     } catch (err) {

@@ -1,6 +1,7 @@
 // The contract between cluster connections (clusters/) and the resource gateway (gateway/routes).
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { UpgradeAnswer, UpgradeRequest } from './upgrade.js';
 
 /** A resource as the target cluster's discovery describes it. */
 export interface ResolvedResource {
@@ -81,8 +82,24 @@ export interface ClusterConnection {
    * started after its request arrived (read-coalescer.ts).
    */
   readObject(req: ObjectRead): Promise<BufferedAnswer>;
+  /**
+   * Sends an HTTP/1.1 Upgrade request (exec, attach, port-forward) on a socket of its own with the
+   * cluster's credentials, and resolves with the answer's head and that socket (clusters/upgrade.ts).
+   */
+  upgrade(req: UpgradeRequest): Promise<UpgradeAnswer>;
+  /**
+   * Takes one of the caller's slots on this cluster for a request: a long-running one (a watch, a
+   * delete that waits) or another; throws TooManyRequestsError (429) when all of that kind are in
+   * use. Returns the function that gives the slot back.
+   */
+  admit(caller: string, longRunning: boolean): () => void;
   /** Asks for a health probe soon because a request wanted this not-ready cluster (rate-limited). */
   probeOnDemand(): void;
+  /**
+   * Resolves once the connection's first health probe has finished (at once afterwards), or after
+   * about the connect timeout while it still runs: a cluster just registered is not "not ready".
+   */
+  firstProbe(): Promise<void>;
   /**
    * Resolves a path segment ("deployments", "deploy"? no: plural names only, or
    * "<plural>.<group>") through the cached discovery, refreshing it on a miss (rate-limited).

@@ -1,23 +1,30 @@
 // A real local Kubernetes control plane: etcd + kube-apiserver + kube-controller-manager, started
-// detached on free loopback ports, with all data in one directory so a restart keeps it.
+// detached on free loopback ports, with all data in one directory so a restart keeps it; with
+// `node`, also a real node (node.ts) on which pods run.
 //
 // DIR/
 //   etcd/           etcd data
-//   pki/            service-account keys, the API server's self-signed serving cert (cert-dir)
+//   pki/            service-account keys, the control plane's CA, the API server's serving
+//                   certificate and its client certificate for the kubelet (pki.ts)
 //   tokens.csv      the admin token (group system:masters)
 //   kubeconfig      admin kubeconfig with the real CA inlined
-//   state.json      name, ports, and the pids of the running processes (0 once stopped)
+//   state.json      name, ports, the pids of the running processes (0 once stopped), the node
 //   logs/*.log      each process's output
-import { spawn } from 'node:child_process';
+//   node/           the node's data (node.ts)
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
 import { join, resolve } from 'node:path';
-import { stringify } from 'yaml';
-import { ensureBinaries, type Binaries } from './binaries.js';
+import { ensureBinaries, ensureNodeBinaries, type Binaries } from './binaries.js';
+import { get } from './http.js';
+import { ensureImages } from './images.js';
+import { kubeconfigYaml } from './kubeconfig.js';
+import { ensureKubernetesEndpoint } from './kubernetes-service.js';
+import { claimSlot, networkFor } from './network.js';
+import { startNode, stopNode, STOPPED_NODE_PIDS, type NodeState } from './node.js';
+import { ensureCa, ensureClientCert, ensureServingCert } from './pki.js';
 import { freePort, portIsFree } from './ports.js';
-import { isAlive, terminate } from './processes.js';
+import { isAlive, launch, terminate, waitFor } from './processes.js';
 
 export interface ControlPlaneState {
   name: string;
@@ -25,6 +32,8 @@ export interface ControlPlaneState {
   server: string;
   ports: { etcdClient: number; etcdPeer: number; apiserver: number };
   pids: { etcd: number; apiserver: number; controllerManager: number };
+  /** Present once the control plane was started with a node; its pids are 0 once stopped. */
+  node?: NodeState;
 }
 
 export interface ControlPlaneHandle extends ControlPlaneState {
@@ -39,9 +48,22 @@ export interface StartOptions {
   /** Overall time allowed for the processes to become ready. */
   timeoutMs?: number;
   env?: NodeJS.ProcessEnv;
+  /**
+   * Also run a node (containerd, kubelet, kube-proxy, kube-scheduler) and wait until it is Ready.
+   * A running control plane without one is restarted with one; without this flag a running
+   * control plane is returned as it is, node or not.
+   */
+  node?: boolean;
 }
 
 const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
+const SERVICE_CIDR = '10.0.0.0/24';
+/** The `kubernetes` Service's cluster IP: the first address of SERVICE_CIDR. */
+const KUBERNETES_SERVICE_IP = '10.0.0.1';
+const SERVING_DNS_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+const START_TIMEOUT_MS = 120_000;
+/** A node adds containerd, image imports and the kubelet's registration. */
+const START_WITH_NODE_TIMEOUT_MS = 300_000;
 
 function paths(dir: string) {
   return {
@@ -49,7 +71,7 @@ function paths(dir: string) {
     pki: join(dir, 'pki'),
     saKey: join(dir, 'pki', 'sa.key'),
     saPub: join(dir, 'pki', 'sa.pub'),
-    servingCert: join(dir, 'pki', 'apiserver.crt'),
+    caCert: join(dir, 'pki', 'ca.crt'),
     tokens: join(dir, 'tokens.csv'),
     kubeconfig: join(dir, 'kubeconfig'),
     state: join(dir, 'state.json'),
@@ -81,90 +103,21 @@ async function choosePort(previous: number | undefined): Promise<number> {
   return freePort();
 }
 
-function launch(bin: string, args: string[], logFile: string, env: NodeJS.ProcessEnv): number {
-  const out = openSync(logFile, 'a');
-  const child = spawn(bin, args, { detached: true, stdio: ['ignore', out, out], env });
-  closeSync(out);
-  child.unref();
-  if (!child.pid) throw new Error(`could not start ${bin}`);
-  return child.pid;
-}
-
-function get(url: string, opts: { ca?: string; token?: string }): Promise<{ status: number; body: string }> {
-  return new Promise((resolvePromise, reject) => {
-    const u = new URL(url);
-    const requester = u.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = requester(
-      u,
-      {
-        method: 'GET',
-        ca: opts.ca,
-        headers: opts.token ? { authorization: `Bearer ${opts.token}` } : {},
-        timeout: 3000,
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolvePromise({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-async function waitFor(what: string, deadline: number, pid: number, logFile: string, check: () => Promise<boolean>): Promise<void> {
-  let lastError = '';
-  while (Date.now() < deadline) {
-    if (!isAlive(pid)) {
-      throw new Error(`${what} exited during start-up; see ${logFile}:\n${tail(logFile)}`);
-    }
-    try {
-      if (await check()) return;
-    } catch (err) {
-      lastError = (err as Error).message;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`${what} not ready in time (${lastError || 'no answer'}); see ${logFile}:\n${tail(logFile)}`);
-}
-
-function tail(file: string, lines = 15): string {
-  try {
-    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
-  } catch {
-    return '';
-  }
-}
-
-export function kubeconfigYaml(name: string, server: string, caPem: string, token: string): string {
-  return stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name, cluster: { server, 'certificate-authority-data': Buffer.from(caPem).toString('base64') } }],
-    users: [{ name: `${name}-admin`, user: { token } }],
-    contexts: [{ name, context: { cluster: name, user: `${name}-admin` } }],
-    'current-context': name,
-  });
-}
-
 function handle(dir: string, state: ControlPlaneState): ControlPlaneHandle {
   const p = paths(dir);
   return {
     ...state,
     kubeconfigPath: p.kubeconfig,
     token: readFileSync(p.tokens, 'utf8').split(',')[0]!,
-    caPem: readFileSync(p.servingCert, 'utf8'),
+    caPem: readFileSync(p.caCert, 'utf8'),
   };
 }
 
-/** Is every process of the control plane in DIR alive? */
+/** Is every process of the control plane in DIR (and of its node, if it has one) alive? */
 export function isRunning(dir: string): boolean {
   const state = readState(dir);
-  return !!state && Object.values(state.pids).every((pid) => isAlive(pid, resolve(dir)));
+  const pids = [...Object.values(state?.pids ?? {}), ...Object.values(state?.node?.pids ?? {})];
+  return !!state && pids.every((pid) => isAlive(pid, resolve(dir)));
 }
 
 /**
@@ -174,7 +127,7 @@ export function isRunning(dir: string): boolean {
 export async function startControlPlane(options: StartOptions): Promise<ControlPlaneHandle> {
   const dir = resolve(options.dir);
   mkdirSync(dir, { recursive: true });
-  const release = await acquireStartLock(dir, options.timeoutMs ?? 120_000);
+  const release = await acquireStartLock(dir, options.timeoutMs ?? (options.node ? START_WITH_NODE_TIMEOUT_MS : START_TIMEOUT_MS));
   try {
     return await startLocked(dir, options);
   } finally {
@@ -220,15 +173,21 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   const env = options.env ?? process.env;
   const p = paths(dir);
   const previous = readState(dir);
-  if (previous && isRunning(dir)) return handle(dir, previous);
-  if (previous) await stopControlPlane(dir); // half-dead: clean up the survivors first
+  if (previous && isRunning(dir) && (previous.node || !options.node)) return handle(dir, previous);
+  if (previous) await stopControlPlane(dir); // half-dead, or a node is wanted: clean up first
 
   const bins: Binaries = ensureBinaries(env);
   const name = options.name ?? previous?.name ?? 'kiteline';
-  const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+  const deadline = Date.now() + (options.timeoutMs ?? (options.node ? START_WITH_NODE_TIMEOUT_MS : START_TIMEOUT_MS));
   mkdirSync(p.logs, { recursive: true });
   mkdirSync(p.etcdData, { recursive: true, mode: 0o700 });
   const token = ensureCredentials(p);
+  // With a node, the API server must also be reachable from the node's network namespace, at the
+  // host end of its link, which is also the address the `kubernetes` Service sends pods to.
+  const link = options.node ? networkFor(claimSlot(dir, previous?.node?.slot)) : undefined;
+  const ca = ensureCa(p.pki, name);
+  const serving = ensureServingCert(p.pki, ca, ['127.0.0.1', KUBERNETES_SERVICE_IP, ...(link ? [link.hostAddress] : [])], SERVING_DNS_NAMES);
+  const kubeletClient = ensureClientCert(p.pki, ca, 'apiserver-kubelet-client', { user: 'kube-apiserver-kubelet-client' });
 
   const ports = {
     etcdClient: await choosePort(previous?.ports.etcdClient),
@@ -238,11 +197,13 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   const etcdUrl = `http://127.0.0.1:${ports.etcdClient}`;
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const pids = { etcd: 0, apiserver: 0, controllerManager: 0 };
-  const saveState = () => writeFileSync(p.state, JSON.stringify({ name, dir, server, ports, pids }, null, 2));
+  let node: NodeState | undefined;
+  const saveState = () => writeFileSync(p.state, JSON.stringify({ name, dir, server, ports, pids, ...(node ? { node } : {}) }, null, 2));
 
   try {
     const etcdLog = join(p.logs, 'etcd.log');
-    pids.etcd = launch(bins.etcd, [
+    pids.etcd = launch([
+      bins.etcd,
       '--name', name,
       '--data-dir', p.etcdData,
       '--listen-client-urls', etcdUrl,
@@ -256,36 +217,43 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
     await waitFor('etcd', deadline, pids.etcd, etcdLog, async () => (await get(`${etcdUrl}/health`, {})).status === 200);
 
     const apiLog = join(p.logs, 'kube-apiserver.log');
-    pids.apiserver = launch(bins.kubeApiserver, [
+    pids.apiserver = launch([
+      bins.kubeApiserver,
       `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
+      `--bind-address=${link ? '0.0.0.0' : '127.0.0.1'}`,
+      `--advertise-address=${link ? link.hostAddress : '127.0.0.1'}`,
       `--secure-port=${ports.apiserver}`,
       '--insecure-port=0',
-      `--cert-dir=${p.pki}`,
+      `--tls-cert-file=${serving.cert}`,
+      `--tls-private-key-file=${serving.key}`,
       `--token-auth-file=${p.tokens}`,
-      '--authorization-mode=RBAC',
+      // Node components authenticate with client certificates signed by the control plane's CA.
+      `--client-ca-file=${ca.cert}`,
+      '--authorization-mode=Node,RBAC',
+      '--enable-admission-plugins=NodeRestriction',
+      // logs, exec, port-forward: the API server calls the kubelet at its InternalIP (the kubelet
+      // refuses a loopback node IP) with its own client certificate.
+      '--kubelet-preferred-address-types=InternalIP',
+      `--kubelet-client-certificate=${kubeletClient.cert}`,
+      `--kubelet-client-key=${kubeletClient.key}`,
       `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
       `--service-account-key-file=${p.saPub}`,
       `--service-account-signing-key-file=${p.saKey}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
       '--allow-privileged=true',
       '--v=1',
     ], apiLog, env);
     saveState();
-    await waitFor('kube-apiserver', deadline, pids.apiserver, apiLog, async () => {
-      if (!existsSync(p.servingCert)) return false;
-      const res = await get(`${server}/readyz`, { ca: readFileSync(p.servingCert, 'utf8'), token });
-      return res.status === 200;
-    });
-    const caPem = readFileSync(p.servingCert, 'utf8');
-    writeFileSync(p.kubeconfig, kubeconfigYaml(name, server, caPem, token), { mode: 0o600 });
+    const caPem = readFileSync(ca.cert, 'utf8');
+    await waitFor('kube-apiserver', deadline, pids.apiserver, apiLog, async () => (await get(`${server}/readyz`, { ca: caPem, token })).status === 200);
+    writeFileSync(p.kubeconfig, kubeconfigYaml(name, server, caPem, { token }), { mode: 0o600 });
 
     const kcmLog = join(p.logs, 'kube-controller-manager.log');
-    pids.controllerManager = launch(bins.kubeControllerManager, [
+    pids.controllerManager = launch([
+      bins.kubeControllerManager,
       `--kubeconfig=${p.kubeconfig}`,
       `--service-account-private-key-file=${p.saKey}`,
-      `--root-ca-file=${p.servingCert}`,
+      `--root-ca-file=${ca.cert}`,
       '--leader-elect=false',
       '--port=0',
       '--secure-port=0',
@@ -298,22 +266,64 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
       const res = await get(`${server}/api/v1/namespaces/default/serviceaccounts/default`, { ca: caPem, token });
       return res.status === 200;
     });
-    return handle(dir, { name, dir, server, ports, pids });
+
+    if (link) {
+      grantKubeletAccess(bins.kubectl, p.kubeconfig);
+      await ensureKubernetesEndpoint(bins.kubectl, p.kubeconfig, link.hostAddress, ports.apiserver, deadline);
+      const { images, archives } = ensureImages(env);
+      node = await startNode(
+        { dir, planeName: name, slot: link.slot, apiserverPort: ports.apiserver, ca, adminToken: token, bins: ensureNodeBinaries(env), images, archives, env, deadline, logs: p.logs },
+        (current) => {
+          node = current;
+          saveState();
+        },
+      );
+      saveState();
+    }
+    return handle(dir, { name, dir, server, ports, pids, ...(node ? { node } : {}) });
   } catch (err) {
     await stopControlPlane(dir);
     throw err;
   }
 }
 
-/** Stops every process of the control plane in DIR; data stays. Safe to call when nothing runs. */
+/** Lets the API server's kubelet client identity use the kubelet's API (logs, exec, port-forward). */
+function grantKubeletAccess(kubectl: string, kubeconfig: string): void {
+  const binding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'kiteline:kube-apiserver-kubelet-client' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:kubelet-api-admin' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'kube-apiserver-kubelet-client' }],
+  };
+  const res = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], { input: JSON.stringify(binding), encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`granting the API server access to the kubelet failed: ${res.stderr.trim()}`);
+}
+
+/**
+ * Stops every process of the control plane in DIR, and its node with all it made on the machine;
+ * data stays. Safe to call when nothing runs, and after a crash.
+ */
 export async function stopControlPlane(dir: string): Promise<void> {
   const abs = resolve(dir);
   const state = readState(abs);
   if (!state) return;
-  // Controllers first, storage last, so nothing writes to a dead etcd.
-  for (const pid of [state.pids.controllerManager, state.pids.apiserver, state.pids.etcd]) {
-    if (pid) await terminate(pid, abs);
+  // The node first: its kubelet would otherwise keep reporting to a dying API server. Whatever
+  // its clean-up runs into, the control plane's processes are stopped all the same.
+  try {
+    if (state.node) await stopNode(abs, state.node);
+  } finally {
+    // Controllers first, storage last, so nothing writes to a dead etcd.
+    for (const pid of [state.pids.controllerManager, state.pids.apiserver, state.pids.etcd]) {
+      if (pid) await terminate(pid, abs);
+    }
+    // Keep name, ports and the node's slot (a restart reuses them, so kubeconfigs handed out
+    // stay valid); no pids.
+    const stopped: ControlPlaneState = {
+      ...state,
+      pids: { etcd: 0, apiserver: 0, controllerManager: 0 },
+      ...(state.node ? { node: { ...state.node, pids: STOPPED_NODE_PIDS } } : {}),
+    };
+    writeFileSync(paths(abs).state, JSON.stringify(stopped, null, 2));
   }
-  // Keep name and ports (a restart reuses them, so kubeconfigs handed out stay valid); no pids.
-  writeFileSync(paths(abs).state, JSON.stringify({ ...state, pids: { etcd: 0, apiserver: 0, controllerManager: 0 } }, null, 2));
 }

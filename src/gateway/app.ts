@@ -13,6 +13,8 @@ import authRoutes from './routes/auth.js';
 import clusterRoutes from './routes/clusters.js';
 import healthRoutes from './routes/health.js';
 import initRoutes from './routes/init.js';
+import k8sProxyRoutes from './routes/k8s-proxy.js';
+import kubeconfigRoutes from './routes/kubeconfig.js';
 import metricsRoutes from './routes/metrics.js';
 import overviewRoutes from './routes/overview.js';
 import resourceRoutes from './routes/resources.js';
@@ -27,6 +29,8 @@ declare module 'fastify' {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+/** How often the HTTP server looks for requests past their headers or request deadline. */
+const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
 export async function buildApp(services: Services): Promise<FastifyInstance> {
   const app: FastifyInstance = Fastify({
@@ -34,7 +38,18 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // Fastify's own per-request lines are off: plugins/request-log.ts writes one line per request.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: services.config.bodyLimitBytes,
-    trustProxy: true,
+    // Slow clients are cut off: the headers (slowloris) and the whole request have deadlines, checked
+    // every second, and a connection on which nothing moves is closed (a watch or a delete that
+    // waits lifts that for itself: resources/cluster-slot.ts).
+    connectionTimeout: services.config.idleTimeoutMs,
+    requestTimeout: services.config.requestTimeoutMs,
+    http: {
+      headersTimeout: services.config.headersTimeoutMs,
+      requestTimeout: services.config.requestTimeoutMs,
+      connectionsCheckingInterval: TIMEOUT_CHECK_INTERVAL_MS,
+    },
+    // X-Forwarded-* only from configured proxies: the client address is not the client's to choose.
+    trustProxy: services.config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -61,6 +76,9 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(apiKeyRoutes);
   await app.register(clusterRoutes);
   await app.register(overviewRoutes);
+  await app.register(kubeconfigRoutes);
+  // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
+  await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
   return app;

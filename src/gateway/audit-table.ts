@@ -66,6 +66,13 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },
   'PATCH /api/v1/:resource/:namespace/:name': { verb: 'patch', ...RESOURCE, name: 'params.name' },
   'DELETE /api/v1/:resource/:namespace/:name': { verb: 'delete', ...RESOURCE, name: 'params.name' },
+  // Kubeconfigs (each mints a token, an API key owned by the caller).
+  'POST /api/v1/kubeconfig': { verb: 'create', resource: 'kubeconfigs' },
+  // The Kubernetes API proxy (the route fills in what the request info says).
+  'POST /k8s/clusters/*': { verb: 'create', clusterScoped: true },
+  'PUT /k8s/clusters/*': { verb: 'update', clusterScoped: true },
+  'PATCH /k8s/clusters/*': { verb: 'patch', clusterScoped: true },
+  'DELETE /k8s/clusters/*': { verb: 'delete', clusterScoped: true },
 };
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

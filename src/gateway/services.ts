@@ -7,6 +7,7 @@ import type { Config } from '../config.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { HostGuard } from '../resources/host-guard.js';
 
 export interface Services {
   config: Config;
@@ -20,4 +21,6 @@ export interface Services {
   clusterManager: ClusterManager;
   /** This gateway's Prometheus metrics (its own registry). */
   metrics: Metrics;
+  /** Keeps kiteline's own namespace and API group on the host cluster out of the resource routes. */
+  hostGuard: HostGuard;
 }

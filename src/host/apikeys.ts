@@ -10,7 +10,7 @@ import type { IdAllocator } from './ids.js';
 import { apiStatus } from './kube.js';
 import { objectNameFor } from './names.js';
 import { deleteOwnedSecret, secretValue, upsertSecret } from './owned-secrets.js';
-import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type APIKeyResource } from './resources.js';
+import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type APIKeyResource, type UserResource } from './resources.js';
 import type { HostStore } from './store.js';
 
 export const KEY_HASH_KEY = 'keyHash';
@@ -20,6 +20,8 @@ export interface NewApiKey {
   roles: string[];
   expiresAt: string | null;
   createdBy: string;
+  /** The user the key acts for (its owner; the key is deleted with the user). */
+  owner?: UserResource;
 }
 
 export function apiKeyName(key: APIKeyResource): string {
@@ -61,12 +63,13 @@ export class APIKeyStore {
     let created: APIKeyResource;
     try {
       created = await this.crs.create({
-        metadata: { name, labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY } },
+        metadata: { name, labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY }, ...(input.owner ? { ownerReferences: [ownerReference(input.owner)] } : {}) },
         spec: {
           name: input.name,
           roles: input.roles,
           expiresAt: input.expiresAt,
           createdBy: input.createdBy,
+          ...(input.owner ? { owner: { username: input.owner.spec.username, id: resourceId(input.owner)! } } : {}),
           secretRef: { name: secretName },
         },
       });
@@ -122,6 +125,11 @@ export class APIKeyStore {
   async recordUse(key: APIKeyResource, at: Date): Promise<void> {
     await this.crs.patchStatus(key.metadata.name, { lastUsedAt: at.toISOString().replace(/\.\d{3}Z$/, 'Z') });
   }
+}
+
+/** The owner's User as the key's ownerReference: deleting the user deletes the key (and its Secret). */
+function ownerReference(user: UserResource) {
+  return { apiVersion: user.apiVersion ?? 'kiteline.io/v1alpha1', kind: user.kind ?? 'User', name: user.metadata.name, uid: user.metadata.uid! };
 }
 
 function alreadyExists(name: string): ConflictError {

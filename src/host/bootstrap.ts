@@ -1,9 +1,9 @@
 // The super-user bootstrap lock: a ConfigMap with a fixed name whose atomic creation makes exactly
-// one concurrent create_super_user call the winner (the others see 409 and get 403). Once the
-// super user exists, the lock is owned by that User, so Kubernetes garbage-collects it with the
-// user; bootstrap only reopens when no user exists at all (the route checks that first).
-import type { KubernetesObject } from '@kubernetes/client-node';
-import { ownerReference } from './crud.js';
+// one concurrent create_super_user call the winner (the others see 409 and get 403). The lock is
+// kept for good once a super user was created: the public set-up routes (create_super_user and the
+// anonymous cluster import) stay closed even if every user is later deleted by hand, so no path
+// re-opens a public route. To start set-up over, a host-cluster admin deletes the ConfigMap
+// (docs/auth.md, "First-run set-up").
 import { apiStatus } from './kube.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 import type { HostStore } from './store.js';
@@ -11,10 +11,19 @@ import type { HostStore } from './store.js';
 export const SUPERUSER_LOCK = 'kiteline-bootstrap-superuser';
 
 export interface BootstrapClaim {
-  /** Ties the lock to the created user (best effort: a lock left unowned keeps bootstrap closed). */
-  ownBy(owner: KubernetesObject): Promise<void>;
   /** Gives the lock up after a failed bootstrap. */
   release(): Promise<void>;
+}
+
+/** True once a super user was ever created here (the lock exists): set-up is over for good. */
+export async function bootstrapClaimed(host: HostStore): Promise<boolean> {
+  try {
+    await host.core.readNamespacedConfigMap({ name: SUPERUSER_LOCK, namespace: host.namespace });
+    return true;
+  } catch (err) {
+    if (apiStatus(err) === 404) return false;
+    throw err;
+  }
 }
 
 /** Creates the lock; undefined when another caller holds it. */
@@ -30,15 +39,6 @@ export async function claimSuperUserBootstrap(host: HostStore): Promise<Bootstra
     throw err;
   }
   return {
-    async ownBy(owner) {
-      try {
-        await core.patchNamespacedConfigMap(
-          { name: SUPERUSER_LOCK, namespace, body: [{ op: 'add', path: '/metadata/ownerReferences', value: [ownerReference(owner)] }] },
-        );
-      } catch {
-        /* best effort */
-      }
-    },
     async release() {
       await core.deleteNamespacedConfigMap({ name: SUPERUSER_LOCK, namespace }).catch(() => undefined);
     },

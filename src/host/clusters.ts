@@ -3,7 +3,7 @@
 // (retried on conflict, so concurrent writers never lose each other's changes), delete, the
 // default-cluster flag, and the import lock that lets exactly one bootstrap import win.
 import * as k8s from '@kubernetes/client-node';
-import { ConflictError, NotFoundError } from '../errors.js';
+import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
 import { apiStatus } from './kube.js';
 import { objectNameFor } from './names.js';
 import type { IdAllocator } from './ids.js';
@@ -200,10 +200,26 @@ export class ClusterWrites {
     );
   }
 
-  /** Deletes the Cluster object and the kubeconfig Secret kiteline manages for it. */
+  /**
+   * Deletes the Cluster object and the kubeconfig Secret kiteline manages for it. The default
+   * cluster cannot be deleted (400): the check and the delete are one compare-and-swap (a delete
+   * preconditioned on the resourceVersion that was checked), so a replica making this cluster the
+   * default meanwhile makes the delete fail and be checked again, never leaves no default.
+   */
   async delete(objectName: string): Promise<void> {
-    const cr = this.host.clusters.get(objectName, this.host.namespace);
-    await this.deleteObject(objectName);
+    let cr: ClusterResource | undefined;
+    for (let attempt = 0; !cr; attempt++) {
+      const live = await this.read(objectName);
+      if (live.spec?.isDefault) throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
+      try {
+        await this.crs.delete(objectName, live.metadata.uid, live.metadata.resourceVersion);
+        cr = live;
+      } catch (err) {
+        if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
+        if (apiStatus(err) !== 409) throw err;
+        if (attempt >= 10) throw new ConflictError('the cluster is being changed concurrently; retry');
+      }
+    }
     const ref = cr?.spec?.kubeconfigSecretRef?.name;
     if (!ref) return;
     const secret = this.host.secrets.get(ref, this.host.namespace);

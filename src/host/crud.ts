@@ -28,6 +28,11 @@ export class CustomResources<T extends k8s.KubernetesObject> {
     return (await this.api.getNamespacedCustomObject({ ...this.target, name })) as T;
   }
 
+  /** Every object, read from the API server (a consistent read, not a cache). */
+  async list(): Promise<T[]> {
+    return ((await this.api.listNamespacedCustomObject(this.target)) as { items: T[] }).items;
+  }
+
   /** JSON merge patch; include metadata.resourceVersion in the patch to make it a compare-and-swap. */
   async patch(name: string, patch: object): Promise<T> {
     return (await this.api.patchNamespacedCustomObject({ ...this.target, name, body: patch }, MERGE_PATCH)) as T;
@@ -46,12 +51,16 @@ export class CustomResources<T extends k8s.KubernetesObject> {
     return (await this.api.patchNamespacedCustomObjectStatus({ ...this.target, name, body: { status } }, MERGE_PATCH)) as T;
   }
 
-  /** Deletes; a uid precondition makes sure it is the object we looked at. */
-  async delete(name: string, uid?: string): Promise<void> {
+  /**
+   * Deletes; a uid precondition makes sure it is the object we looked at, a resourceVersion one
+   * that it has not changed since (a compare-and-swap: 409 otherwise).
+   */
+  async delete(name: string, uid?: string, resourceVersion?: string): Promise<void> {
+    const preconditions = { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) };
     await this.api.deleteNamespacedCustomObject({
       ...this.target,
       name,
-      body: uid ? { preconditions: { uid } } : {},
+      body: uid || resourceVersion ? { preconditions } : {},
     });
   }
 }

@@ -76,7 +76,16 @@ export interface APIKeySpec {
   roles?: string[];
   expiresAt?: string | null;
   createdBy?: string;
+  /**
+   * The user a key acts for (kubeconfig tokens): it works only while that user (the same id: a
+   * re-created username is another user) exists, is enabled and holds every role of the key.
+   */
+  owner?: APIKeyOwner;
   secretRef: { name: string };
+}
+export interface APIKeyOwner {
+  username: string;
+  id: number;
 }
 export interface APIKeyStatus {
   lastUsedAt?: string;

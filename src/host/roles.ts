@@ -1,7 +1,8 @@
 // Roles in the host cluster: Role custom resources named objectNameFor('role', name), so an atomic
-// create decides name uniqueness. Built-in `admin` (everything) and `viewer` (get, list, watch
-// everywhere) are created at start when missing, restored when edited by hand, and cannot be
-// changed or deleted through the API.
+// create decides name uniqueness. Built-in `admin` (everything) and `viewer` (get, list, watch on
+// everything but Secrets, like Kubernetes' own `view` role) are created at start when missing,
+// restored (or upgraded from an older release's rules) when they differ, and cannot be changed or
+// deleted through the API.
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CacheIndex } from './cache-index.js';
@@ -27,11 +28,13 @@ export const BUILTIN_ROLES: Record<string, RoleRulesInput & { description: strin
     resources: ['*'],
     verbs: ['*'],
   },
+  // Not Secrets: reading them is reading every credential they hold (service-account tokens,
+  // registry passwords, TLS keys), which is why Kubernetes' `view` role leaves them out too.
   [VIEWER_ROLE]: {
-    description: 'Read-only (get, list, watch) on every cluster',
+    description: 'Read-only (get, list, watch) on every cluster, except Secrets',
     clusters: ['*'],
     namespaces: ['*'],
-    resources: ['*'],
+    resources: ['*', '!secrets'],
     verbs: ['get', 'list', 'watch'],
   },
 };

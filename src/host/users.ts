@@ -1,13 +1,16 @@
 // Users in the host cluster: User custom resources (object name objectNameFor('user', username),
 // so an atomic create decides username uniqueness) and their password Secrets (key passwordHash).
 // Reads come from the watch-backed cache through an index; writes go to the API server and wait
-// until this replica's cache shows them.
+// until this replica's cache shows them. Every write that takes admin away from a user goes
+// through the LastAdminGuard (last-admin.ts): there is always an enabled admin, on any number of
+// replicas.
 import { hashPassword } from '../auth/passwords.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { CacheIndex } from './cache-index.js';
 import { awaitCache, hasVersion, isGone } from './cache-sync.js';
 import { CustomResources } from './crud.js';
 import { ensureId } from './id-assign.js';
+import { LastAdminGuard } from './last-admin.js';
 import type { IdAllocator } from './ids.js';
 import { apiStatus } from './kube.js';
 import { objectNameFor } from './names.js';
@@ -30,13 +33,17 @@ export interface NewUser {
 export class UserStore {
   readonly index: CacheIndex<UserResource>;
   readonly crs: CustomResources<UserResource>;
+  private readonly lastAdmin: LastAdminGuard;
 
   constructor(
     private readonly host: HostStore,
     private readonly ids: IdAllocator,
+    /** The role whose last enabled holder cannot be disabled, deleted or demoted. */
+    private readonly adminRole: string,
   ) {
     this.index = new CacheIndex(host.users, (u) => u.spec?.username);
     this.crs = new CustomResources<UserResource>(host.customObjects, host.namespace, 'users', 'User');
+    this.lastAdmin = new LastAdminGuard(host, this.crs, adminRole);
   }
 
   byId(id: number): UserResource | undefined {
@@ -117,9 +124,10 @@ export class UserStore {
     return this.patch(user, { spec: changes });
   }
 
+  /** Enables or disables; disabling the last enabled admin is a 409. */
   async setEnabled(user: UserResource, enabled: boolean): Promise<UserResource> {
-    const metadata = enabled ? {} : { annotations: this.nextEpoch(user) };
-    return this.patch(user, { metadata, spec: { enabled } });
+    if (enabled) return this.patch(user, { spec: { enabled } });
+    return this.lastAdmin.removeAdmin(user, 'disable', () => this.patch(user, { metadata: { annotations: this.nextEpoch(user) }, spec: { enabled } }));
   }
 
   /** Ends every session of the user (bumps the session epoch). */
@@ -145,8 +153,19 @@ export class UserStore {
     return user;
   }
 
-  /** Changes spec.roles with a compare-and-swap on the live object, retried on conflict. */
+  /**
+   * Changes spec.roles with a compare-and-swap on the live object, retried on conflict; taking
+   * the admin role from the last enabled admin is a 409.
+   */
   async updateRoles(user: UserResource, change: (roles: string[]) => string[]): Promise<UserResource> {
+    const roles = user.spec.roles ?? [];
+    if (roles.includes(this.adminRole) && !change([...roles]).includes(this.adminRole)) {
+      return this.lastAdmin.removeAdmin(user, 'remove the admin role from', () => this.swapRoles(user, change));
+    }
+    return this.swapRoles(user, change);
+  }
+
+  private async swapRoles(user: UserResource, change: (roles: string[]) => string[]): Promise<UserResource> {
     for (let attempt = 0; ; attempt++) {
       let live: UserResource;
       try {
@@ -171,7 +190,12 @@ export class UserStore {
     }
   }
 
+  /** Deletes the user and its password Secret; deleting the last enabled admin is a 409. */
   async delete(user: UserResource): Promise<void> {
+    await this.lastAdmin.removeAdmin(user, 'delete', () => this.deleteNow(user));
+  }
+
+  private async deleteNow(user: UserResource): Promise<void> {
     const secret = this.passwordSecret(user);
     try {
       await this.crs.delete(user.metadata.name, user.metadata.uid);

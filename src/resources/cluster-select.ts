@@ -1,7 +1,9 @@
 // Which registered cluster a request is for: header x-cluster-name, else query x-cluster-name
 // (WebSocket clients cannot set headers), else cookie x-cluster-name (Kite's web UI), else the
-// default cluster. Unknown or disabled: 404; registered but not ready: 503 with the last error
-// (and a probe soon, so a cluster that came back is served again within about a second).
+// default cluster. Unknown, disabled or not usable by the caller: the same 404 (a caller learns
+// nothing of a cluster it may not use: not its readiness, not its last error, and it triggers no
+// probe or discovery refresh); registered but not ready: 503 with the last error (and a probe
+// soon, so a cluster that came back is served again within about a second).
 import type { ClusterConnection, ClusterDirectory } from '../clusters/types.js';
 import { BadRequestError, NotFoundError, ServiceUnavailableError } from '../errors.js';
 
@@ -27,13 +29,19 @@ export function requestedClusterName(source: SelectionSource): string | undefine
   return undefined;
 }
 
-/** Resolves the request's cluster to a ready connection or throws the contract's 404/503. */
-export function selectCluster(directory: ClusterDirectory, source: SelectionSource): ClusterConnection {
+/**
+ * Resolves the request's cluster to a ready connection or throws the contract's 404/503.
+ * `mayUse` says whether the caller may use a cluster at all; checked before anything else.
+ * A cluster whose first probe is still running (registered a moment ago, here or on another
+ * replica) is waited for, about the connect timeout at most; only one whose probe failed is a 503.
+ */
+export async function selectCluster(directory: ClusterDirectory, source: SelectionSource, mayUse: (cluster: string) => boolean): Promise<ClusterConnection> {
   const name = requestedClusterName(source);
   const conn = name === undefined ? directory.defaultCluster() : directory.get(name);
-  if (!conn || !conn.enabled) {
+  if (!conn || !conn.enabled || !mayUse(conn.name)) {
     throw new NotFoundError(name === undefined ? 'no clusters available: register one or send x-cluster-name' : `cluster not found: ${name}`);
   }
+  if (!conn.ready) await conn.firstProbe();
   if (!conn.ready) {
     conn.probeOnDemand();
     throw new ServiceUnavailableError(`cluster ${conn.name} is not ready${conn.lastError ? `: ${conn.lastError}` : ''}`);

@@ -84,10 +84,27 @@ export async function readJson<T = any>(res: UpstreamResponse): Promise<T> {
   }
 }
 
-/** The cluster's content type (application/* only) and encoding, on the reply. */
+/**
+ * The media types a cluster may answer with: what kiteline asks for (JSON) and the other encodings
+ * the Kubernetes API speaks. Anything else (text/html, image/svg+xml, ...) from a hostile or broken
+ * cluster would be rendered by a browser on kiteline's origin, with the user's session: a 502.
+ */
+const KUBERNETES_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf']);
+
+/** The cluster's content type when it is one the Kubernetes API speaks; throws 502 otherwise. */
+function kubernetesContentType(headers: IncomingHttpHeaders): string {
+  const contentType = headers['content-type'] ?? '';
+  const mediaType = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  if (!KUBERNETES_MEDIA_TYPES.has(mediaType)) {
+    throw new BadGatewayError(`the cluster answered with a content type the Kubernetes API does not use (${mediaType.slice(0, 64) || 'none'})`);
+  }
+  return contentType;
+}
+
+/** The cluster's content type and encoding on the reply, with nosniff so no browser guesses another. */
 function answerHeaders(reply: FastifyReply, headers: IncomingHttpHeaders): void {
-  const contentType = headers['content-type'];
-  reply.header('content-type', contentType && contentType.startsWith('application/') ? contentType : 'application/json');
+  reply.header('content-type', kubernetesContentType(headers));
+  reply.header('x-content-type-options', 'nosniff');
   const encoding = headers['content-encoding'];
   if (encoding) reply.header('content-encoding', encoding);
 }
@@ -95,8 +112,8 @@ function answerHeaders(reply: FastifyReply, headers: IncomingHttpHeaders): void 
 /** Sends an object read (BufferedAnswer) to the client, or throws the cluster's error. */
 export function sendObject(reply: FastifyReply, answer: BufferedAnswer): FastifyReply {
   if (!isSuccess(answer)) throw errorFromBody(answer.statusCode, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
-  reply.code(answer.statusCode);
   answerHeaders(reply, answer.headers);
+  reply.code(answer.statusCode);
   return reply.send(answer.body);
 }
 
@@ -105,8 +122,15 @@ export function sendObject(reply: FastifyReply, answer: BufferedAnswer): Fastify
  * `flushHeaders` sends the head at once (watches: the first event may be minutes away).
  */
 export function streamToClient(reply: FastifyReply, res: UpstreamResponse, options: { flushHeaders?: boolean } = {}): FastifyReply {
+  try {
+    answerHeaders(reply, res.headers);
+  } catch (err) {
+    // Dropped unread: undici reports that as an 'error' on the body, which nobody else listens to.
+    res.once('error', () => undefined);
+    res.destroy();
+    throw err;
+  }
   reply.code(res.statusCode);
-  answerHeaders(reply, res.headers);
   // The bytes pass through unchanged, so the cluster's length holds: the answer goes out framed by
   // it (head and a small body in one write) instead of chunked with a terminating write.
   const length = res.headers['content-length'];

@@ -1,6 +1,6 @@
 // Test fixtures: the shared control planes (started by scripts/run-tests.sh, or on demand when a
 // file runs alone), kubectl with the matching binary, and unique namespaces per test file.
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
@@ -11,9 +11,15 @@ import { startControlPlane, type ControlPlaneHandle } from '../../src/controlpla
 export const TEST_DIR = resolve(PACKAGE_ROOT, '.kiteline', 'test');
 export type TestClusterName = 'host' | 'target-a' | 'target-b';
 
-/** A shared test control plane; starts it when no run-tests.sh did. */
+/**
+ * The shared planes that have a node (pods run there); target-b has none, so it also covers a
+ * control plane without one. Keep in step with scripts/run-tests.sh.
+ */
+export const PLANES_WITH_NODE: readonly TestClusterName[] = ['host', 'target-a'];
+
+/** A shared test control plane; starts it (with its node, if it has one) when no run-tests.sh did. */
 export function testControlPlane(name: TestClusterName): Promise<ControlPlaneHandle> {
-  return startControlPlane({ dir: join(TEST_DIR, name), name });
+  return startControlPlane({ dir: join(TEST_DIR, name), name, node: PLANES_WITH_NODE.includes(name) });
 }
 
 /** A fresh DNS-label name, e.g. for a test file's own install namespace. */
@@ -36,6 +42,19 @@ export function kubectl(kubeconfig: string, args: string[], input?: string): Com
     timeout: 120_000,
   });
   return { status: res.status ?? -1, stdout: res.stdout ?? '', stderr: res.stderr ?? '' };
+}
+
+/**
+ * kubectl without blocking the event loop, for tests whose gateways run in this process and must
+ * see kubectl's changes as they happen (as a gateway in its own pod would).
+ */
+export function kubectlInBackground(kubeconfig: string, args: string[], input?: string): Promise<CommandResult> {
+  return new Promise((resolve) => {
+    const child = execFile(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', timeout: 120_000 }, (err, stdout, stderr) =>
+      resolve({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    );
+    child.stdin?.end(input);
+  });
 }
 
 /** Runs the kiteline CLI the way a user does (node bin/kiteline.js ...). */

@@ -70,6 +70,12 @@ t.test('built-in roles', async (t) => {
     t.ok(roleAllows(admin!, access({ verb, namespace: '_all' })), `admin may ${verb}`);
     t.equal(roleAllows(viewer!, access({ verb })), ['get', 'list', 'watch'].includes(verb), `viewer and ${verb}`);
   }
+  // Issue 13 point 2: like Kubernetes' `view`, the viewer reads everything but Secrets.
+  for (const verb of ['get', 'list', 'watch'] as const) {
+    t.notOk(roleAllows(viewer!, access({ verb, resource: 'secrets' })), `viewer may not ${verb} secrets`);
+    t.notOk(roleAllows(viewer!, access({ verb, resource: 'secrets', namespace: '_all' })), `viewer may not ${verb} secrets across namespaces`);
+    t.ok(roleAllows(viewer!, access({ verb, resource: 'configmaps', namespace: '_all' })), `viewer may ${verb} configmaps across namespaces`);
+  }
 });
 
 t.test('cluster reach', async (t) => {

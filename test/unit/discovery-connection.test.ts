@@ -13,7 +13,7 @@ const log = createLogger('silent');
 const meta = { objectName: 'cluster-x', id: 1, name: 'x', enabled: true, impersonate: false, isDefault: true, defaultSince: 0, inCluster: false };
 
 function connection(server: string, token = 'cluster-token') {
-  const conn = new WarmConnection(meta, { target: targetFromCredentials({ server, insecureSkipTlsVerify: false, token }), connectTimeoutMs: 300, probeIntervalMs: 1000, coalesceReads: true, writeTurns: true, log });
+  const conn = new WarmConnection(meta, { target: targetFromCredentials({ server, insecureSkipTlsVerify: false, token }), connectTimeoutMs: 300, probeIntervalMs: 1000, coalesceReads: true, writeTurns: true, callerLimits: { watches: 100, requests: 64 }, log });
   t.teardown(() => conn.close());
   return conn;
 }

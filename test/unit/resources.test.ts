@@ -157,24 +157,32 @@ t.test('cluster selection: header, query, cookie, default; 404 and 503', async (
 
   const demandProbes: string[] = [];
   const conn = (name: string, over: Partial<ClusterConnection> = {}) =>
-    ({ name, enabled: true, ready: true, lastError: '', probeOnDemand: () => demandProbes.push(name), ...over }) as ClusterConnection;
-  const all = [conn('a'), conn('down', { ready: false, lastError: 'connection refused' }), conn('off', { enabled: false })];
+    ({ name, enabled: true, ready: true, lastError: '', probeOnDemand: () => demandProbes.push(name), firstProbe: async () => undefined, ...over }) as ClusterConnection;
+  // Issue 23: "fresh" is ready once its first probe (still running when the request comes) ends.
+  const fresh = conn('fresh', { ready: false, lastError: 'not probed yet' });
+  Object.assign(fresh, { firstProbe: async () => Object.assign(fresh, { ready: true, lastError: '' }) });
+  const all = [conn('a'), conn('down', { ready: false, lastError: 'connection refused' }), conn('off', { enabled: false }), fresh];
   const directory: ClusterDirectory = { get: (n) => all.find((c) => c.name === n), defaultCluster: () => all[0], list: () => all };
-  t.equal(selectCluster(directory, { headers: {}, query: {} }).name, 'a', 'default cluster');
-  const statusOf = (name: string) => {
+  const anyone = () => true;
+  t.equal((await selectCluster(directory, { headers: {}, query: {} }, anyone)).name, 'a', 'default cluster');
+  const statusOf = async (name: string, mayUse: (cluster: string) => boolean = anyone) => {
     try {
-      selectCluster(directory, { headers: { 'x-cluster-name': name }, query: {} });
+      await selectCluster(directory, { headers: { 'x-cluster-name': name }, query: {} }, mayUse);
       return 200;
     } catch (err) {
       return [(err as HttpError).status, (err as Error).message];
     }
   };
-  t.same(statusOf('nope'), [404, 'cluster not found: nope']);
-  t.same(statusOf('off'), [404, 'cluster not found: off'], 'disabled is not found');
-  t.same(statusOf('down'), [503, 'cluster down is not ready: connection refused'], 'not ready: 503 with the last error');
+  t.same(await statusOf('nope'), [404, 'cluster not found: nope']);
+  t.same(await statusOf('off'), [404, 'cluster not found: off'], 'disabled is not found');
+  t.same(await statusOf('down'), [503, 'cluster down is not ready: connection refused'], 'not ready: 503 with the last error');
+  t.same(await statusOf('fresh'), 200, 'a cluster whose first probe is running is waited for, not a 503');
   t.same(demandProbes, ['down'], 'a request for a not-ready cluster asks for a probe (and only then)');
+  // Issue 13 point 7: a cluster the caller may not use looks exactly like a missing one.
+  t.same(await statusOf('down', (c) => c !== 'down'), [404, 'cluster not found: down'], 'not usable by the caller: the 404 of a missing cluster');
+  t.same(demandProbes, ['down'], 'a caller who may not use the cluster triggers no probe');
   const empty: ClusterDirectory = { get: () => undefined, defaultCluster: () => undefined, list: () => [] };
-  t.throws(() => selectCluster(empty, { headers: {}, query: {} }), /no clusters available/, 'no default cluster: 404');
+  await t.rejects(selectCluster(empty, { headers: {}, query: {} }, anyone), /no clusters available/, 'no default cluster: 404');
 });
 
 t.test('verbs, authorization message and impersonation headers', async (t) => {
@@ -199,7 +207,7 @@ t.test('verbs, authorization message and impersonation headers', async (t) => {
   t.doesNotThrow(() => requireAccess({ authorize: () => true }, alice, 'prod', 'pods', 'x', 'get'));
 
   t.same(impersonationHeaders({ impersonate: false }, alice), {});
-  t.same(impersonationHeaders({ impersonate: true }, alice), { 'impersonate-user': 'alice', 'impersonate-group': ['kiteline:authenticated', 'kiteline:role:viewer'] });
+  t.same(impersonationHeaders({ impersonate: true }, alice), { 'impersonate-user': 'kiteline:alice', 'impersonate-group': ['kiteline:authenticated', 'kiteline:role:viewer'] });
 });
 
 t.test('quantities in milli-units', async (t) => {

@@ -5,9 +5,10 @@
 // KITELINE_AUDIT_EVENTS=true admin writes also become Events in the install namespace.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { USERNAME_PATTERN } from '../../auth/rules.js';
 import { requestedClusterName } from '../../resources/cluster-select.js';
 import { AuditEventWriter } from '../audit-events.js';
-import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditRoute } from '../audit-table.js';
+import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditField, type AuditRoute } from '../audit-table.js';
 
 /** What a route learned while handling a write and the table cannot know. */
 export interface AuditDetail {
@@ -54,6 +55,15 @@ function askedCluster(request: FastifyRequest): string | undefined {
   }
 }
 
+/**
+ * The name field of a route. A body.username is kept only when it is a valid username: what a
+ * failed login sent as its username may be a password typed into the wrong field.
+ */
+function auditName(request: FastifyRequest, field: AuditField | undefined): string | undefined {
+  const value = auditField(request, field);
+  return field === 'body.username' && value !== undefined && !USERNAME_PATTERN.test(value) ? undefined : value;
+}
+
 function fallbackRoute(method: string, url: string): AuditRoute {
   return { verb: method.toLowerCase(), resource: url };
 }
@@ -76,7 +86,7 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
     verb: detail.verb ?? verb,
     resource: detail.resource ?? resource ?? '',
     namespace: detail.namespace ?? auditField(request, route.namespace) ?? '',
-    name: detail.name ?? auditField(request, route.name) ?? '',
+    name: detail.name ?? auditName(request, route.name) ?? '',
     result: status < 400 ? 'success' : 'failure',
     status,
   };

@@ -1,7 +1,7 @@
 // Sessions (CONTRACT section 6): password login, logout, the current user, refresh, providers.
 // The session is the HttpOnly auth_token cookie (SameSite=Lax, Secure behind https).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { clearedSessionCookie, sessionCookie } from '../../auth/cookies.js';
+import { clearedSessionCookie } from '../../auth/cookies.js';
 import { userView } from '../../auth/views.js';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import { creationTime } from '../../host/cache-index.js';
@@ -14,9 +14,9 @@ const tags = ['auth'];
 export default async function authRoutes(app: FastifyInstance) {
   const { auth } = app.services;
 
-  function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource): void {
-    const token = auth.issueSession(user);
-    reply.header('set-cookie', sessionCookie(token, auth.sessionTtlSeconds, wantsSecureCookie(app, request)));
+  /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
+  function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
+    reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request), startedAt));
   }
 
   app.post<{ Body: { username: string; password: string } }>(
@@ -25,7 +25,8 @@ export default async function authRoutes(app: FastifyInstance) {
       schema: {
         tags,
         summary: 'Log in with a password',
-        description: 'Sets the HttpOnly `auth_token` session cookie. Unknown user and wrong password give the same 401; repeated failures 429.',
+        description:
+          'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user give the same 401; repeated failures (per username and per client address) 429.',
         security: PUBLIC,
         body: {
           type: 'object',
@@ -100,6 +101,7 @@ export default async function authRoutes(app: FastifyInstance) {
   const refreshSchema = {
     tags,
     summary: 'Renew the session cookie while the session is valid',
+    description: 'Never past the absolute session lifetime (KITELINE_SESSION_MAX_LIFETIME) counted from the login: then 401, log in again.',
     security: SESSION_ONLY,
     response: replies({ 204: noContent('the auth_token cookie is renewed') }),
   };
@@ -111,7 +113,7 @@ export default async function authRoutes(app: FastifyInstance) {
     }
     const user = auth.users.byId(principal.id);
     if (!user) throw new UnauthorizedError('user not found');
-    setSession(request, reply, user);
+    setSession(request, reply, user, principal.sessionStartedAt);
     return reply.code(204).send();
   });
 

@@ -1,9 +1,12 @@
 // Cluster registration (CONTRACT section 5): the admin routes under /api/v1/admin/clusters/, the
 // public bootstrap import, and GET /api/v1/clusters for any signed-in user. Kubeconfigs are
 // sanitized on the way in (kubeconfig.ts) and stored in a Secret the Cluster object references;
-// the reconciler turns every change into a warm connection within a moment.
+// the reconciler turns every change into a warm connection within a moment, and a route that
+// (re)connects a cluster answers once this replica has probed it (ClusterManager.firstProbeAfterWrite).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../../clusters/kubeconfig.js';
+import type { WrittenConnection } from '../../clusters/manager.js';
+import { bootstrapClaimed } from '../../host/bootstrap.js';
 import { clusterDisplayName, type NewCluster } from '../../host/clusters.js';
 import { resourceId, type ClusterResource } from '../../host/resources.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
@@ -61,7 +64,10 @@ const deleteSchema = {
 const importSchema = {
   tags: ['setup'],
   summary: 'Register the first clusters: one per kubeconfig context, or the host cluster',
-  description: 'Public only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
+  description:
+    'Public only before the first super user is created and while no cluster exists; once a user was ever created it needs ' +
+    'an admin (the super user\'s session cookie from create_super_user), even if the clusters were all deleted. ' +
+    'Only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
   security: PUBLIC,
   body: {
     type: 'object',
@@ -122,6 +128,11 @@ function parseId(raw: string): number {
   return Number(raw);
 }
 
+/** How a cluster written with these fields connects (see ClusterManager.firstProbeAfterWrite). */
+function connectionOf(cluster: { inCluster: boolean; kubeconfig?: string | undefined }): WrittenConnection {
+  return cluster.inCluster ? { inCluster: true } : { inCluster: false, kubeconfig: cluster.kubeconfig };
+}
+
 interface ClusterBody {
   name?: string;
   description?: string;
@@ -168,6 +179,7 @@ export default async function clusterRoutes(app: FastifyInstance) {
     if (!inCluster) input.kubeconfig = sanitizedConfig(body.config!);
     const { id, objectName } = await writes.create(input);
     if (input.isDefault) await writes.clearDefaultExcept(objectName);
+    if (input.enabled) await manager.firstProbeAfterWrite(objectName, connectionOf(input));
     return reply.code(201).send({ id, message: 'cluster created successfully' });
   };
   for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
@@ -206,8 +218,12 @@ export default async function clusterRoutes(app: FastifyInstance) {
       } else if (!inCluster && !cr.spec?.kubeconfigSecretRef) {
         throw new BadRequestError('config (a kubeconfig) is required when inCluster is false');
       }
-      await writes.update(cr.metadata.name, changes);
+      const updated = await writes.update(cr.metadata.name, changes);
       if (changes.isDefault) await writes.clearDefaultExcept(cr.metadata.name);
+      const reconnects = changes.kubeconfig !== undefined || changes.inCluster !== undefined || changes.enabled === true;
+      if (reconnects && updated.spec.enabled !== false) {
+        await manager.firstProbeAfterWrite(cr.metadata.name, connectionOf({ inCluster, kubeconfig: changes.kubeconfig }));
+      }
       request.auditDetail = { name: changes.name ?? current };
       return { message: 'cluster updated successfully' };
     },
@@ -218,7 +234,6 @@ export default async function clusterRoutes(app: FastifyInstance) {
     { onRequest: app.requireAdmin, schema: deleteSchema },
     async (request) => {
       const cr = find(request.params.id);
-      if (cr.spec?.isDefault) throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
       await writes.delete(cr.metadata.name);
       request.auditDetail = { name: clusterDisplayName(cr) };
       return { message: 'cluster deleted successfully' };
@@ -232,6 +247,8 @@ export default async function clusterRoutes(app: FastifyInstance) {
       const body = request.body ?? {};
       const closed = () => new ForbiddenError('import not allowed when clusters exist');
       if (manager.host.clusters.list().length > 0) throw closed();
+      // Public only during first-run set-up: once a super user was ever created, an admin only.
+      if (app.services.auth.users.any() || (await bootstrapClaimed(manager.host))) await app.requireAdmin(request, reply);
       const inCluster = body.inCluster === true;
       if (!inCluster && !body.config) throw new BadRequestError('send config (a kubeconfig) or inCluster: true');
       if (inCluster && body.config) throw new BadRequestError('give either config or inCluster: true, not both');
@@ -268,15 +285,18 @@ export default async function clusterRoutes(app: FastifyInstance) {
       if (!(await writes.acquireImportLock(app.services.config.replicaId))) throw closed();
       if (manager.host.clusters.list().length > 0) throw closed();
       const created: string[] = [];
+      const written: Array<{ objectName: string; cluster: NewCluster }> = [];
       try {
         // The default first: the reconciler never sees clusters without a default (it would mark another).
         for (const cluster of [...planned].sort((x, y) => Number(y.isDefault) - Number(x.isDefault))) {
-          await writes.create(cluster);
+          const { objectName } = await writes.create(cluster);
           created.push(cluster.name);
+          written.push({ objectName, cluster });
         }
       } finally {
         if (created.length === 0) await writes.releaseImportLock().catch(() => undefined);
       }
+      await Promise.all(written.map(({ objectName, cluster }) => manager.firstProbeAfterWrite(objectName, connectionOf(cluster))));
       request.auditDetail = { name: created.join(',') };
       return reply.code(201).send({
         message: `imported ${created.length} cluster${created.length === 1 ? '' : 's'} successfully`,

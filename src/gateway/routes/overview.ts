@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAccess } from '../../resources/access.js';
 import { selectCluster } from '../../resources/cluster-select.js';
+import { holdClusterSlot } from '../../resources/cluster-slot.js';
 import { impersonationHeaders } from '../../resources/impersonation.js';
 import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
 import { clientClosed } from '../../resources/upstream.js';
@@ -25,8 +26,9 @@ export default async function overviewRoutes(app: FastifyInstance) {
     },
     async (request, reply) => {
       const principal = request.principal!;
-      const conn = selectCluster(app.services.clusters, request);
+      const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
       request.clusterName = conn.name;
+      holdClusterSlot(reply, conn, principal, false);
       for (const resource of OVERVIEW_RESOURCES) requireAccess(app.services.auth, principal, conn.name, resource, undefined, 'list');
       const controller = new AbortController();
       reply.raw.once('close', () => {

@@ -11,6 +11,7 @@ import { requireAccess, verbFor } from '../../resources/access.js';
 import { isWriteVerb } from '../../resources/audit.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
+import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
 import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, deleteQuerySchema, deletedAtOnce, waitUntilDeleted, type DeleteQuery } from '../../resources/delete.js';
 import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
 import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
@@ -93,12 +94,13 @@ export default async function resourceRoutes(app: FastifyInstance) {
   registerBodyParsers(app);
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
-  async function prepare(request: FastifyRequest, signal: AbortSignal): Promise<Prepared> {
+  async function prepare(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal): Promise<Prepared> {
     const params = request.params as Params;
     const segments: PathSegments = checkSegments({ resource: params.resource, namespace: params.namespace, name: params.name });
     const principal = request.principal!;
-    const conn = selectCluster(app.services.clusters, request);
+    const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
     request.clusterName = conn.name;
+    holdClusterSlot(reply, conn, principal, isLongRunning(request.method, request.query as ReadQuery & DeleteQuery));
     const resolved = await conn.resolveResource(segments.resource);
     if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
     const target = planTarget(resolved, segments);
@@ -114,27 +116,31 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return expectSuccess(await p.conn.request({ method, path, headers, body: framed, signal: p.signal, turnKey }));
   }
 
-  function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): void {
+  /** The caller's roles, then the host guard (kiteline's own namespace and group: 403 for everyone). */
+  async function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): Promise<void> {
     if (isWriteVerb(verb)) {
       request.auditDetail = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
     }
     requireAccess(app.services.auth, p.principal, p.conn.name, p.target.resource, namespace, verb);
+    await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb });
   }
 
   async function list(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const query = request.query as ReadQuery;
-    authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
-    const path = withSearch(collectionPath(p.target.resolved, p.target.namespace), listSearch(query));
+    await authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
+    const fieldSelector =
+      p.target.namespace === undefined ? await app.services.hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector) : query.fieldSelector;
+    const path = withSearch(collectionPath(p.target.resolved, p.target.namespace), listSearch({ ...query, fieldSelector }));
     const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers: upstreamHeaders(JSON_HEADERS, p.impersonation), signal: p.signal }));
     return streamToClient(reply, res, { flushHeaders: !!query.watch });
   }
 
   async function get(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const { resolved, namespace, name } = p.target;
     const query = request.query as ReadQuery;
-    authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
+    await authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
     const headers = upstreamHeaders(JSON_HEADERS, p.impersonation);
     if (!query.watch) {
       // One object: read whole, shared with identical reads waiting at the same time.
@@ -147,33 +153,33 @@ export default async function resourceRoutes(app: FastifyInstance) {
   }
 
   async function create(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const query = request.query as WriteQuery;
     const write = prepareWrite(request.body, p.target.resolved, p.target.resource, p.target.namespace, undefined, 'POST');
-    authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
+    await authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
     const path = withSearch(collectionPath(p.target.resolved, write.namespace), writeSearch(query));
     const res = await send(p, 'POST', path, 'application/json', JSON.stringify(write.object));
     return streamToClient(reply, res);
   }
 
   async function replace(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const query = request.query as WriteQuery;
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
-    authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
+    await authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
     const object = objectPath(resolved, write.namespace, name!);
     const res = await send(p, 'PUT', withSearch(object, writeSearch(query)), 'application/json', JSON.stringify(write.object), object);
     return streamToClient(reply, res);
   }
 
   async function patch(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const query = request.query as WriteQuery & { patchType?: string };
     const type = patchTypeOf(query.patchType, request.headers['content-type']);
     const body = preparePatch(type, request.body, { resource, namespace, name: name!, fieldManager: query.fieldManager });
-    authorize(request, p, 'patch', namespace, name, !!query.dryRun);
+    await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
     // Server-side apply creates a missing object: it needs create as well.
     if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
     const object = objectPath(resolved, namespace, name!);
@@ -182,10 +188,10 @@ export default async function resourceRoutes(app: FastifyInstance) {
   }
 
   async function remove(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
-    const p = await prepare(request, signal);
+    const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const query = request.query as DeleteQuery;
-    authorize(request, p, 'delete', namespace, name, !!query.dryRun);
+    await authorize(request, p, 'delete', namespace, name, !!query.dryRun);
     const res = await send(p, 'DELETE', objectPath(resolved, namespace, name!), 'application/json', JSON.stringify(deleteOptions(query)));
     if (query.wait === false || query.dryRun) return streamToClient(reply, res);
     const description = describeObject(resource, namespace, name!);

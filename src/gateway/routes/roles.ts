@@ -4,9 +4,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkPatterns, checkRoleName, parseId } from '../../auth/rules.js';
 import { roleView } from '../../auth/views.js';
-import { BadRequestError, ConflictError, NotFoundError } from '../../errors.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
 import { resourceId, type RoleResource, type RoleSpec } from '../../host/resources.js';
-import { ADMIN_ROLE, roleName } from '../../host/roles.js';
+import { roleName } from '../../host/roles.js';
 import { idParams, objectOf, ref, replies } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/roles';
@@ -181,10 +181,6 @@ export default async function roleRoutes(app: FastifyInstance) {
       const user = auth.users.byUsername(request.query.subject);
       if (!user) throw new NotFoundError(`user not found: ${request.query.subject}`);
       const name = roleName(role);
-      if (name === ADMIN_ROLE && user.spec.enabled !== false && (user.spec.roles ?? []).includes(ADMIN_ROLE)) {
-        const admins = auth.users.list().filter((u) => u.spec.enabled !== false && (u.spec.roles ?? []).includes(ADMIN_ROLE));
-        if (admins.length === 1) throw new ConflictError('cannot remove the admin role from the last enabled admin');
-      }
       await auth.users.updateRoles(user, (roles) => roles.filter((r) => r !== name));
       return { success: true };
     },

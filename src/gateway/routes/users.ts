@@ -1,5 +1,7 @@
 // User administration (CONTRACT section 4, spec 4.1): /api/v1/admin/users/... All routes need
-// role admin, except create_super_user, which is public only while no user exists.
+// role admin, except create_super_user, which is public until the first super user is created
+// (and then closed for good, bootstrap.ts); it answers with the new user's session cookie, so
+// Kite's set-up flow goes on signed in (the cluster import that follows needs an admin).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkPassword, checkUsername, parseId } from '../../auth/rules.js';
 import { userView } from '../../auth/views.js';
@@ -8,6 +10,7 @@ import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { ADMIN_ROLE } from '../../host/roles.js';
 import { claimSuperUserBootstrap } from '../../host/bootstrap.js';
+import { wantsSecureCookie } from '../plugins/authenticate.js';
 import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/users';
@@ -75,17 +78,9 @@ export default async function userRoutes(app: FastifyInstance) {
     return user;
   }
 
-  function enabledAdmins(): UserResource[] {
-    return users.list().filter((u) => u.spec.enabled !== false && (u.spec.roles ?? []).includes(ADMIN_ROLE));
-  }
-
-  /** 409 when the change would remove the caller or the last enabled admin. */
-  function guardRemoval(target: UserResource, callerId: number | undefined, action: string): void {
+  /** 409 when the change would remove the caller (the last enabled admin is the store's rule). */
+  function guardSelf(target: UserResource, callerId: number | undefined, action: string): void {
     if (callerId !== undefined && resourceId(target) === callerId) throw new ConflictError(`you cannot ${action} yourself`);
-    const admins = enabledAdmins();
-    if (admins.length === 1 && admins[0]!.metadata.uid === target.metadata.uid) {
-      throw new ConflictError(`cannot ${action} the last enabled admin`);
-    }
   }
 
   const callerUserId = (principal: { kind: string; id: number } | undefined) =>
@@ -93,8 +88,10 @@ export default async function userRoutes(app: FastifyInstance) {
 
   const superUserSchema = {
     tags: ['setup'],
-    summary: 'Create the first user, with role admin',
-    description: 'Public only while no user exists (of two concurrent calls exactly one succeeds); afterwards 403.',
+    summary: 'Create the first user, with role admin, and sign in as that user',
+    description:
+      'Public until the first super user exists (of two concurrent calls exactly one succeeds); afterwards 403 for good, ' +
+      'even if every user is deleted later. Sets the `auth_token` session cookie of the new user, as a login does.',
     security: PUBLIC,
     body: newUserBody,
     response: userReply(201),
@@ -103,9 +100,10 @@ export default async function userRoutes(app: FastifyInstance) {
     const { username, password, name } = request.body;
     checkUsername(username);
     checkPassword(password);
-    if (users.any()) throw new ForbiddenError('super user already exists');
+    const closed = () => new ForbiddenError('super user already exists');
+    if (users.any()) throw closed();
     const claim = await claimSuperUserBootstrap(app.services.host);
-    if (!claim) throw new ForbiddenError('super user already exists');
+    if (!claim) throw closed();
     let user: UserResource;
     try {
       user = await users.create({ username, password, name: name ?? '', roles: [ADMIN_ROLE] });
@@ -113,7 +111,7 @@ export default async function userRoutes(app: FastifyInstance) {
       await claim.release();
       throw err;
     }
-    await claim.ownBy({ ...user, apiVersion: 'kiteline.io/v1alpha1', kind: 'User' });
+    reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
     return reply.code(201).send(view(user));
   });
 
@@ -200,7 +198,7 @@ export default async function userRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const user = userById(request.params.id);
-      guardRemoval(user, callerUserId(request.principal), 'delete');
+      guardSelf(user, callerUserId(request.principal), 'delete');
       await users.delete(user);
       return { success: true };
     },
@@ -240,7 +238,7 @@ export default async function userRoutes(app: FastifyInstance) {
     async (request) => {
       const user = userById(request.params.id);
       const enabled = request.body.enabled;
-      if (!enabled) guardRemoval(user, callerUserId(request.principal), 'disable');
+      if (!enabled) guardSelf(user, callerUserId(request.principal), 'disable');
       if ((user.spec.enabled !== false) !== enabled) await users.setEnabled(user, enabled);
       return { success: true };
     },

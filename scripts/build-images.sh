@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds the node's container images locally, without a registry or a daemon, as OCI archives:
+#   kiteline.local/pause:3.4    the sandbox ("pause") image: build/pause/linux/pause.c of the same
+#                               Kubernetes source tree as the binaries, compiled statically
+#   kiteline.local/busybox:1    a tools image for tests and the README tour: Debian's
+#                               busybox-static (sh, sleep, nc, httpd, wget, ...)
+# Each image is assembled with umoci (layer + config in an OCI layout) and written as an
+# oci-archive by skopeo, named so that `ctr images import` registers it under that name.
+# Archives land in "$1" (default ~/.cache/kiteline/images). Idempotent: exits at once when the
+# archives of this recipe are there. Needs root for apt-get (CI and dev machines are).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cache="${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}"
+out="${1:-$cache/images}"
+# Bump when the recipe changes, so cached archives from an older recipe are rebuilt.
+recipe=1
+images=(pause busybox)
+have_all() {
+  for i in "${images[@]}"; do [ -s "$out/$i.tar" ] || return 1; done
+  [ "$(cat "$out/.recipe" 2>/dev/null)" = "$recipe" ]
+}
+if have_all; then exit 0; fi
+
+export DEBIAN_FRONTEND=noninteractive
+# busybox-static replaces Debian's dynamically linked busybox: /bin/busybox is then static.
+need=(umoci skopeo busybox-static gcc libc6-dev)
+missing=()
+for pkg in "${need[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# pause.c comes from the Kubernetes source tree that build-kubernetes.sh unpacks.
+tree=$(find "$cache/kubernetes/src" -maxdepth 1 -type d -name 'kubernetes-*' 2>/dev/null | head -n1)
+if [ -z "$tree" ] || [ ! -f "$tree/build/pause/linux/pause.c" ]; then
+  bash scripts/build-kubernetes.sh
+  tree=$(find "$cache/kubernetes/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
+fi
+pause_c="$tree/build/pause/linux/pause.c"
+# The version the tree's build/pause/Makefile gives its image.
+pause_tag=$(sed -n 's/^TAG = //p' "$tree/build/pause/Makefile")
+
+echo "kiteline: building the node's images into $out" >&2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$out"
+layout="$work/layout"
+umoci init --layout "$layout"
+
+# Assembles image $1 (OCI layout tag) from root filesystem $2, with umoci config arguments after.
+assemble() {
+  local tag=$1 rootfs=$2
+  shift 2
+  umoci new --image "$layout:$tag"
+  umoci insert --image "$layout:$tag" "$rootfs" /
+  umoci config --image "$layout:$tag" --author kiteline --os linux --architecture amd64 "$@"
+}
+
+# The pause image, as upstream builds it (build/pause/Makefile: -Os -static, USER 65535).
+mkdir -p "$work/pause"
+gcc -Os -Wall -Werror -static -DVERSION="v$pause_tag-kiteline" -o "$work/pause/pause" "$pause_c"
+assemble pause "$work/pause" --config.entrypoint /pause --config.user 65535:65535
+
+# The tools image: busybox and a symlink per applet, a writable /tmp and a web root for httpd.
+root="$work/busybox"
+mkdir -p "$root/bin" "$root/tmp" "$root/www" "$root/etc"
+chmod 1777 "$root/tmp"
+cp /bin/busybox "$root/bin/busybox"
+for applet in $(/bin/busybox --list); do
+  [ "$applet" = busybox ] || ln -s busybox "$root/bin/$applet"
+done
+printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$root/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+echo 'kiteline busybox' > "$root/www/index.html"
+assemble busybox "$root" --config.cmd sh --config.env PATH=/bin --config.workingdir /
+
+# oci-archive with the full reference as the image's name annotation (what ctr import reads).
+skopeo copy --quiet "oci:$layout:pause" "oci-archive:$work/pause.tar:kiteline.local/pause:$pause_tag"
+skopeo copy --quiet "oci:$layout:busybox" "oci-archive:$work/busybox.tar:kiteline.local/busybox:1"
+for i in "${images[@]}"; do mv "$work/$i.tar" "$out/$i.tar"; done
+echo "kiteline.local/pause:$pause_tag" > "$out/pause.ref"
+echo "kiteline.local/busybox:1" > "$out/busybox.ref"
+echo "$recipe" > "$out/.recipe"
+echo "kiteline: images ready in $out" >&2

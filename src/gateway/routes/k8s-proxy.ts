@@ -1,0 +1,121 @@
+// The Kubernetes API of every registered cluster, as the caller: /k8s/clusters/<cluster>/<path>
+// forwards any request of the Kubernetes API (discovery, /version, OpenAPI, every verb on every
+// resource and subresource, lists, watches) and the HTTP/1.1 upgrades (exec, attach, port-forward
+// over SPDY or WebSocket) to that cluster. Authentication is a kiteline API key in Authorization
+// (never the session cookie: a browser must not be able to drive kubectl's API); authorization is
+// kiteline's roles on the request info the API server itself will read (src/proxy). Bodies are
+// never parsed: the request stream goes upstream as it arrives, the answer comes back as it
+// arrives, and kiteline's own errors are Kubernetes Status objects. docs/proxy.md.
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../../auth/principal.js';
+import { BadGatewayError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
+import { admitProxyRequest } from '../../proxy/admit.js';
+import { clientResponseHeaders, upstreamRequestHeaders } from '../../proxy/headers.js';
+import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
+import { runUpgradeSession } from '../../proxy/session.js';
+import { statusOf } from '../../proxy/status.js';
+import { holdClusterSlot } from '../../resources/cluster-slot.js';
+import { clientClosed } from '../../resources/upstream.js';
+import { isWriteMethod } from '../audit-table.js';
+import { toHttpError } from '../plugins/errors.js';
+
+const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete']);
+
+/** The API key of a proxied request: Authorization only, a session cookie does not count. */
+function caller(request: FastifyRequest): Principal {
+  const header = request.headers.authorization;
+  if (typeof header !== 'string' || header.trim() === '') throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
+  if (!request.principal) throw new UnauthorizedError(request.authFailure ?? 'invalid API key');
+  return request.principal;
+}
+
+/** A request body is forwarded when the client sent one (never for GET and HEAD). */
+function hasBody(request: FastifyRequest): boolean {
+  if (request.method === 'GET' || request.method === 'HEAD') return false;
+  const length = request.headers['content-length'];
+  return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+export default async function k8sProxyRoutes(app: FastifyInstance) {
+  const { services } = app;
+
+  // The body stays the raw request stream, whatever its type or size: it is piped upstream.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_request, _payload, done) => done(null));
+
+  app.setErrorHandler((err, request, reply) => {
+    const known = toHttpError(err);
+    if (!known) request.log.error({ err }, 'unhandled error');
+    else if (known.status >= 500) request.log.warn({ status: known.status, reason: known.reason, msg: known.message }, 'upstream error');
+    if (known instanceof TooManyRequestsError) reply.header('retry-after', String(known.retryAfterSeconds));
+    return reply.code(known?.status ?? 500).type('application/json').send(statusOf(known, request.id));
+  });
+
+  async function forward(request: FastifyRequest, reply: FastifyReply) {
+    const principal = caller(request);
+    const controller = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    const admitted = await admitProxyRequest(services, principal, request.method, request.raw.url ?? request.url, request.headers['content-type']);
+    const { conn, access } = admitted;
+    request.clusterName = conn.name;
+    if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
+      request.auditDetail = { verb: admitted.info.verb, cluster: conn.name, resource: access.resource, namespace: access.namespace, name: access.name, dryRun: admitted.dryRun };
+    }
+    holdClusterSlot(reply, conn, principal, admitted.longRunning);
+    let res;
+    try {
+      res = await conn.request({
+        method: request.method,
+        path: admitted.upstreamPath,
+        headers: { ...upstreamRequestHeaders(request.headers), ...admitted.impersonation },
+        body: hasBody(request) ? request.raw : undefined,
+        signal: controller.signal,
+      });
+    } catch (err) {
+      if (controller.signal.aborted) throw clientClosed();
+      throw err;
+    }
+    if (res.statusCode === 401) {
+      res.destroy();
+      throw new BadGatewayError("the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig");
+    }
+    reply.code(res.statusCode).headers(clientResponseHeaders(res.headers));
+    // An answer of unknown length (a watch, logs -f) sends its head at once; every chunk after it
+    // goes out as it arrives.
+    if (res.headers['content-length'] === undefined) reply.raw.once('pipe', () => reply.raw.flushHeaders());
+    return reply.send(res);
+  }
+
+  app.all('/*', { schema: { hide: true } }, forward);
+
+  // Upgrades never reach a route: Node hands them to the server's 'upgrade' listeners.
+  const sessions = new Set<Duplex>();
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (!req.url?.startsWith(PROXY_PREFIX)) return serveWithoutUpgrade(app.server, req, socket as Socket);
+    sessions.add(socket);
+    void runUpgradeSession(services, services.log, req, socket, head).finally(() => sessions.delete(socket));
+  };
+  app.server.on('upgrade', onUpgrade);
+  app.addHook('onClose', async () => {
+    app.server.removeListener('upgrade', onUpgrade);
+    for (const socket of sessions) socket.destroy();
+  });
+}
+
+/**
+ * An upgrade request outside the proxy (say curl's `Upgrade: h2c`) is answered as the plain
+ * HTTP/1.1 request it also is, as it would be without an upgrade listener, on a connection that
+ * closes afterwards.
+ */
+function serveWithoutUpgrade(server: Server, req: IncomingMessage, socket: Socket): void {
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => socket.end());
+  server.emit('request', req, res);
+}

@@ -1,0 +1,66 @@
+// The one admission of a proxied request, for plain requests and upgrades alike: the cluster from
+// the path (the same 404 for a missing cluster and one the caller may not use), the request info,
+// kiteline's roles and the host guard, and the upstream path: the client's, unchanged, except that
+// a list or watch across all namespaces of the host cluster gets the guard's field selector.
+import type { Principal } from '../auth/principal.js';
+import type { ClusterConnection, ClusterDirectory, ResolvedResource } from '../clusters/types.js';
+import type { Authorizer } from '../resources/access.js';
+import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js';
+import type { HostGuard } from '../resources/host-guard.js';
+import { impersonationHeaders, type UpstreamHeaders } from '../resources/impersonation.js';
+import { authorizeProxyRequest, guardedResource, isLongRunning, type ProxyAccess } from './authorize.js';
+import { parseProxyUrl, withFieldSelector } from './proxy-url.js';
+import { parseRequestInfo, type RequestInfo } from './request-info.js';
+
+export interface ProxyServices {
+  auth: Authorizer & { canAccessCluster(principal: Principal, cluster: string): boolean };
+  clusters: ClusterDirectory;
+  hostGuard: HostGuard;
+}
+
+export interface AdmittedRequest {
+  conn: ClusterConnection;
+  info: RequestInfo;
+  /** What the request touches; undefined for an open non-resource URL (discovery, /version). */
+  access: ProxyAccess | undefined;
+  /** Path and query on the cluster's API server. */
+  upstreamPath: string;
+  /** Impersonate-User/-Group for the caller when the cluster impersonates. */
+  impersonation: UpstreamHeaders;
+  /** A watch, a log stream, exec, attach, port-forward or proxy: holds its connection. */
+  longRunning: boolean;
+  dryRun: boolean;
+}
+
+const LIST_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
+
+export async function admitProxyRequest(services: ProxyServices, principal: Principal, method: string, url: string, contentType: string | undefined): Promise<AdmittedRequest> {
+  const parsed = parseProxyUrl(url);
+  const conn = await selectCluster(services.clusters, { headers: { [CLUSTER_SELECTOR]: parsed.cluster }, query: {} }, (cluster) =>
+    services.auth.canAccessCluster(principal, cluster),
+  );
+  const info = parseRequestInfo(method, parsed.path, parsed.query);
+  const access = await authorizeProxyRequest(services, principal, conn, info, contentType);
+  let query = parsed.query;
+  if (LIST_VERBS.has(info.verb) && info.namespace === '' && info.isResourceRequest && (await services.hostGuard.reachesHost(conn))) {
+    const given = new URLSearchParams(query).get('fieldSelector') ?? undefined;
+    const selector = await services.hostGuard.listFieldSelector(conn, await scopeOf(conn, info), given);
+    if (selector !== undefined) query = withFieldSelector(query, selector);
+  }
+  return {
+    conn,
+    info,
+    access,
+    upstreamPath: query ? `${parsed.rawPath}?${query}` : parsed.rawPath,
+    impersonation: impersonationHeaders(conn, principal),
+    longRunning: isLongRunning(info),
+    dryRun: new URLSearchParams(parsed.query).has('dryRun'),
+  };
+}
+
+/** The resource with its scope from discovery; one the cluster does not list counts as namespaced (the guard fails closed). */
+async function scopeOf(conn: ClusterConnection, info: RequestInfo): Promise<ResolvedResource> {
+  const found = await conn.resolveResource(info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource);
+  if (found && found.group === info.apiGroup) return found;
+  return { ...guardedResource(info), namespaced: true };
+}

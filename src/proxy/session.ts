@@ -1,0 +1,170 @@
+// One upgraded session through the proxy (exec, attach, port-forward over SPDY or WebSocket, or a
+// WebSocket watch): authenticated by the API key in Authorization, admitted like any proxied
+// request, one of the caller's long-running slots on the cluster, then the client's socket and the
+// cluster's spliced both ways with no buffering beyond what each socket holds (pipe: a slow side
+// slows the other, nothing piles up). One audit line when it ends: who, cluster, verb, resource,
+// namespace, name, result, start, end and the bytes each way; never a byte of the stream.
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Principal } from '../auth/principal.js';
+import type { UpgradeAnswer } from '../clusters/upgrade.js';
+import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { admitProxyRequest, type AdmittedRequest, type ProxyServices } from './admit.js';
+import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from './headers.js';
+import { statusOf } from './status.js';
+
+export interface SessionServices extends ProxyServices {
+  auth: ProxyServices['auth'] & { authenticateApiKey(header: string): { principal: Principal } | { failure: string } };
+}
+
+/** What one session did, as its audit line shows it. */
+interface SessionRecord {
+  who: string;
+  whoKind: string;
+  requestId: string;
+  cluster: string;
+  verb: string;
+  resource: string;
+  namespace: string;
+  name: string;
+  result: 'success' | 'failure';
+  status: number;
+  start: string;
+  end: string;
+  /** Bytes from the client to the cluster, and back. */
+  bytesIn: number;
+  bytesOut: number;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** Runs one upgrade request on the client's socket until either side ends it. */
+export async function runUpgradeSession(services: SessionServices, log: Logger, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+  const given = req.headers['x-request-id'];
+  const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+  const record: SessionRecord = {
+    who: 'anonymous',
+    whoKind: 'anonymous',
+    requestId,
+    cluster: '',
+    verb: '',
+    resource: '',
+    namespace: '',
+    name: '',
+    result: 'failure',
+    status: 0,
+    start: new Date().toISOString(),
+    end: '',
+    bytesIn: 0,
+    bytesOut: 0,
+  };
+  client.on('error', () => undefined);
+  let release: (() => void) | undefined;
+  let admitted: AdmittedRequest | undefined;
+  try {
+    const principal = authenticate(services, req);
+    Object.assign(record, { who: principal.name, whoKind: principal.kind });
+    admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers['content-type']);
+    describe(record, admitted);
+    release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
+    const answer = await admitted.conn.upgrade({
+      method: req.method ?? 'GET',
+      path: admitted.upstreamPath,
+      headers: { ...upstreamRequestHeaders(req.headers, true), ...admitted.impersonation },
+    });
+    record.status = answer.statusCode;
+    if (answer.statusCode === 401) {
+      answer.socket.destroy();
+      throw new BadGatewayError(`the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`);
+    }
+    record.result = answer.statusCode === 101 ? 'success' : 'failure';
+    await splice(client, head, answer, record);
+  } catch (err) {
+    const known = err instanceof HttpError ? err : undefined;
+    if (!known) log.error({ err, requestId }, 'upgrade failed');
+    record.status = known?.status ?? 500;
+    refuse(client, record.status, statusOf(known, requestId), known instanceof TooManyRequestsError ? known.retryAfterSeconds : undefined);
+  } finally {
+    release?.();
+    record.end = new Date().toISOString();
+    // Only what names an action is audited: an anonymous refusal or a malformed path is not one.
+    if (admitted || record.who !== 'anonymous') log.info({ audit: record }, 'audit');
+  }
+}
+
+function authenticate(services: SessionServices, req: IncomingMessage): Principal {
+  const header = req.headers.authorization;
+  if (!header || header.trim() === '') throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
+  const result = services.auth.authenticateApiKey(header);
+  if ('failure' in result) throw new UnauthorizedError(result.failure);
+  return result.principal;
+}
+
+function describe(record: SessionRecord, admitted: AdmittedRequest): void {
+  record.cluster = admitted.conn.name;
+  record.verb = admitted.access?.verb ?? admitted.info.verb;
+  record.resource = admitted.access?.resource ?? admitted.info.path;
+  record.namespace = admitted.access?.namespace ?? '';
+  record.name = admitted.access?.name ?? '';
+}
+
+/**
+ * Sends the cluster's head to the client and splices the two sockets until either ends. A
+ * non-101 answer (an error Status) is passed through the same way and ends with the cluster's
+ * connection (kiteline sends Connection: Upgrade, so the cluster closes after an error).
+ */
+function splice(client: Duplex, clientHead: Buffer, answer: UpgradeAnswer, record: SessionRecord): Promise<void> {
+  const upstream = answer.socket;
+  const upgraded = answer.statusCode === 101;
+  client.write(responseHead(answer.statusCode, answer.statusMessage, clientResponseHeaders(answer.headers, upgraded)));
+  if (answer.rest.length > 0) {
+    record.bytesOut += answer.rest.length;
+    client.write(answer.rest);
+  }
+  if (upgraded && clientHead.length > 0) {
+    record.bytesIn += clientHead.length;
+    upstream.write(clientHead);
+  }
+  (client as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
+  (client as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
+  return new Promise((resolve) => {
+    upstream.on('data', (chunk: Buffer) => (record.bytesOut += chunk.length));
+    if (upgraded) client.on('data', (chunk: Buffer) => (record.bytesIn += chunk.length));
+    let ended = false;
+    const end = () => {
+      if (ended) return;
+      ended = true;
+      client.destroy();
+      upstream.destroy();
+      resolve();
+    };
+    upstream.pipe(client);
+    if (upgraded) client.pipe(upstream);
+    for (const socket of [client, upstream]) {
+      socket.once('close', end);
+      socket.once('error', end);
+    }
+    upstream.once('end', () => client.end());
+    upstream.resume();
+  });
+}
+
+function responseHead(code: number, message: string, headers: HeaderMap): string {
+  const lines = [`HTTP/1.1 ${code} ${message}`];
+  for (const [name, value] of Object.entries(headers)) {
+    for (const one of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${one}`);
+  }
+  return `${lines.join('\r\n')}\r\n\r\n`;
+}
+
+/** Answers the upgrade request with a Status and closes the connection. */
+function refuse(client: Duplex, code: number, status: object, retryAfterSeconds: number | undefined): void {
+  if (client.destroyed) return;
+  const body = JSON.stringify(status);
+  const headers: HeaderMap = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+  if (retryAfterSeconds !== undefined) headers['retry-after'] = String(retryAfterSeconds);
+  const head = responseHead(code, STATUS_CODES[code] ?? '', headers);
+  client.end(head + body);
+}
