@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps build run test test-only bench soak clean stop
+.PHONY: deps build image run test test-only bench soak clean stop
 
 # Everything the project needs on a fresh Debian machine: etcd, containerd, runc and the CNI
 # plugins (Debian's packages), the Kubernetes binaries and the node's images (built once into
@@ -27,7 +27,13 @@ run: build
 stop:
 	node bin/kiteline.js controlplane stop --dir $(HOST_DIR)
 
-test: build test-only
+# kiteline's own image (deploy/Dockerfile, built with buildah; no daemon, no registry) as an OCI
+# archive in ~/.cache/kiteline/images; rebuilt only when its inputs change. test/in-cluster.test.ts
+# runs it on the host plane's node.
+image:
+	bash scripts/build-image.sh
+
+test: build image test-only
 
 test-only:
 	bash scripts/run-tests.sh

@@ -97,10 +97,13 @@ fi
 # build only (a TLS-inspecting proxy's CA may be in it).
 machine_cas="${NODE_EXTRA_CA_CERTS:-/etc/ssl/certs/ca-certificates.crt}"
 echo "kiteline: building $app_ref from deploy/Dockerfile" >&2
-buildah "${store[@]}" bud --quiet --isolation chroot --layers=false -f deploy/Dockerfile \
+if ! buildah "${store[@]}" bud --isolation chroot --layers=false -f deploy/Dockerfile \
   --build-arg "BASE_IMAGE=oci-archive:$out/kiteline-base.tar" \
   --volume "$machine_cas:/run/kiteline-build/ca.crt:ro" --build-arg NODE_EXTRA_CA_CERTS=/run/kiteline-build/ca.crt \
-  -t "$app_ref" . >/dev/null
+  -t "$app_ref" . >"$work/build.log" 2>&1; then
+  tail -n 40 "$work/build.log" >&2
+  exit 1
+fi
 buildah "${store[@]}" push --quiet "$app_ref" "oci-archive:$work/kiteline.tar:$app_ref"
 mv "$work/kiteline.tar" "$out/kiteline.tar"
 echo "$app_ref" >"$out/kiteline.ref"

@@ -57,7 +57,7 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   const host = await testControlPlane('host');
   const ns = uniqueName('kl-pod');
   const docs = parseAllDocuments(kubectl(host.kubeconfigPath, ['kustomize', join(PACKAGE_ROOT, 'deploy')]).stdout).map((d) => d.toJS() as Doc);
-  // CRDs are already installed on the shared host; there are no nodes to run the Deployment.
+  // CRDs are already installed on the shared host; the Deployment's pods run in test/in-cluster.test.ts.
   const manifests = relocate(docs.filter((d) => d.kind !== 'CustomResourceDefinition' && d.kind !== 'Deployment'), ns);
   const optional = relocate([parseAllDocuments(readFileSync(join(PACKAGE_ROOT, 'deploy', 'optional', 'in-cluster-admin.yaml'), 'utf8'))[0]!.toJS() as Doc], ns)[0]!;
   optional.metadata.name += `-${ns}`;

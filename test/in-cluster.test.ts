@@ -90,9 +90,10 @@ function kitelinePods(): Pod[] {
 
 const isReady = (pod: Pod) => pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 
-function leaseHolder(): string {
+/** The pod that holds the leader lease (its identity is `<pod name>_<random suffix>`), or ''. */
+function leaderPod(): string {
   const res = kubectl(kc, ['-n', NS, 'get', 'lease', LEADER_LEASE_NAME, '-o', 'jsonpath={.spec.holderIdentity}']);
-  return res.status === 0 ? res.stdout.trim() : '';
+  return res.status === 0 ? res.stdout.trim().replace(/_[^_]*$/, '') : '';
 }
 
 async function rolledOut(): Promise<void> {
@@ -187,7 +188,7 @@ t.test('through kubectl port-forward svc/kiteline: bootstrap, imports, resource 
   const created = await call(gw, 'POST', '/api/v1/admin/clusters/', { headers: asAdmin, body: { name: 'target-a', config: kubeconfigForPods() } });
   t.equal(created.status, 201, `the second control plane, by kubeconfig: ${created.text}`);
   const key = await call(gw, 'POST', '/api/v1/admin/apikeys/', { headers: asAdmin, body: { name: 'load', roles: ['admin'] } });
-  t.equal(key.status, 201, key.text);
+  t.equal(key.status, 201, 'an admin API key');
   apiKey = key.body.key;
 
   const auth = { authorization: apiKey };
@@ -271,18 +272,18 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
   const load = await startLoad(t);
 
   await t.test('the leader pod deleted: the other replica takes the lease and writes Cluster status', async (t) => {
-    const leader = leaseHolder();
+    const leader = leaderPod();
     t.ok(kitelinePods().some((p) => p.metadata.name === leader), `the leader is a pod: ${leader}`);
     const from = Date.now();
     k(['-n', NS, 'delete', 'pod', leader, '--wait=false']);
-    const successor = await eventually('another holder', () => { const h = leaseHolder(); return h && h !== leader ? h : undefined; }, LEASE_DURATION_MS * 2, 200);
+    const successor = await eventually('another holder', () => { const h = leaderPod(); return h && h !== leader ? h : undefined; }, LEASE_DURATION_MS * 2, 200);
     const takeoverMs = Date.now() - from;
     t.ok(takeoverMs <= LEASE_DURATION_MS, `lease taken over ${takeoverMs} ms after the delete (lease duration ${LEASE_DURATION_MS} ms)`);
     const applied = Date.now();
     applyDeclaredCluster('declared-after-failover');
     await eventually('status written by the new leader', () => clusterStatusReady('declared-after-failover'), LEASE_DURATION_MS, 200);
     const statusMs = Date.now() - applied;
-    t.equal(leaseHolder(), successor, 'still the successor');
+    t.equal(leaderPod(), successor, 'still the successor');
     await rolledOut();
     await new Promise((r) => setTimeout(r, 3000));
     const result = window(load, from);
@@ -302,12 +303,12 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
   });
 
   await t.test('a replica SIGKILLed: its replacement serves', async (t) => {
-    const victim = leaseHolder();
+    const victim = leaderPod();
     const pod = kitelinePods().find((p) => p.metadata.name === victim)!;
     const container = pod.status.containerStatuses![0]!;
     const from = Date.now();
     killContainer(host.dir, container.containerID!.replace(/^containerd:\/\//, ''));
-    const successor = await eventually('another holder', () => { const h = leaseHolder(); return h && h !== victim ? h : undefined; }, LEASE_DURATION_MS * 3, 200);
+    const successor = await eventually('another holder', () => { const h = leaderPod(); return h && h !== victim ? h : undefined; }, LEASE_DURATION_MS * 3, 200);
     const takeoverMs = Date.now() - from;
     const restarted = await eventually('the killed replica restarted and Ready', () => {
       const now = kitelinePods().find((p) => p.metadata.name === victim);

@@ -45,6 +45,9 @@ function registeredRoutes(app: FastifyInstance): Set<string> {
     prefixes[depth] = path;
     prefixes.length = depth + 1;
     if (path === '/docs' || path.startsWith('/docs/')) continue;
+    // The kubectl proxy (/k8s/clusters/*, which find-my-way prints as a bare `*`) is the clusters'
+    // own Kubernetes API, documented by each cluster's /openapi/v2, not by kiteline's document.
+    if (path === '*' || path.startsWith('/k8s/clusters/')) continue;
     for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
       routes.add(`${method} ${path.replace(/:([A-Za-z_]+)/g, '{$1}')}`);
     }

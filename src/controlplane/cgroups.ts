@@ -32,13 +32,25 @@ export function createCgroupRoot(name: string): void {
   }
 }
 
+/**
+ * Runs a file-system call on a cgroup that may vanish meanwhile (the kubelet and containerd remove
+ * pod and container cgroups while stop walks the tree): a vanished one gives `fallback`.
+ */
+function unlessVanished<T>(call: () => T, fallback: T): T {
+  try {
+    return call();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return fallback;
+    throw err;
+  }
+}
+
 /** Every cgroup directory under /<name>, deepest first. */
 function subtree(root: string): string[] {
-  if (!existsSync(root)) return [];
-  const children = readdirSync(root)
+  const children = unlessVanished(() => readdirSync(root), [] as string[])
     .map((entry) => join(root, entry))
-    .filter((path) => statSync(path).isDirectory());
-  return [...children.flatMap(subtree), root];
+    .filter((path) => unlessVanished(() => statSync(path).isDirectory(), false));
+  return existsSync(root) ? [...children.flatMap(subtree), root] : [];
 }
 
 /** Pids of every process in /<name> and below. */
@@ -46,7 +58,8 @@ export function processesInCgroup(name: string): number[] {
   const pids = new Set<number>();
   for (const mount of hierarchies()) {
     for (const dir of subtree(join(mount, name))) {
-      for (const pid of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean)) pids.add(Number(pid));
+      const procs = unlessVanished(() => readFileSync(join(dir, 'cgroup.procs'), 'utf8'), '');
+      for (const pid of procs.split('\n').filter(Boolean)) pids.add(Number(pid));
     }
   }
   return [...pids];
@@ -72,5 +85,5 @@ export async function killCgroup(name: string, timeoutMs = 15_000): Promise<void
 
 /** Removes /<name> from every hierarchy; its processes must be gone. */
 export function removeCgroupRoot(name: string): void {
-  for (const mount of hierarchies()) for (const dir of subtree(join(mount, name))) rmdirSync(dir);
+  for (const mount of hierarchies()) for (const dir of subtree(join(mount, name))) unlessVanished(() => rmdirSync(dir), undefined);
 }
