@@ -19,7 +19,7 @@ import { imageCacheDir } from '../src/controlplane/images.js';
 import { networkFor } from '../src/controlplane/network.js';
 import { importIntoNode, killContainer } from '../src/controlplane/node.js';
 import { LEADER_LEASE_NAME } from '../src/host/lease.js';
-import { kubectl, kubectlInBackground, testControlPlane, TEST_DIR, uniqueName } from './helpers/clusters.js';
+import { kubectl, kubectlInBackground, kubectlPortForward, testControlPlane, TEST_DIR, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { call } from './helpers/gateway.js';
 import type { LoadSample } from './helpers/service-load.js';
@@ -101,22 +101,8 @@ async function rolledOut(): Promise<void> {
   if (res.status !== 0) throw new Error(`rollout: ${res.stderr}`);
 }
 
-/** `kubectl port-forward` to a Service or pod port; the base URL of its local end. */
-async function portForward(t: Test, target: string, remotePort: number): Promise<string> {
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc, '-n', NS, 'port-forward', target, `:${remotePort}`], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => child.kill());
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`port-forward ${target} exited with ${code}`)));
-    setTimeout(() => reject(new Error(`no port-forward to ${target} in time: ${out}`)), 30_000).unref();
-  });
-  return `http://127.0.0.1:${port}`;
-}
+/** `kubectl port-forward` to a Service or pod port of the install; the base URL of its local end. */
+const portForward = (t: Test, target: string, remotePort: number) => kubectlPortForward(t, kc, NS, target, remotePort);
 
 /**
  * target-a's kubeconfig with an address a pod on the host's node reaches: target-a's API server

@@ -1,10 +1,8 @@
 // The shared target-a control plane has a real node: pods run. Everything here is plain kubectl
 // against the control plane, so it proves the node itself before any kiteline route relies on it.
-import { spawn } from 'node:child_process';
 import { get } from 'node:http';
 import t from 'tap';
-import { ensureBinaries } from '../src/controlplane/binaries.js';
-import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectl, kubectlPortForward, testControlPlane, uniqueName } from './helpers/clusters.js';
 
 const BUSYBOX = 'kiteline.local/busybox:1';
 const cp = await testControlPlane('target-a');
@@ -94,19 +92,8 @@ t.test("a pod reaches the API server at the kubernetes Service's IP (kube-proxy)
 
 t.test('kubectl port-forward to the busybox httpd', async (t) => {
   const pod = JSON.parse(k(['get', 'pods', '-l', 'app=web', '-o', 'json'])).items[0].metadata.name;
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc, '-n', ns, 'port-forward', `pod/${pod}`, ':8080'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => child.kill());
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const m = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    child.on('exit', (code) => reject(new Error(`port-forward exited with ${code}`)));
-    setTimeout(() => reject(new Error(`no port-forward in time: ${out}`)), 30_000);
-  });
-  const res = await httpGet(`http://127.0.0.1:${port}/`);
+  const base = await kubectlPortForward(t, kc, ns, `pod/${pod}`, 8080);
+  const res = await httpGet(`${base}/`);
   t.equal(res.status, 200);
   t.equal(res.body, 'kiteline busybox\n', "the pod's web root, through the kubelet's stream");
 });

@@ -1,6 +1,6 @@
 // Test fixtures: the shared control planes (started by scripts/run-tests.sh, or on demand when a
 // file runs alone), kubectl with the matching binary, and unique namespaces per test file.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
@@ -88,4 +88,26 @@ export function installWidgetCrd(t: Test, kubeconfig: string, group: string): st
   t.equal(kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify(crd)).status, 0, 'a test CRD');
   t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s']).status, 0, 'the test CRD is established');
   return name;
+}
+
+/**
+ * Runs `kubectl port-forward <target> :<remotePort>` (a pod or Service) until the test ends and
+ * resolves with the base URL of its local end, e.g. http://127.0.0.1:40123.
+ */
+export async function kubectlPortForward(t: Test, kubeconfig: string, namespace: string, target: string, remotePort: number): Promise<string> {
+  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, '-n', namespace, 'port-forward', target, `:${remotePort}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  t.teardown(() => child.kill());
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const m = /Forwarding from 127\.0\.0\.1:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on('exit', (code) => reject(new Error(`port-forward ${target} exited with ${code}`)));
+    setTimeout(() => reject(new Error(`no port-forward to ${target} in time: ${out}`)), 30_000).unref();
+  });
+  return `http://127.0.0.1:${port}`;
 }
