@@ -16,13 +16,14 @@ deps:
 build: deps
 	$(NODE_BIN)/tsc -p tsconfig.json
 
-# Serves the gateway on 127.0.0.1:8080. With no KUBECONFIG, an embedded control plane in
-# .kiteline/host, with a node, is the host cluster.
+# Serves the gateway on http://127.0.0.1:8080, and on https://127.0.0.1:8443 with a self-signed
+# certificate for kubectl (KITELINE_TLS_PORT= turns that off). With no KUBECONFIG, an embedded
+# control plane in .kiteline/host, with a node, is the host cluster.
 run: build
 	@if [ -z "$$KUBECONFIG" ]; then \
 	  node bin/kiteline.js controlplane start --dir $(HOST_DIR) --name host --node && \
 	  export KUBECONFIG=$(CURDIR)/$(HOST_DIR)/kubeconfig; \
-	fi; exec node bin/kiteline.js serve
+	fi; export KITELINE_TLS_PORT=$${KITELINE_TLS_PORT-8443}; exec node bin/kiteline.js serve
 
 stop:
 	node bin/kiteline.js controlplane stop --dir $(HOST_DIR)

@@ -1,6 +1,7 @@
 // `make bench`: the same requests at the same concurrency against one target cluster through
-// (a) its API server directly, (b) `kubectl proxy`, (c) the kiteline gateway with an API key,
-// then the gateway's scale figures. Prints two Markdown tables (see docs/benchmarks.md) and writes
+// (a) its API server directly, (b) `kubectl proxy`, (c) the kiteline gateway's /api/v1 routes with
+// an API key, (d) the gateway's /k8s/clusters proxy (kubectl's path), then the gateway's scale
+// figures. Prints two Markdown tables (see docs/benchmarks.md) and writes
 // them to .kiteline/bench/results-<time>.md.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -216,10 +217,17 @@ async function main(): Promise<void> {
       { label: 'direct', base: targetCp.server, headers: { authorization: `Bearer ${targetCp.token}` }, ca: targetCp.caPem },
       { label: 'kubectl proxy', base: proxy.url, headers: {} },
       { label: 'gateway', base: gateway.url, headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } },
+      // kubectl's way through the gateway: the Kubernetes path under /k8s/clusters/<cluster>, no body parsed.
+      { label: 'gateway /k8s/clusters', base: gateway.url, headers: { authorization: `Bearer ${key}` } },
     ];
     const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2]!.headers };
-    // Upstream paths for direct and proxy, the gateway's own path for the gateways.
-    const pick = (index: number, upstream: string, viaGateway: string) => (index >= 2 ? viaGateway : upstream);
+    const K8S_PROXY_INDEX = 3;
+    // Upstream paths for direct and kubectl proxy (and under /k8s/clusters), the gateway's own
+    // /api/v1 path for the gateways.
+    const pick = (index: number, upstream: string, viaGateway: string) => {
+      if (index === K8S_PROXY_INDEX) return `/k8s/clusters/${TARGET_CLUSTER}${upstream}`;
+      return index >= 2 ? viaGateway : upstream;
+    };
     const accept = { accept: 'application/json' };
     let patchCounter = 0;
     const rows: Row[] = [

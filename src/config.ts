@@ -71,6 +71,15 @@ export interface Config {
   kubeconfigTokenMaxTtlSeconds: number;
   /** PEM of the CA of an https front end, embedded in kubeconfigs (certificate-authority-data). */
   kubeconfigCa: string | undefined;
+  /** An https listener beside the http one (kubectl sends tokens only over https); undefined: none. */
+  tls: TlsConfig | undefined;
+}
+
+export interface TlsConfig {
+  port: number;
+  /** PEM certificate chain and key files; undefined: a self-signed certificate made at start-up. */
+  certFile: string | undefined;
+  keyFile: string | undefined;
 }
 
 type Source = Record<string, string | undefined>;
@@ -169,6 +178,22 @@ function kubeconfigTokenTtls(pick: (flag: string, envName: string) => string | u
   return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max };
 }
 
+/** The https listener: a port, and a certificate and key given together or not at all. */
+function tlsConfig(pick: (flag: string, envName: string) => string | undefined): TlsConfig | undefined {
+  const rawPort = pick('tls-port', 'KITELINE_TLS_PORT');
+  const certFile = pick('tls-cert-file', 'KITELINE_TLS_CERT_FILE') || undefined;
+  const keyFile = pick('tls-key-file', 'KITELINE_TLS_KEY_FILE') || undefined;
+  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('tls-cert-file and tls-key-file go together: set both or neither');
+  if (rawPort === undefined || rawPort === '') {
+    if (certFile) throw new ConfigError('tls-cert-file needs tls-port: the port of the https listener');
+    return undefined;
+  }
+  for (const [name, path] of [['tls-cert-file', certFile], ['tls-key-file', keyFile]] as const) {
+    if (path !== undefined && !existsSync(path)) throw new ConfigError(`${name}: file not found: ${path}`);
+  }
+  return { port: integer('tls-port', rawPort, 8443, 0, 65535), certFile, keyFile };
+}
+
 function inPodNamespace(serviceAccountDir: string): string | undefined {
   const file = join(serviceAccountDir, 'namespace');
   return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
@@ -239,5 +264,6 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),
     ...kubeconfigTokenTtls(pick),
     kubeconfigCa: caFile('kubeconfig-ca-file', pick('kubeconfig-ca-file', 'KITELINE_KUBECONFIG_CA_FILE')),
+    tls: tlsConfig(pick),
   };
 }

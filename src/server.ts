@@ -5,6 +5,7 @@ import { AuthService } from './auth/auth-service.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
+import { httpsListener } from './gateway/https.js';
 import type { Services } from './gateway/services.js';
 import { ensureCrds } from './host/crds.js';
 import { loadHostKubeConfig } from './host/kube.js';
@@ -48,11 +49,17 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
+  const https = config.tls ? httpsListener(app.server, config.tls, config.host) : undefined;
+  if (https) {
+    services.https = https.endpoint;
+    log.info({ url: await https.listen(config.host), selfSigned: https.endpoint.trustPem !== undefined }, 'kiteline gateway listening (https)');
+  }
 
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
+    await https?.close();
     await app.close();
     auth.stop();
     await clusterManager.stop();

@@ -60,7 +60,8 @@ async function serve(t: Test): Promise<string> {
   const log = openSync(join(logDir, 'readme-tour.log'), 'a');
   const child = spawn(process.execPath, ['bin/kiteline.js', 'serve'], {
     cwd: WORK,
-    env: { ...process.env, KUBECONFIG: join(HOST_DIR, 'kubeconfig'), PORT: String(port), HOST: '127.0.0.1', KITELINE_NAMESPACE: '' },
+    // As `make run`: an https listener beside the http one (its port is the kubeconfig's business).
+    env: { ...process.env, KUBECONFIG: join(HOST_DIR, 'kubeconfig'), PORT: String(port), HOST: '127.0.0.1', KITELINE_NAMESPACE: '', KITELINE_TLS_PORT: String(await freePort()) },
     stdio: ['ignore', log, log],
   });
   t.teardown(() => child.kill('SIGTERM'));

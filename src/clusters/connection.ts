@@ -245,7 +245,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   request(req: UpstreamRequest): Promise<UpstreamResponse> {
-    return this.send(isWatch(req.path) ? this.watchPool : this.pool, req);
+    return this.send((req.longRunning ?? isWatch(req.path)) ? this.watchPool : this.pool, req);
   }
 
   /** One request on the given pool or connection, with the cluster's credentials. */

@@ -26,6 +26,11 @@ export interface UpstreamRequest {
   signal?: AbortSignal;
   /** Writes with the same key (an object's path) go upstream one at a time (write-turns.ts). */
   turnKey?: string;
+  /**
+   * Holds its connection until one side ends it (a watch, `logs -f`, a proxied stream): it goes on
+   * the watch pool. Undefined: a watch when the query says `watch=true`.
+   */
+  longRunning?: boolean;
 }
 
 /**

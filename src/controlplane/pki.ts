@@ -1,5 +1,6 @@
 // The control plane's own certificate authority and the certificates it signs, made with the
-// openssl command (Node can verify X.509 but not issue it).
+// openssl command (Node can verify X.509 but not issue it); also the gateway's self-signed https
+// certificate when it is given none.
 //
 // One CA per control plane directory, kept forever: kubeconfigs trust it, so the API server's
 // serving certificate can be re-issued (e.g. when a node adds an address) without invalidating
@@ -7,7 +8,8 @@
 // identity, none the admin's), and the API server accepts them through --client-ca-file.
 import { spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export interface CertFiles {
@@ -89,4 +91,27 @@ export function ensureClientCert(pkiDir: string, ca: CertFiles, file: string, id
     issue(ca, files, [...groups.map((g) => `/O=${g}`), `/CN=${identity.user}`].join(''), ['extendedKeyUsage=clientAuth']);
   }
   return files;
+}
+
+/**
+ * A self-signed serving certificate (its own CA) for these addresses, made in a scratch
+ * directory and returned as PEM: for a listener whose clients are told to trust exactly it
+ * (`kiteline serve --tls-port` without a certificate; kubeconfigs embed it).
+ */
+export function selfSignedServingCert(ips: string[], dnsNames: string[]): { certPem: string; keyPem: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'kiteline-tls-'));
+  try {
+    const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key') };
+    openssl([
+      'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-sha256', '-days', DAYS,
+      '-keyout', files.key, '-out', files.cert, '-subj', '/CN=kiteline',
+      '-addext', 'basicConstraints=critical,CA:TRUE',
+      '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign',
+      '-addext', 'extendedKeyUsage=serverAuth',
+      '-addext', `subjectAltName=${[...dnsNames.map((d) => `DNS:${d}`), ...ips.map((ip) => `IP:${ip}`)].join(',')}`,
+    ]);
+    return { certPem: readFileSync(files.cert, 'utf8'), keyPem: readFileSync(files.key, 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

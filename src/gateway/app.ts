@@ -8,6 +8,7 @@ import audit from './plugins/audit.js';
 import authenticate from './plugins/authenticate.js';
 import metrics from './plugins/metrics.js';
 import requestLog from './plugins/request-log.js';
+import upgrades from './plugins/upgrades.js';
 import apiKeyRoutes from './routes/apikeys.js';
 import authRoutes from './routes/auth.js';
 import clusterRoutes from './routes/clusters.js';
@@ -65,6 +66,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(authenticate);
   await app.register(metrics);
   await app.register(audit);
+  await app.register(upgrades);
   // Before any route: the OpenAPI document collects every route registered after it.
   await app.register(openapi);
   await app.register(healthRoutes);

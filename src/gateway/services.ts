@@ -8,6 +8,7 @@ import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { HostGuard } from '../resources/host-guard.js';
+import type { HttpsEndpoint } from './https.js';
 
 export interface Services {
   config: Config;
@@ -23,4 +24,6 @@ export interface Services {
   metrics: Metrics;
   /** Keeps kiteline's own namespace and API group on the host cluster out of the resource routes. */
   hostGuard: HostGuard;
+  /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */
+  https?: HttpsEndpoint;
 }

@@ -1,7 +1,8 @@
 // Compares a command's output with what a README shows for it, by structure: the same JSON shape
 // and values, or the same table, except for what differs on every run (ids, uids, keys, times,
 // ages, ports, the random suffixes of generated names), which must only be there. What the README
-// shows as prose is checked only when it states a count ("two ReplicaSets: ..." of a JSON list).
+// shows as prose is checked only when it states a count ("two ReplicaSets: ..." of a JSON list), or
+// when the command printed one plain line (then that line must be what the README shows).
 
 export type Comparison =
   /** Both sides normalized: equal when the output is what the README shows. */
@@ -73,7 +74,12 @@ export function compareShown(shown: string[], output: string): Comparison {
   if (json.found) return { kind: 'compared', actual: normalizeJson(parsedOutput(output.trim())), expected: normalizeJson(json.value) };
   if (shown.length === 1) {
     const count = COUNT.exec(text);
-    if (!count) return { kind: 'prose', text };
+    if (!count) {
+      // A one-line plain answer (kubectl's "hello from the pod") is compared as it is shown.
+      const plain = output.trim();
+      const oneLine = plain !== '' && !plain.includes('\n') && parsedOutput(plain) === plain;
+      return oneLine ? { kind: 'compared', actual: tableTokens([plain]), expected: tableTokens([text]) } : { kind: 'prose', text };
+    }
     const expected = /^\d+$/.test(count[1]!) ? Number(count[1]) : COUNT_WORDS.indexOf(count[1]!.toLowerCase());
     const list = parsedOutput(output.trim());
     return { kind: 'compared', actual: Array.isArray(list) ? { items: list.length } : list, expected: { items: expected } };

@@ -6,9 +6,6 @@
 // kiteline's roles on the request info the API server itself will read (src/proxy). Bodies are
 // never parsed: the request stream goes upstream as it arrives, the answer comes back as it
 // arrives, and kiteline's own errors are Kubernetes Status objects. docs/proxy.md.
-import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
-import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../auth/principal.js';
 import { BadGatewayError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
@@ -75,6 +72,8 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
         headers: { ...upstreamRequestHeaders(request.headers), ...admitted.impersonation },
         body: hasBody(request) ? request.raw : undefined,
         signal: controller.signal,
+        // A watch by either spelling (?watch= or /watch/ paths), logs, proxies: the watch pool.
+        longRunning: admitted.longRunning,
       });
     } catch (err) {
       if (controller.signal.aborted) throw clientClosed();
@@ -93,29 +92,6 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
 
   app.all('/*', { schema: { hide: true } }, forward);
 
-  // Upgrades never reach a route: Node hands them to the server's 'upgrade' listeners.
-  const sessions = new Set<Duplex>();
-  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (!req.url?.startsWith(PROXY_PREFIX)) return serveWithoutUpgrade(app.server, req, socket as Socket);
-    sessions.add(socket);
-    void runUpgradeSession(services, services.log, req, socket, head).finally(() => sessions.delete(socket));
-  };
-  app.server.on('upgrade', onUpgrade);
-  app.addHook('onClose', async () => {
-    app.server.removeListener('upgrade', onUpgrade);
-    for (const socket of sessions) socket.destroy();
-  });
-}
-
-/**
- * An upgrade request outside the proxy (say curl's `Upgrade: h2c`) is answered as the plain
- * HTTP/1.1 request it also is, as it would be without an upgrade listener, on a connection that
- * closes afterwards.
- */
-function serveWithoutUpgrade(server: Server, req: IncomingMessage, socket: Socket): void {
-  const res = new ServerResponse(req);
-  res.shouldKeepAlive = false;
-  res.assignSocket(socket);
-  res.once('finish', () => socket.end());
-  server.emit('request', req, res);
+  // Upgrades never reach a route: plugins/upgrades.ts hands this prefix's to the session runner.
+  app.claimUpgrades(PROXY_PREFIX, (req, socket, head) => runUpgradeSession(services, services.log, req, socket, head));
 }

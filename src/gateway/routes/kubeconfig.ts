@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { UserResource } from '../../host/resources.js';
+import type { HttpsEndpoint } from '../https.js';
 import { replies } from '../schemas.js';
 
 interface Body {
@@ -21,6 +22,20 @@ interface Body {
 /** The kubeconfig's token: "kubeconfig-<username, cut>-<8 hex>", within the 63 characters of a key name. */
 function tokenName(username: string): string {
   return `kubeconfig-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Where the kubeconfig's clusters point: the configured external URL; else, for a request that
+ * came over plain http while an https listener runs, that listener on the host the caller used
+ * (kubectl would not send its token over http); else the request's own scheme and host.
+ */
+function serverBase(request: FastifyRequest, externalUrl: string | undefined, https: HttpsEndpoint | undefined): string {
+  if (externalUrl) return externalUrl;
+  if (request.protocol === 'http' && https) {
+    const host = request.hostname.includes(':') && !request.hostname.startsWith('[') ? `[${request.hostname}]` : request.hostname;
+    return `https://${host}:${https.port}`;
+  }
+  return `${request.protocol}://${request.host}`;
 }
 
 export default async function kubeconfigRoutes(app: FastifyInstance) {
@@ -76,7 +91,8 @@ export default async function kubeconfigRoutes(app: FastifyInstance) {
         createdBy: principal.name,
         owner: user,
       });
-      const base = config.externalUrl ?? `${request.protocol}://${request.host}`;
+      const base = serverBase(request, config.externalUrl, app.services.https);
+      const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
       const current = clusters.defaultCluster()?.name;
       const userEntry = `kiteline-${username}`;
       const document = {
@@ -86,7 +102,7 @@ export default async function kubeconfigRoutes(app: FastifyInstance) {
           name,
           cluster: {
             server: `${base}${PROXY_PREFIX}${encodeURIComponent(name)}`,
-            ...(config.kubeconfigCa ? { 'certificate-authority-data': Buffer.from(config.kubeconfigCa).toString('base64') } : {}),
+            ...(ca ? { 'certificate-authority-data': Buffer.from(ca).toString('base64') } : {}),
           },
         })),
         users: [{ name: userEntry, user: { token: key } }],

@@ -1,0 +1,107 @@
+// HTTP/1.1 Upgrade requests, in one place. Node hands an upgrade to the server's 'upgrade'
+// listeners and never to a route; this plugin owns the one listener:
+//   - a path prefix claimed with app.claimUpgrades (the kubectl proxy's SPDY and WebSocket
+//     sessions) goes to its handler with the raw socket;
+//   - every other upgrade is served as the plain request it also is, through Fastify's routing,
+//     hooks and all (authentication included), with the socket kept aside: a WebSocket route
+//     calls acceptWebSocket to finish the handshake with `ws`; any other route answers it as
+//     HTTP on a connection that closes afterwards (curl's `Upgrade: h2c`, say).
+// A WebSocket authenticated by the session cookie must come from kiteline's own origin (a page
+// elsewhere must not open a terminal with the user's cookie): the Origin header, when a browser
+// sends one, must name the host the request was sent to or the configured external URL.
+import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { BadRequestError, ForbiddenError } from '../../errors.js';
+
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Hands every upgrade under `prefix` to `handler`, before routing (the raw socket is its own). */
+    claimUpgrades(prefix: string, handler: UpgradeHandler): void;
+  }
+}
+
+/** The head bytes of upgrade requests being served through routing, until a route accepts them. */
+const pendingHeads = new WeakMap<IncomingMessage, Buffer>();
+/** Frames above this close the WebSocket (1009): every protocol here sends small JSON messages. */
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+const webSockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false });
+
+/** Whether the request asks for a WebSocket (and came through the upgrade listener). */
+export function isWebSocketRequest(request: FastifyRequest): boolean {
+  return pendingHeads.has(request.raw) && String(request.headers.upgrade ?? '').toLowerCase() === 'websocket';
+}
+
+/**
+ * Completes the WebSocket handshake of an authenticated route: the reply is hijacked, the
+ * socket is the WebSocket's from here on. A plain HTTP request gets 400; a cookie-authenticated
+ * one from another origin 403.
+ */
+export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): Promise<WebSocket> {
+  const head = pendingHeads.get(request.raw);
+  if (!head || !isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+  if (request.principal?.kind === 'user' && request.headers.authorization === undefined) checkOrigin(request);
+  pendingHeads.delete(request.raw);
+  reply.hijack();
+  // A WebSocket lives as long as its protocol says (pings keep it honest), not the idle timeout.
+  request.raw.socket.setTimeout(0);
+  return new Promise((resolve) => {
+    webSockets.handleUpgrade(request.raw, request.raw.socket, head, (ws) => resolve(ws));
+  });
+}
+
+function checkOrigin(request: FastifyRequest): void {
+  const origin = request.headers.origin;
+  if (origin === undefined) return;
+  const allowed = new Set([`http://${request.host}`, `https://${request.host}`]);
+  const external = request.server.services.config.externalUrl;
+  if (external) allowed.add(new URL(external).origin);
+  if (!allowed.has(origin)) throw new ForbiddenError(`a WebSocket signed in by cookie must come from kiteline's own origin, not ${origin}`);
+}
+
+export default fp(
+  async function upgrades(app: FastifyInstance) {
+    const claims: Array<{ prefix: string; handler: UpgradeHandler }> = [];
+    const sessions = new Set<Duplex>();
+    app.decorate('claimUpgrades', (prefix: string, handler: UpgradeHandler) => {
+      claims.push({ prefix, handler });
+    });
+
+    const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      sessions.add(socket);
+      socket.once('close', () => sessions.delete(socket));
+      const claim = claims.find(({ prefix }) => req.url?.startsWith(prefix));
+      if (claim) {
+        void claim.handler(req, socket, head).finally(() => sessions.delete(socket));
+        return;
+      }
+      pendingHeads.set(req, head);
+      serveAsRequest(app.server, req, socket as Socket);
+    };
+    app.server.on('upgrade', onUpgrade);
+    app.addHook('onClose', async () => {
+      app.server.removeListener('upgrade', onUpgrade);
+      for (const ws of webSockets.clients) ws.terminate();
+      for (const socket of sessions) socket.destroy();
+    });
+  },
+  { name: 'kiteline-upgrades' },
+);
+
+/**
+ * Routes an upgrade request as a plain HTTP/1.1 request, as Node would without an upgrade
+ * listener; if no route accepts the WebSocket, the answer goes out on a connection that closes
+ * afterwards.
+ */
+function serveAsRequest(server: Server, req: IncomingMessage, socket: Socket): void {
+  const res = new ServerResponse(req);
+  res.shouldKeepAlive = false;
+  res.assignSocket(socket);
+  res.once('finish', () => socket.end());
+  server.emit('request', req, res);
+}
