@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '../src/controlplane/controlplane.js';
+import { auditFigures } from './audit.js';
 import { processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
 import { DirectKube } from './kube.js';
@@ -212,6 +213,20 @@ async function main(): Promise<void> {
     children.push(plain);
     await waitHttpOk(plain.process, `${plain.url}/readyz`, 120_000);
     await until('the target ready on the second replica', async () => ((await readyClusterCount(plain.url, key)) >= 1 ? true : undefined), 60_000, 50);
+    // A third replica as shipped but with the audit trail off, for the PATCH row: what recording
+    // every write costs a request (same run, same target object).
+    const unaudited = await startGateway({
+      kubeconfig: hostCp.kubeconfigPath,
+      namespace,
+      logDir,
+      logLevel: s.gatewayLogLevel,
+      nodeArgs: s.gatewayNodeArgs,
+      env: { KITELINE_AUDIT_TRAIL: 'false' },
+      logName: 'unaudited',
+    });
+    children.push(unaudited);
+    await waitHttpOk(unaudited.process, `${unaudited.url}/readyz`, 120_000);
+    await until('the target ready on the third replica', async () => ((await readyClusterCount(unaudited.url, key)) >= 1 ? true : undefined), 60_000, 50);
 
     const paths: Path[] = [
       { label: 'direct', base: targetCp.server, headers: { authorization: `Bearer ${targetCp.token}` }, ca: targetCp.caPem },
@@ -221,6 +236,7 @@ async function main(): Promise<void> {
       { label: 'gateway /k8s/clusters', base: gateway.url, headers: { authorization: `Bearer ${key}` } },
     ];
     const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2]!.headers };
+    const unauditedPath: Path = { label: 'gateway, audit trail off', base: unaudited.url, headers: paths[2]!.headers };
     const K8S_PROXY_INDEX = 3;
     // Upstream paths for direct and kubectl proxy (and under /k8s/clusters), the gateway's own
     // /api/v1 path for the gateways.
@@ -254,7 +270,7 @@ async function main(): Promise<void> {
         id: 'patch',
         row: 'PATCH one object',
         unit: 'req/s',
-        paths: [...paths, plainPath],
+        paths: [...paths, plainPath, unauditedPath],
         load: {
           connections: s.connections,
           request: (i) => ({
@@ -284,6 +300,10 @@ async function main(): Promise<void> {
       { what: 'gateway peak RSS (whole run so far)', value: `${after.peakRssMiB.toFixed(0)} MiB` },
       { what: 'kubectl proxy peak RSS', value: `${proxyAfter.peakRssMiB.toFixed(0)} MiB` },
     ];
+
+    if (s.rows.includes('audit')) {
+      figures.push(...(await auditFigures({ s, hostKubeconfig: hostCp.kubeconfigPath, namespace, gatewayUrl: gateway.url, key, log })));
+    }
 
     if (s.scale) {
       const scale = await scaleFigures({ s, hostCp, host, namespace, targetKubeconfig, key, logDir, children, gateway });

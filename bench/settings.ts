@@ -20,6 +20,8 @@ export interface BenchSettings {
   /** Events per watch, and how many watches each path opens one after the other. */
   watchEvents: number;
   watchRounds: number;
+  /** Audit records written for the audit-log figures. */
+  auditRecords: number;
   /** Registered clusters for the start-up figure. */
   clusters: number;
   /** Users for the user-list figure. */
@@ -28,7 +30,7 @@ export interface BenchSettings {
   gatewayLogLevel: string;
   /** Extra node flags for the gateway child (e.g. --cpu-prof while optimizing). */
   gatewayNodeArgs: string[];
-  /** Which comparison rows run (get, list, patch, watch), and whether the scale figures do. */
+  /** Which comparison rows run (get, list, patch, watch) and the audit figures (audit), and whether the scale figures do. */
   rows: string[];
   scale: boolean;
 }
@@ -52,11 +54,12 @@ export function loadSettings(): BenchSettings {
     listSize: whole('BENCH_LIST_SIZE', quick ? 500 : 5000),
     watchEvents: whole('BENCH_WATCH_EVENTS', 1000),
     watchRounds: whole('BENCH_WATCH_ROUNDS', quick ? 3 : 10),
+    auditRecords: whole('BENCH_AUDIT_RECORDS', quick ? 10_000 : 100_000),
     clusters: whole('BENCH_CLUSTERS', quick ? 20 : 200),
     users: whole('BENCH_USERS', quick ? 1000 : 10000),
     gatewayLogLevel: process.env.BENCH_GATEWAY_LOG_LEVEL || 'info',
     gatewayNodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
-    rows: (process.env.BENCH_ROWS || 'get,list,patch,watch').split(',').map((r) => r.trim()),
+    rows: (process.env.BENCH_ROWS || 'get,list,patch,watch,audit').split(',').map((r) => r.trim()),
     scale: process.env.BENCH_SCALE !== '0',
   };
 }

@@ -51,6 +51,8 @@ export interface Config {
   metricsPublic: boolean;
   /** Also record each admin write as a core/v1 Event in the install namespace. */
   auditEvents: boolean;
+  /** The durable audit trail (AuditChunks in the install namespace, docs/operations.md); undefined: off. */
+  auditTrail?: AuditTrailConfig;
   /** Identical object GETs waiting at the same time share one upstream read (read-coalescer.ts). */
   coalesceReads: boolean;
   /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
@@ -73,6 +75,22 @@ export interface Config {
   kubeconfigCa: string | undefined;
   /** An https listener beside the http one (kubectl sends tokens only over https); undefined: none. */
   tls: TlsConfig | undefined;
+}
+
+export interface AuditTrailConfig {
+  /** Buffered records are written as one AuditChunk this often (what a crash can lose). */
+  flushIntervalMs: number;
+  /** Records per AuditChunk at most (a full chunk is written at once). */
+  chunkSize: number;
+  /** Retention: records older than this, and beyond the newest maxRecords, are deleted. */
+  maxAgeSeconds: number;
+  maxRecords: number;
+  /** How often the leader deletes chunks past the retention. */
+  pruneIntervalMs: number;
+  /** Each record is also POSTed there as an audit.k8s.io/v1 EventList; undefined: no export. */
+  webhookUrl: string | undefined;
+  /** PEM of the CA that signed the webhook's certificate (https), when not a public one. */
+  webhookCa: string | undefined;
 }
 
 export interface TlsConfig {
@@ -194,6 +212,33 @@ function tlsConfig(pick: (flag: string, envName: string) => string | undefined):
   return { port: integer('tls-port', rawPort, 8443, 0, 65535), certFile, keyFile };
 }
 
+/** The audit trail's settings, or undefined when it is off (KITELINE_AUDIT_TRAIL=false). */
+function auditTrailConfig(pick: (flag: string, envName: string) => string | undefined): AuditTrailConfig | undefined {
+  if (!boolean('audit-trail', pick('audit-trail', 'KITELINE_AUDIT_TRAIL'), true)) return undefined;
+  const rawUrl = pick('audit-webhook-url', 'KITELINE_AUDIT_WEBHOOK_URL') || undefined;
+  if (rawUrl !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(rawUrl);
+    } catch {
+      url = undefined;
+    }
+    // Never echo the value: a webhook URL may carry a token.
+    if (!url || !['http:', 'https:'].includes(url.protocol) || url.username || url.password) {
+      throw new ConfigError('audit-webhook-url must be an http or https URL without user or password');
+    }
+  }
+  return {
+    flushIntervalMs: integer('audit-flush-interval-ms', pick('audit-flush-interval-ms', 'KITELINE_AUDIT_FLUSH_INTERVAL_MS'), 2000, 100, 60_000),
+    chunkSize: integer('audit-chunk-size', pick('audit-chunk-size', 'KITELINE_AUDIT_CHUNK_SIZE'), 500, 1, 5000),
+    maxAgeSeconds: integer('audit-max-age', pick('audit-max-age', 'KITELINE_AUDIT_MAX_AGE'), 30 * 24 * 3600, 60, 10 * 365 * 24 * 3600),
+    maxRecords: integer('audit-max-records', pick('audit-max-records', 'KITELINE_AUDIT_MAX_RECORDS'), 100_000, 1, 10_000_000),
+    pruneIntervalMs: integer('audit-prune-interval-ms', pick('audit-prune-interval-ms', 'KITELINE_AUDIT_PRUNE_INTERVAL_MS'), 60_000, 100, 3_600_000),
+    webhookUrl: rawUrl,
+    webhookCa: caFile('audit-webhook-ca-file', pick('audit-webhook-ca-file', 'KITELINE_AUDIT_WEBHOOK_CA_FILE')),
+  };
+}
+
 function inPodNamespace(serviceAccountDir: string): string | undefined {
   const file = join(serviceAccountDir, 'namespace');
   return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
@@ -256,6 +301,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
+    auditTrail: auditTrailConfig(pick),
     coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
     writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
     maxWatchesPerPrincipal: integer('max-watches-per-principal', pick('max-watches-per-principal', 'KITELINE_MAX_WATCHES_PER_PRINCIPAL'), 100, 1, 100_000),

@@ -2,6 +2,7 @@
 // the gateway. Returns a handle so tests can run several replicas in one process.
 import type { FastifyInstance } from 'fastify';
 import { AuthService } from './auth/auth-service.js';
+import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
@@ -38,7 +39,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const metrics = new Metrics(metricsSources(host, clusterManager));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
-  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics, hostGuard };
+  const audit = buildAuditService(kc, config, auth, () => clusterManager.lease.isLeader, log);
+  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics, hostGuard, audit };
   const app = await buildApp(services);
   let draining = false;
   app.addHook('onSend', async (_request, reply) => {
@@ -46,6 +48,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   });
   await host.start();
   await auth.start();
+  await audit.trail?.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
@@ -61,6 +64,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     closed = true;
     await https?.close();
     await app.close();
+    // After the last request: its audit record is in the final flush.
+    await audit.trail?.close();
     auth.stop();
     await clusterManager.stop();
     await host.stop();

@@ -37,7 +37,7 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
   t.equal(built.status, 0, built.stderr);
   const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as Doc);
   const kinds = docs.map((d) => d.kind).sort();
-  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
   const deployment = docs.find((d) => d.kind === 'Deployment')!;
   t.equal(deployment.spec.replicas, 2);
   const pod = deployment.spec.template.spec;
@@ -96,6 +96,8 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(can('update', 'clusters.kiteline.io/status', '-n', ns), 'yes');
   t.equal(can('create', 'leases.coordination.k8s.io', '-n', ns), 'yes');
   t.equal(can('get', 'customresourcedefinitions/clusters.kiteline.io'), 'yes');
+  t.equal(can('create', 'auditchunks.kiteline.io', '-n', ns), 'yes', 'audit chunks: written');
+  t.equal(can('update', 'auditchunks.kiteline.io', '-n', ns), 'no', 'audit chunks: never changed');
   t.equal(can('list', 'secrets', '-n', 'default'), 'no', 'no secrets elsewhere');
   t.equal(can('list', 'secrets', '--all-namespaces'), 'no');
   t.equal(can('get', 'customresourcedefinitions/widgets.example.com'), 'no', 'no other CRDs');

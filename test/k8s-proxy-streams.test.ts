@@ -4,6 +4,7 @@
 // target cluster sees it (its own RBAC answers to "kiteline:<user>").
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
@@ -121,4 +122,20 @@ t.test("impersonation: the target's own RBAC answers to kiteline:<user>", async 
     return res.status === 0 ? res : undefined;
   }, 30_000, 300);
   t.match(allowed.stdout, 'configmap/kube-root-ca.crt');
+});
+
+t.test('an upgrade request outside the proxy is served as the plain request it also is', async (t) => {
+  const { hostname, port } = new URL(gw.url);
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(`GET /api/v1/clusters HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${admin.key}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n`);
+    });
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+    socket.on('end', () => resolve(received));
+    socket.on('error', reject);
+  });
+  t.match(answer, /^HTTP\/1\.1 200 /, 'answered, not upgraded');
+  t.match(answer, /"name":"a"/, 'the route answered it, authenticated');
+  t.match(answer, /connection: close/i, 'on a connection that then closes');
 });

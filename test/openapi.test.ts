@@ -48,6 +48,9 @@ function registeredRoutes(app: FastifyInstance): Set<string> {
     // The kubectl proxy (/k8s/clusters/*, which find-my-way prints as a bare `*`) is the clusters'
     // own Kubernetes API, documented by each cluster's /openapi/v2, not by kiteline's document.
     if (path === '*' || path.startsWith('/k8s/clusters/')) continue;
+    // Likewise the rest of the path of the pod and service proxies (`.../proxy/*`, printed `.../proxy*`):
+    // the pod's own paths. Their `.../proxy` routes are documented.
+    if (/^\/api\/v1\/namespaces\/:namespace\/(pods|services)\/:name\/proxy\/?\*$/.test(path)) continue;
     for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
       routes.add(`${method} ${path.replace(/:([A-Za-z_]+)/g, '{$1}')}`);
     }

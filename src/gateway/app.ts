@@ -10,17 +10,23 @@ import metrics from './plugins/metrics.js';
 import requestLog from './plugins/request-log.js';
 import upgrades from './plugins/upgrades.js';
 import apiKeyRoutes from './routes/apikeys.js';
+import auditLogRoutes from './routes/audit-logs.js';
 import authRoutes from './routes/auth.js';
 import clusterRoutes from './routes/clusters.js';
+import describeRoutes from './routes/describe.js';
 import healthRoutes from './routes/health.js';
 import initRoutes from './routes/init.js';
 import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
+import logRoutes from './routes/logs.js';
 import metricsRoutes from './routes/metrics.js';
 import overviewRoutes from './routes/overview.js';
+import podWatchRoutes from './routes/pod-watch.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
+import toolRoutes from './routes/tools.js';
 import userRoutes from './routes/users.js';
+import workloadProxyRoutes from './routes/workload-proxy.js';
 import type { Services } from './services.js';
 
 declare module 'fastify' {
@@ -76,11 +82,20 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(userRoutes);
   await app.register(roleRoutes);
   await app.register(apiKeyRoutes);
+  await app.register(auditLogRoutes);
   await app.register(clusterRoutes);
   await app.register(overviewRoutes);
   await app.register(kubeconfigRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
+  // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.
+  await app.register(toolRoutes);
+  // Running workloads: logs, the live pod list, pod and service proxies (docs/workloads.md).
+  await app.register(logRoutes);
+  await app.register(podWatchRoutes);
+  await app.register(workloadProxyRoutes);
+  // kubectl describe's text for an object (src/describe/): /api/v1/<resource>/<ns>/<name>/describe.
+  await app.register(describeRoutes, { prefix: '/api/v1' });
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
   return app;

@@ -66,6 +66,14 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },
   'PATCH /api/v1/:resource/:namespace/:name': { verb: 'patch', ...RESOURCE, name: 'params.name' },
   'DELETE /api/v1/:resource/:namespace/:name': { verb: 'delete', ...RESOURCE, name: 'params.name' },
+  // Resource tools (routes/tools.ts): apply adds one line per document, drain one per pod.
+  'POST /api/v1/resources/apply': { verb: 'apply', resource: 'documents', clusterScoped: true },
+  'POST /api/v1/:resource/:namespace/:name/rollback': { verb: 'rollback', ...RESOURCE, name: 'params.name' },
+  'POST /api/v1/nodes/_all/:name/cordon': { verb: 'cordon', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/uncordon': { verb: 'uncordon', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/taint': { verb: 'taint', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/untaint': { verb: 'untaint', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/drain': { verb: 'drain', resource: 'nodes', name: 'params.name', clusterScoped: true },
   // Kubeconfigs (each mints a token, an API key owned by the caller).
   'POST /api/v1/kubeconfig': { verb: 'create', resource: 'kubeconfigs' },
   // The Kubernetes API proxy (the route fills in what the request info says).
@@ -73,6 +81,14 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /k8s/clusters/*': { verb: 'update', clusterScoped: true },
   'PATCH /k8s/clusters/*': { verb: 'patch', clusterScoped: true },
   'DELETE /k8s/clusters/*': { verb: 'delete', clusterScoped: true },
+  // Pod and service proxies (routes/workload-proxy.ts fills in cluster, resource, namespace, name).
+  ...Object.fromEntries(
+    ['POST', 'PUT', 'PATCH', 'DELETE'].flatMap((method) =>
+      ['pods', 'services'].flatMap((kind) =>
+        ['', '/*'].map((rest) => [`${method} /api/v1/namespaces/:namespace/${kind}/:name/proxy${rest}`, { verb: 'create', resource: `${kind}/proxy` }]),
+      ),
+    ),
+  ),
 };
 
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);

@@ -1,5 +1,6 @@
 // What the gateway's routes may use: one object built at start-up (server.ts) and handed to
 // buildApp. Routes never reach past it into globals.
+import type { AuditService } from '../audit/audit-service.js';
 import type { ClusterManager } from '../clusters/manager.js';
 import type { ClusterDirectory } from '../clusters/types.js';
 import type { AuthService } from '../auth/auth-service.js';
@@ -24,6 +25,8 @@ export interface Services {
   metrics: Metrics;
   /** Keeps kiteline's own namespace and API group on the host cluster out of the resource routes. */
   hostGuard: HostGuard;
+  /** Audits an action: the `audit` log line and the durable audit trail (src/audit/). */
+  audit: AuditService;
   /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */
   https?: HttpsEndpoint;
 }

@@ -2,11 +2,14 @@
 // WebSocket watch): authenticated by the API key in Authorization, admitted like any proxied
 // request, one of the caller's long-running slots on the cluster, then the client's socket and the
 // cluster's spliced both ways with no buffering beyond what each socket holds (pipe: a slow side
-// slows the other, nothing piles up). One audit line when it ends: who, cluster, verb, resource,
+// slows the other, nothing piles up). One audit record when it ends (services.audit: the log line
+// and the durable trail): who, cluster, verb, resource,
 // namespace, name, result, start, end and the bytes each way; never a byte of the stream.
 import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { AuditService } from '../audit/audit-service.js';
+import type { AuditEntry } from '../audit/record.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
@@ -17,26 +20,11 @@ import { statusOf } from './status.js';
 
 export interface SessionServices extends ProxyServices {
   auth: ProxyServices['auth'] & { authenticateApiKey(header: string): { principal: Principal } | { failure: string } };
+  audit: Pick<AuditService, 'record'>;
 }
 
-/** What one session did, as its audit line shows it. */
-interface SessionRecord {
-  who: string;
-  whoKind: string;
-  requestId: string;
-  cluster: string;
-  verb: string;
-  resource: string;
-  namespace: string;
-  name: string;
-  result: 'success' | 'failure';
-  status: number;
-  start: string;
-  end: string;
-  /** Bytes from the client to the cluster, and back. */
-  bytesIn: number;
-  bytesOut: number;
-}
+/** What one session did, as its audit record shows it (start, end and the bytes each way included). */
+type SessionRecord = AuditEntry & Required<Pick<AuditEntry, 'start' | 'end' | 'bytesIn' | 'bytesOut'>>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -59,13 +47,15 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
     end: '',
     bytesIn: 0,
     bytesOut: 0,
+    clientAddress: req.socket.remoteAddress ?? '',
+    path: (req.url ?? '/').split('?')[0]!,
   };
   client.on('error', () => undefined);
   let release: (() => void) | undefined;
   let admitted: AdmittedRequest | undefined;
   try {
     const principal = authenticate(services, req);
-    Object.assign(record, { who: principal.name, whoKind: principal.kind });
+    Object.assign(record, { who: principal.name, whoKind: principal.kind, whoId: principal.id });
     admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers['content-type']);
     describe(record, admitted);
     release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
@@ -90,7 +80,7 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
     release?.();
     record.end = new Date().toISOString();
     // Only what names an action is audited: an anonymous refusal or a malformed path is not one.
-    if (admitted || record.who !== 'anonymous') log.info({ audit: record }, 'audit');
+    if (admitted || record.who !== 'anonymous') services.audit.record(record, log);
   }
 }
 

@@ -1,10 +1,12 @@
 // The audit log (CONTRACT section 8): every write through the gateway (POST, PUT, PATCH, DELETE on
 // a known route, admin and resource routes alike, failed ones included) becomes exactly one JSON
-// line, msg 'audit', when its response is done. What the write was comes from AUDIT_ROUTES plus
+// line, msg 'audit', when its response is done, and one record of the durable audit trail
+// (services.audit, src/audit/). What the write was comes from AUDIT_ROUTES plus
 // what the route resolved (request.auditDetail); request bodies are never logged. With
 // KITELINE_AUDIT_EVENTS=true admin writes also become Events in the install namespace.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import type { AuditEntry } from '../../audit/record.js';
 import { USERNAME_PATTERN } from '../../auth/rules.js';
 import { requestedClusterName } from '../../resources/cluster-select.js';
 import { AuditEventWriter } from '../audit-events.js';
@@ -20,24 +22,8 @@ export interface AuditDetail {
   dryRun?: boolean;
 }
 
-/** One audit record, as logged under `audit`. */
-export interface AuditRecord {
-  who: string;
-  whoKind: string;
-  /** When the request arrived (ISO 8601). */
-  when: string;
-  requestId: string;
-  cluster: string;
-  verb: string;
-  resource: string;
-  namespace: string;
-  name: string;
-  id?: string;
-  subject?: string;
-  result: 'success' | 'failure';
-  status: number;
-  dryRun?: boolean;
-}
+/** One audit record, as logged under `audit` (the shape is src/audit/record.ts's AuditEntry). */
+export type AuditRecord = AuditEntry;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -80,6 +66,7 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
   const record: AuditRecord = {
     who: principal?.name ?? request.actor ?? 'anonymous',
     whoKind: principal?.kind ?? (request.actor ? 'user' : 'anonymous'),
+    ...(principal ? { whoId: principal.id } : {}),
     when: new Date(Date.now() - reply.elapsedTime).toISOString(),
     requestId: request.id,
     cluster: cluster ?? '',
@@ -89,6 +76,8 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
     name: detail.name ?? auditName(request, route.name) ?? '',
     result: status < 400 ? 'success' : 'failure',
     status,
+    clientAddress: request.ip,
+    path: request.url.split('?')[0]!,
   };
   const id = auditField(request, 'params.id');
   if (id !== undefined) record.id = id;
@@ -117,7 +106,7 @@ export default fp(
       const url = request.routeOptions.url;
       if (url === undefined || !isWriteMethod(request.method)) return;
       const record = auditRecord(request, reply, url);
-      request.log.info({ audit: record }, 'audit');
+      app.services.audit.record(record, request.log);
       if (events && !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped) events.record(record);
     });
   },

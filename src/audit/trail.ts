@@ -1,0 +1,146 @@
+// The durable audit trail of one replica: records are buffered in memory and written as one
+// AuditChunk per flush (every flush interval, as soon as a chunk is full, and on shutdown), so a
+// request never waits for the host cluster and the host sees one write per batch. What a crash
+// (a kill without shutdown) can lose: the records of at most the last flush interval, those still
+// in the buffer. All replicas read all chunks through the watch into an in-memory index; the
+// leader (the cluster reconciler's lease) deletes chunks past the retention.
+import type { Logger } from '../log.js';
+import { describeApiError } from '../host/kube.js';
+import { splitIntoChunks, type AuditChunkResource, type AuditChunkStore } from './chunk-store.js';
+import { queryAudit, type AuditPage, type AuditQuery } from './query.js';
+import { AuditRecordIndex } from './record-index.js';
+import type { AuditRecord } from './record.js';
+import { chunksToPrune, retainedSince, type Retention } from './retention.js';
+import type { AuditWebhook } from './webhook.js';
+
+export interface AuditTrailOptions extends Retention {
+  flushIntervalMs: number;
+  /** Records per chunk at most. */
+  chunkSize: number;
+  pruneIntervalMs: number;
+}
+
+/** Records kept in memory while the host cluster does not take them; older ones are dropped. */
+const MAX_BUFFERED = 50_000;
+
+export class AuditTrail {
+  readonly index = new AuditRecordIndex();
+  private buffer: AuditRecord[] = [];
+  private flushTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private queuedFlush: Promise<void> | undefined;
+  private closed = false;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly store: AuditChunkStore,
+    private readonly options: AuditTrailOptions,
+    private readonly isLeader: () => boolean,
+    log: Logger,
+    private readonly webhook?: AuditWebhook,
+  ) {
+    this.log = log.child({ component: 'audit-trail' });
+    store.cache.on('add', (chunk) => this.index.add(chunk));
+    store.cache.on('update', (chunk) => this.index.add(chunk));
+    store.cache.on('delete', (chunk) => this.index.remove(chunk.metadata.name));
+  }
+
+  /** Loads every chunk, then flushes and prunes on their intervals. */
+  async start(): Promise<void> {
+    await this.store.start();
+    this.flushTimer = setInterval(() => void this.flush(), this.options.flushIntervalMs);
+    this.flushTimer.unref();
+    this.pruneTimer = setInterval(() => void this.prune(), this.options.pruneIntervalMs);
+    this.pruneTimer.unref();
+  }
+
+  /** Adds one record; it is written with the next flush (at once when a chunk is full). */
+  add(record: AuditRecord): void {
+    if (this.closed) return;
+    this.buffer.push(record);
+    this.webhook?.send([record]);
+    if (this.buffer.length >= this.options.chunkSize) void this.flush();
+  }
+
+  /** Records waiting for the next flush. */
+  get buffered(): number {
+    return this.buffer.length;
+  }
+
+  /**
+   * Writes the buffered records as chunks: one flush at a time, in order, and at most one more
+   * waiting (it takes whatever the buffer holds when its turn comes, so a busy replica writes full
+   * chunks, not one tiny chunk per record that arrived during a write).
+   */
+  flush(): Promise<void> {
+    if (this.queuedFlush) return this.queuedFlush;
+    const run = this.flushing
+      .then(() => {
+        this.queuedFlush = undefined;
+        return this.writeBuffer();
+      })
+      .catch((err: unknown) => this.log.error({ err }, 'audit flush failed'));
+    this.queuedFlush = run;
+    this.flushing = run;
+    return run;
+  }
+
+  private async writeBuffer(): Promise<void> {
+    if (this.buffer.length === 0) return;
+    const taken = this.buffer;
+    this.buffer = [];
+    const batches = splitIntoChunks(taken, this.options.chunkSize);
+    for (const [i, batch] of batches.entries()) {
+      const chunk: AuditChunkResource = this.store.chunk(this.store.nextName(), batch);
+      try {
+        await this.store.write(chunk);
+      } catch (err) {
+        // Keep what was not written, ahead of what came meanwhile; the next flush tries again.
+        const unwritten = batches.slice(i).flat();
+        this.buffer = unwritten.concat(this.buffer);
+        if (this.buffer.length > MAX_BUFFERED) {
+          const dropped = this.buffer.length - MAX_BUFFERED;
+          this.buffer.splice(0, dropped);
+          this.log.error({ dropped }, 'audit records dropped: the host cluster has not taken them for too long');
+        }
+        this.log.warn({ err: describeApiError(err), buffered: this.buffer.length }, 'could not write audit records; retrying with the next flush');
+        return;
+      }
+    }
+  }
+
+  /** The leader deletes the chunks past the retention; other replicas do nothing. */
+  async prune(now = Date.now()): Promise<string[]> {
+    if (this.closed || !this.isLeader()) return [];
+    const chunks = this.store.cache.list().map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));
+    const names = chunksToPrune(chunks, this.options, now);
+    for (const name of names) {
+      try {
+        await this.store.delete(name);
+      } catch (err) {
+        this.log.warn({ chunk: name, err: describeApiError(err) }, 'could not delete an expired audit chunk');
+        break;
+      }
+    }
+    if (names.length > 0) this.log.info({ chunks: names.length }, 'pruned audit chunks past the retention');
+    return names;
+  }
+
+  /** One page of Kite's audit-log query over every replica's records the retention keeps. */
+  query(query: AuditQuery, now = Date.now()): AuditPage {
+    return queryAudit(this.index.newestFirst(), query, { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) });
+  }
+
+  /** Stops the timers and writes what is buffered (a graceful shutdown loses nothing). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.flushTimer);
+    clearInterval(this.pruneTimer);
+    await this.flush();
+    if (this.buffer.length > 0) this.log.error({ lost: this.buffer.length }, 'audit records not written at shutdown: the host cluster did not take them');
+    await this.webhook?.close();
+    await this.store.stop();
+  }
+}

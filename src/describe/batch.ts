@@ -1,0 +1,71 @@
+// kubectl describe for Jobs (parallelism, completions, times, pod counts, template) and CronJobs
+// (schedule, policies, the job template, the last schedule and the active jobs).
+import { describeEvents } from './events.js';
+import { arr, controllerOf, goValue, humanDuration, obj, printAnnotationsMultiline, printBoolPtr, printLabelsMultiline, rfc1123z, selectorString, str, type Json } from './format.js';
+import { describePodTemplate } from './pods.js';
+import { tabbed, type DescribeWriter } from './text.js';
+
+const isSet = (value: unknown) => value !== undefined && value !== null;
+
+export function describeJob(job: Json, events: Json[] | undefined): string {
+  return tabbed((w) => {
+    const meta = obj(job.metadata);
+    const spec = obj(job.spec);
+    const status = obj(job.status);
+    w.write(0, `Name:\t${str(meta.name)}\n`);
+    w.write(0, `Namespace:\t${str(meta.namespace)}\n`);
+    w.write(0, `Selector:\t${selectorString(spec.selector)}\n`);
+    printLabelsMultiline(w, 'Labels', meta.labels);
+    printAnnotationsMultiline(w, 'Annotations', meta.annotations);
+    const controlledBy = controllerOf(job);
+    if (controlledBy) w.write(0, `Controlled By:\t${controlledBy}\n`);
+    if (isSet(spec.parallelism)) w.write(0, `Parallelism:\t${goValue(spec.parallelism)}\n`);
+    w.write(0, `Completions:\t${isSet(spec.completions) ? goValue(spec.completions) : '<unset>'}\n`);
+    if (status.startTime) w.write(0, `Start Time:\t${rfc1123z(status.startTime)}\n`);
+    if (status.completionTime) w.write(0, `Completed At:\t${rfc1123z(status.completionTime)}\n`);
+    if (status.startTime && status.completionTime) {
+      w.write(0, `Duration:\t${humanDuration(Date.parse(status.completionTime) - Date.parse(status.startTime))}\n`);
+    }
+    if (isSet(spec.activeDeadlineSeconds)) w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
+    w.write(0, `Pods Statuses:\t${goValue(status.active ?? 0)} Running / ${goValue(status.succeeded ?? 0)} Succeeded / ${goValue(status.failed ?? 0)} Failed\n`);
+    describePodTemplate(w, obj(spec.template));
+    describeEvents(w, events);
+  });
+}
+
+function describeJobTemplate(w: DescribeWriter, template: Json): void {
+  const spec = obj(template.spec);
+  w.write(0, `Selector:\t${isSet(spec.selector) ? selectorString(spec.selector) : '<unset>'}\n`);
+  w.write(0, `Parallelism:\t${isSet(spec.parallelism) ? goValue(spec.parallelism) : '<unset>'}\n`);
+  w.write(0, `Completions:\t${isSet(spec.completions) ? goValue(spec.completions) : '<unset>'}\n`);
+  if (isSet(spec.activeDeadlineSeconds)) w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
+  describePodTemplate(w, obj(spec.template));
+}
+
+export function describeCronJob(cronJob: Json, events: Json[] | undefined): string {
+  return tabbed((w) => {
+    const meta = obj(cronJob.metadata);
+    const spec = obj(cronJob.spec);
+    const status = obj(cronJob.status);
+    w.write(0, `Name:\t${str(meta.name)}\n`);
+    w.write(0, `Namespace:\t${str(meta.namespace)}\n`);
+    printLabelsMultiline(w, 'Labels', meta.labels);
+    printAnnotationsMultiline(w, 'Annotations', meta.annotations);
+    w.write(0, `Schedule:\t${str(spec.schedule)}\n`);
+    w.write(0, `Concurrency Policy:\t${str(spec.concurrencyPolicy)}\n`);
+    w.write(0, `Suspend:\t${printBoolPtr(spec.suspend)}\n`);
+    w.write(0, `Successful Job History Limit:\t${isSet(spec.successfulJobsHistoryLimit) ? goValue(spec.successfulJobsHistoryLimit) : '<unset>'}\n`);
+    w.write(0, `Failed Job History Limit:\t${isSet(spec.failedJobsHistoryLimit) ? goValue(spec.failedJobsHistoryLimit) : '<unset>'}\n`);
+    w.write(0, `Starting Deadline Seconds:\t${isSet(spec.startingDeadlineSeconds) ? `${goValue(spec.startingDeadlineSeconds)}s` : '<unset>'}\n`);
+    describeJobTemplate(w, obj(spec.jobTemplate));
+    w.write(0, `Last Schedule Time:\t${status.lastScheduleTime ? rfc1123z(status.lastScheduleTime) : '<unset>'}\n`);
+    w.write(0, 'Active Jobs:\t');
+    const active = arr(status.active);
+    if (active.length === 0) w.line('<none>');
+    else {
+      w.write(0, active.map((j) => str(j.name)).join(', '));
+      w.line('');
+    }
+    describeEvents(w, events);
+  });
+}

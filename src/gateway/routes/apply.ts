@@ -1,0 +1,115 @@
+// POST /api/v1/resources/apply {yaml[, force, dryRun, namespace]}: Kite's "+" dialog and its
+// history rollback. Multi-document YAML applied with server-side apply, every document resolved
+// through discovery, authorized (create and patch on its resource in its namespace, and the host
+// guard) and dry-run before anything is written (src/tools/apply.ts). The answer keeps Kite's
+// {message, kind, name, namespace} (of the first document) and adds each document's outcome;
+// a failure answers the failing document's status with the outcomes in details.documents.
+import type { FastifyInstance } from 'fastify';
+import { HttpError } from '../../errors.js';
+import { requireAccess } from '../../resources/access.js';
+import { parseApplyDocuments } from '../../tools/apply-documents.js';
+import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
+import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { auditObject } from '../tool-audit.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+interface ApplyBody {
+  yaml: string;
+  force?: boolean;
+  dryRun?: boolean;
+  namespace?: string;
+}
+
+interface ApplyQuery {
+  force?: boolean;
+  dryRun?: 'All';
+  namespace?: string;
+}
+
+const NAMESPACE = { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' } as const;
+const string = { type: 'string' } as const;
+
+const outcomeSchema = objectOf({
+  position: { type: 'integer', description: '1-based position of the document in the file' },
+  apiVersion: string,
+  kind: string,
+  name: string,
+  namespace: string,
+  resource: string,
+  result: { type: 'string', enum: ['created', 'configured', 'failed', 'not-applied', 'not-checked', 'removed'] },
+  status: { type: 'integer' },
+  reason: string,
+  error: string,
+});
+
+export default async function applyRoutes(app: FastifyInstance) {
+  app.post(
+    '/api/v1/resources/apply',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'Apply multi-document YAML with server-side apply (field manager kiteline), all documents dry-run first',
+        description:
+          'Each document is resolved through discovery (CRDs of the same file included: they are applied first and waited for), authorized ' +
+          '(create and patch), and dry-run before anything is written. Conflicts with other field managers fail the apply unless force is set.',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        querystring: {
+          type: 'object',
+          properties: { force: { type: 'boolean' }, dryRun: { type: 'string', enum: ['All'] }, namespace: NAMESPACE, 'x-cluster-name': string },
+        },
+        body: {
+          type: 'object',
+          required: ['yaml'],
+          additionalProperties: false,
+          properties: {
+            yaml: { type: 'string', minLength: 1, description: 'one or more YAML (or JSON) documents separated by ---' },
+            force: { type: 'boolean', description: 'take ownership of fields other managers own (server-side apply force)' },
+            dryRun: { type: 'boolean', description: 'only check: nothing is written' },
+            namespace: { ...NAMESPACE, description: 'the namespace of namespaced documents that name none (default: default)' },
+          },
+        },
+        response: replies({
+          200: objectOf({ message: string, kind: string, name: string, namespace: string, dryRun: { type: 'boolean' }, documents: { type: 'array', items: outcomeSchema } }),
+        }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const body = request.body as ApplyBody;
+      const query = request.query as ApplyQuery;
+      const documents = parseApplyDocuments(body.yaml);
+      const dryRun = body.dryRun === true || query.dryRun === 'All';
+      const force = body.force === true || query.force === true;
+      // Long-running: a CRD of the file may take seconds to become established.
+      const ctx = await toolRequest(app, request, reply, signal, true);
+      const { conn, principal } = ctx;
+      request.auditDetail = { verb: 'apply', cluster: conn.name, resource: 'documents', dryRun };
+      const audit = (outcomes: DocumentOutcome[]) => {
+        for (const o of outcomes) {
+          if (o.result === 'not-applied' || o.result === 'not-checked') continue;
+          auditObject(request, { cluster: conn.name, verb: 'apply', resource: o.resource ?? o.kind, namespace: o.namespace, name: o.name, status: o.status ?? (o.result === 'removed' ? 200 : 400), dryRun });
+        }
+      };
+      let answer: ApplyAnswer;
+      try {
+        answer = await applyDocuments(ctx, documents, {
+          force,
+          dryRun,
+          defaultNamespace: body.namespace ?? query.namespace ?? 'default',
+          authorize: async (resolved, resource, namespace, name) => {
+            for (const verb of ['create', 'patch'] as const) {
+              requireAccess(app.services.auth, principal, conn.name, resource, namespace, verb);
+              await app.services.hostGuard.check(conn, { resolved, namespace, name, verb });
+            }
+          },
+        });
+      } catch (err) {
+        if (err instanceof HttpError) audit(((err.details as { documents?: DocumentOutcome[] } | undefined)?.documents ?? []));
+        throw err;
+      }
+      audit(answer.documents);
+      return answer;
+    }),
+  );
+}

@@ -1,0 +1,89 @@
+// Kite's CRD routes: GET /api/v1/crds (and /crds/_all) lists the cluster's
+// CustomResourceDefinitions, GET /api/v1/crds/_all/<crd> reads one; both stream through from the
+// cluster like the resource routes. Kite's UI then lists custom resources at /api/v1/<crd>/<ns>,
+// which the resource routes serve through discovery. Authorized as `list` / `get` on
+// customresourcedefinitions (the canonical name: a role naming "crds" grants nothing here).
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { NotFoundError } from '../../errors.js';
+import { requireAccess } from '../../resources/access.js';
+import { upstreamHeaders } from '../../resources/impersonation.js';
+import { withSearch } from '../../resources/read-query.js';
+import { NAME_PATTERN } from '../../resources/segments.js';
+import { collectionPath, objectPath } from '../../resources/target.js';
+import { expectSuccess, sendObject, streamToClient } from '../../resources/upstream.js';
+import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+const CRDS = 'customresourcedefinitions.apiextensions.k8s.io';
+const RESOURCE = 'customresourcedefinitions';
+
+interface ListQuery {
+  labelSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+const listQuery = {
+  type: 'object',
+  properties: {
+    labelSelector: { type: 'string', maxLength: 4096 },
+    limit: { type: 'integer', minimum: 1, maximum: 10000 },
+    continue: { type: 'string', maxLength: 4096 },
+    'x-cluster-name': { type: 'string' },
+  },
+} as const;
+
+export default async function crdRoutes(app: FastifyInstance) {
+  async function list(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+    const ctx = await toolRequest(app, request, reply, signal);
+    requireAccess(app.services.auth, ctx.principal, ctx.conn.name, RESOURCE, undefined, 'list');
+    const resolved = await ctx.conn.resolveResource(CRDS);
+    if (!resolved) throw new NotFoundError(`cluster ${ctx.conn.name} serves no CustomResourceDefinitions`);
+    const query = request.query as ListQuery;
+    const search = new URLSearchParams();
+    if (query.labelSelector) search.set('labelSelector', query.labelSelector);
+    if (query.limit) search.set('limit', String(query.limit));
+    if (query.continue) search.set('continue', query.continue);
+    const res = await expectSuccess(
+      await ctx.conn.request({ method: 'GET', path: withSearch(collectionPath(resolved, undefined), search), headers: upstreamHeaders({ accept: 'application/json' }, ctx.headers), signal }),
+    );
+    return streamToClient(reply, res);
+  }
+
+  const listSchema = (summary: string) => ({
+    tags: ['resources'],
+    summary,
+    headers: clusterHeader,
+    cookies: clusterCookie,
+    querystring: listQuery,
+    response: replies({ 200: ref('KubernetesObject') }),
+  });
+  app.get('/api/v1/crds', { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds)") }, withClientSignal(list));
+  app.get('/api/v1/crds/_all', { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds/_all)") }, withClientSignal(list));
+
+  app.get(
+    '/api/v1/crds/_all/:crd',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'One CustomResourceDefinition by name (`<plural>.<group>`)',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: { type: 'object', required: ['crd'], properties: { crd: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } },
+        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        response: replies({ 200: ref('KubernetesObject') }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const { crd } = request.params as { crd: string };
+      const ctx = await toolRequest(app, request, reply, signal);
+      requireAccess(app.services.auth, ctx.principal, ctx.conn.name, RESOURCE, undefined, 'get');
+      const resolved = await ctx.conn.resolveResource(CRDS);
+      if (!resolved) throw new NotFoundError(`cluster ${ctx.conn.name} serves no CustomResourceDefinitions`);
+      await app.services.hostGuard.check(ctx.conn, { resolved, namespace: undefined, name: crd, verb: 'get' });
+      const headers = upstreamHeaders({ accept: 'application/json' }, ctx.headers);
+      return sendObject(reply, await ctx.conn.readObject({ path: objectPath(resolved, undefined, crd), headers, signal }));
+    }),
+  );
+}

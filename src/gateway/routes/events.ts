@@ -1,0 +1,73 @@
+// GET /api/v1/events/resources?resource=&name=&namespace=: the events of one object (Kite's
+// route and answer, a core/v1 EventList, newest first). Authorized as `get` on the object's
+// resource and `list` on events where they are kept: the object's namespace, or all namespaces
+// for a cluster-scoped object (a Node's events live in "default"); the host guard applies to both.
+import type { FastifyInstance } from 'fastify';
+import { NotFoundError } from '../../errors.js';
+import { requireAccess } from '../../resources/access.js';
+import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
+import { planTarget } from '../../resources/target.js';
+import { objectEvents } from '../../tools/events.js';
+import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+interface EventsQuery {
+  resource: string;
+  name: string;
+  namespace?: string;
+}
+
+const openObject = { type: 'object', additionalProperties: true } as const;
+
+export const eventListSchema = {
+  type: 'object',
+  description: 'A core/v1 EventList: the events of the object, newest first (events.k8s.io/v1 events converted to the core shape)',
+  properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: openObject, items: { type: 'array', items: openObject } },
+} as const;
+
+export default async function eventRoutes(app: FastifyInstance) {
+  app.get(
+    '/api/v1/events/resources',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'The events of one object, newest first (core/v1 and events.k8s.io/v1, merged)',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        querystring: {
+          type: 'object',
+          required: ['resource', 'name'],
+          properties: {
+            resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' },
+            name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
+            namespace: { type: 'string', maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'empty or `_all` for a cluster-scoped object' },
+            'x-cluster-name': { type: 'string' },
+          },
+        },
+        response: replies({ 200: eventListSchema }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const query = request.query as EventsQuery;
+      const namespace = query.namespace === '' ? undefined : query.namespace;
+      const segments = checkSegments({ resource: query.resource, namespace, name: query.name });
+      const ctx = await toolRequest(app, request, reply, signal);
+      const { conn, principal } = ctx;
+      const resolved = await conn.resolveResource(segments.resource);
+      if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
+      const target = planTarget(resolved, { ...segments, namespace: segments.namespace ?? '_all' });
+      requireAccess(app.services.auth, principal, conn.name, target.resource, target.namespace, 'get');
+      await app.services.hostGuard.check(conn, { resolved, namespace: target.namespace, name: target.name, verb: 'get' });
+
+      const coreEvents = await conn.resolveResource('events');
+      if (!coreEvents || coreEvents.group !== '') throw new NotFoundError(`cluster ${conn.name} serves no core/v1 events`);
+      const eventsApi = await conn.resolveResource('events.events.k8s.io');
+      const eventsNamespace = target.namespace;
+      requireAccess(app.services.auth, principal, conn.name, 'events', eventsNamespace, 'list');
+      await app.services.hostGuard.check(conn, { resolved: coreEvents, namespace: eventsNamespace, name: undefined, verb: 'list' });
+      const guardSelector = eventsNamespace === undefined ? await app.services.hostGuard.listFieldSelector(conn, coreEvents, undefined) : undefined;
+      return objectEvents(ctx, { resolved, namespace: target.namespace, name: target.name!, eventsNamespace, guardSelector, eventsApi, coreEvents });
+    }),
+  );
+}

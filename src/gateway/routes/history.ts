@@ -1,0 +1,136 @@
+// GET /api/v1/<resource>/<ns>/<name>/history?page=&pageSize= (Kite's history tab: {data,
+// pagination}) from the cluster's own revisions, and POST …/rollback {revision} doing what
+// `kubectl rollout undo --to-revision` does (src/tools/history.ts). Kite's UI rolls back by
+// sending a history entry's YAML to POST /resources/apply instead; both work.
+// History: `get` on the workload and `list` on its revision records (replicasets or
+// controllerrevisions) in its namespace. Rollback: `patch` on the workload, plus the same reads.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Verb } from '../../auth/principal.js';
+import { NotFoundError } from '../../errors.js';
+import { requireAccess } from '../../resources/access.js';
+import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
+import { planTarget } from '../../resources/target.js';
+import { DEFAULT_HISTORY_PAGE_SIZE, hasRevisions, MAX_HISTORY_PAGE_SIZE, rollbackWorkload, workloadHistory, type WorkloadRef } from '../../tools/history.js';
+import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
+
+const string = { type: 'string' } as const;
+const integer = { type: 'integer' } as const;
+const boolean = { type: 'boolean' } as const;
+
+const params = {
+  type: 'object',
+  required: ['resource', 'namespace', 'name'],
+  properties: {
+    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN },
+    namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN },
+    name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
+  },
+} as const;
+
+const entrySchema = objectOf({
+  id: integer,
+  revision: integer,
+  current: boolean,
+  clusterName: string,
+  resourceType: string,
+  resourceName: string,
+  namespace: string,
+  operationType: string,
+  resourceYaml: { type: 'string', description: 'an apply document restoring this revision’s pod template' },
+  previousYaml: { type: 'string', description: 'the same for the revision before it ("" for the first)' },
+  success: boolean,
+  errorMessage: string,
+  operatorId: integer,
+  operator: objectOf({ username: string, provider: string }),
+  changeCause: string,
+  createdAt: string,
+  updatedAt: string,
+});
+
+interface Params {
+  resource: string;
+  namespace: string;
+  name: string;
+}
+
+export default async function historyRoutes(app: FastifyInstance) {
+  const { auth, hostGuard } = app.services;
+
+  /** The workload, authorized for `verb`, plus `list` on its revision records. */
+  async function workload(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal, verb: Verb): Promise<{ ctx: ToolRequest; ref: WorkloadRef }> {
+    const p = request.params as Params;
+    const segments = checkSegments({ resource: p.resource, namespace: p.namespace, name: p.name });
+    const ctx = await toolRequest(app, request, reply, signal);
+    const resolved = await ctx.conn.resolveResource(segments.resource);
+    if (!resolved) throw new NotFoundError(`resource not found on cluster ${ctx.conn.name}: ${segments.resource}`);
+    const target = planTarget(resolved, segments);
+    if (verb !== 'get') request.auditDetail = { verb: 'rollback', cluster: ctx.conn.name, resource: target.resource, namespace: target.namespace, name: target.name };
+    requireAccess(auth, ctx.principal, ctx.conn.name, target.resource, target.namespace, verb);
+    if (verb !== 'get') requireAccess(auth, ctx.principal, ctx.conn.name, target.resource, target.namespace, 'get');
+    await hostGuard.check(ctx.conn, { resolved, namespace: target.namespace, name: target.name, verb });
+    if (hasRevisions(resolved)) {
+      requireAccess(auth, ctx.principal, ctx.conn.name, resolved.resource === 'deployments' ? 'replicasets' : 'controllerrevisions', target.namespace, 'list');
+    }
+    return { ctx, ref: { resolved, resource: target.resource, namespace: target.namespace ?? '', name: target.name! } };
+  }
+
+  app.get(
+    '/api/v1/:resource/:namespace/:name/history',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: "A workload's revisions, newest first (Deployments: ReplicaSets; StatefulSets, DaemonSets: ControllerRevisions; others: empty)",
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params,
+        querystring: {
+          type: 'object',
+          properties: {
+            page: { type: 'integer', minimum: 1, maximum: 100000, default: 1 },
+            pageSize: { type: 'integer', minimum: 1, maximum: MAX_HISTORY_PAGE_SIZE, default: DEFAULT_HISTORY_PAGE_SIZE },
+            'x-cluster-name': string,
+          },
+        },
+        response: replies({
+          200: objectOf({
+            data: { type: 'array', items: entrySchema },
+            pagination: objectOf({ page: integer, pageSize: integer, total: integer, totalPages: integer, hasNextPage: boolean, hasPrevPage: boolean }),
+          }),
+        }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const { page, pageSize } = request.query as { page: number; pageSize: number };
+      const { ctx, ref } = await workload(request, reply, signal, 'get');
+      return workloadHistory(ctx, ref, page, pageSize);
+    }),
+  );
+
+  app.post(
+    '/api/v1/:resource/:namespace/:name/rollback',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params,
+        querystring: { type: 'object', properties: { 'x-cluster-name': string } },
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { revision: { type: 'integer', minimum: 0, maximum: 2147483647, description: '0 (default): the revision before the current one' } },
+        },
+        response: replies({ 200: objectOf({ message: string, revision: integer }) }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const body = (request.body ?? {}) as { revision?: number };
+      const { ctx, ref } = await workload(request, reply, signal, 'patch');
+      return rollbackWorkload(ctx, ref, body.revision ?? 0);
+    }),
+  );
+}

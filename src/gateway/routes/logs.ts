@@ -1,0 +1,140 @@
+// Kite's log routes. GET /api/v1/logs/<ns>/<pod>: one container's log, `{logs: [...], container,
+// pod, namespace}`, or with follow=true server-sent events (`connected`, `log`, `close`, `error`).
+// GET /api/v1/logs/<ns>/<pod>/ws: the WebSocket Kite's Logs tab opens (src/workloads/log-fanout.ts),
+// for one pod, or with pod `_all` and a labelSelector for every pod the selector matches.
+// Authorized as `get` on pods/log in the namespace (a label-selector session also needs `list` and
+// `watch` on pods there); kiteline's own namespace on the host cluster is refused. Everything that
+// can fail before streaming (parameters, roles, the cluster's answer to the first request) fails
+// as a plain HTTP answer, before any event or WebSocket handshake. docs/workloads.md.
+import type { FastifyInstance } from 'fastify';
+import { BadRequestError } from '../../errors.js';
+import { selectCluster } from '../../resources/cluster-select.js';
+import { impersonationHeaders } from '../../resources/impersonation.js';
+import { NAME_PATTERN } from '../../resources/segments.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { LogSession } from '../../workloads/log-fanout.js';
+import { followLogAsEvents, logOptions, logQueryProperties, openLog, readLog, type LogQuery } from '../../workloads/logs.js';
+import { EventStream } from '../../workloads/sse.js';
+import { listPods, podsPath } from '../../workloads/watch-events.js';
+import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
+import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+interface Params {
+  namespace: string;
+  pod: string;
+}
+
+const string = { type: 'string' } as const;
+const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+/** A label selector is short; the cluster checks its syntax. */
+const MAX_SELECTOR_LENGTH = 4096;
+
+const paramsSchema = (podPattern: string) => ({
+  type: 'object',
+  required: ['namespace', 'pod'],
+  properties: {
+    namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_ONLY },
+    pod: { type: 'string', maxLength: 253, pattern: podPattern },
+  },
+});
+
+const logsAnswer = objectOf({ logs: { type: 'array', items: string }, container: string, pod: string, namespace: string }, "The container's log lines (Kite's shape)");
+const webSocketAnswer = {
+  description: 'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data[, pod, container]}',
+  type: 'object',
+  additionalProperties: true,
+};
+const eventStream = { type: 'string', description: 'server-sent events: `connected`, then one `log` per line, `close` at the end, `error` ({error}) if it breaks' };
+
+export default async function logRoutes(app: FastifyInstance) {
+  const { services } = app;
+
+  app.get(
+    '/api/v1/logs/:namespace/:pod',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: "A container's log: JSON, or server-sent events with follow=true",
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: paramsSchema(NAME_PATTERN),
+        querystring: { type: 'object', properties: logQueryProperties },
+        response: replies({ 200: { description: 'the log', content: { 'application/json': { schema: logsAnswer }, 'text/event-stream': { schema: eventStream } } } }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const { namespace, pod } = request.params as Params;
+      const options = logOptions(request.query as LogQuery);
+      const ctx = await toolRequest(app, request, reply, signal, options.follow);
+      await requireWorkloadAccess(services, ctx.principal, ctx.conn, { kind: POD_RESOURCE, resource: 'pods/log', verb: 'get', namespace, name: pod });
+      if (!options.follow) return readLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
+      const log = await openLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
+      void followLogAsEvents(new EventStream(reply, signal), log);
+      return reply;
+    }),
+  );
+
+  app.get(
+    '/api/v1/logs/:namespace/:pod/ws',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: "WebSocket: a pod's log, or (pod `_all` and labelSelector) the logs of every pod a selector matches",
+        description:
+          'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), `info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: paramsSchema(`^(_all|${NAME_PATTERN.slice(1, -1)})$`),
+        querystring: {
+          type: 'object',
+          properties: {
+            ...logQueryProperties,
+            labelSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH, description: 'with pod `_all`: the pods to follow' },
+          },
+        },
+        response: replies({ 200: webSocketAnswer }),
+      },
+    },
+    async (request, reply) => {
+      if (!isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+      const { namespace, pod } = request.params as Params;
+      const query = request.query as LogQuery;
+      const options = logOptions(query, true);
+      const fanOut = pod === '_all';
+      const labelSelector = query.labelSelector ?? '';
+      if (fanOut && labelSelector.trim() === '') throw new BadRequestError('pod _all needs a labelSelector: the pods whose logs to follow');
+      const principal = request.principal!;
+      const conn = await selectCluster(services.clusters, request, (cluster) => services.auth.canAccessCluster(principal, cluster));
+      request.clusterName = conn.name;
+      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods/log', verb: 'get', namespace, name: fanOut ? undefined : pod });
+      if (fanOut) {
+        await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'list', namespace, name: undefined });
+        await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'watch', namespace, name: undefined });
+      }
+      const headers = impersonationHeaders(conn, principal);
+      const caller = `${principal.kind}:${principal.id}`;
+      // The session's own slot (its one stream, or its pod watch): a refusal is a plain 429.
+      const release = conn.admit(caller, true);
+      const controller = new AbortController();
+      const ctx = { conn, headers, caller, namespace, options, log: request.log, controller };
+      try {
+        // The first upstream request before the handshake: a missing pod, a bad selector or a
+        // refusal of the cluster is a plain HTTP error.
+        const first = fanOut
+          ? { list: await listPods(conn, headers, podsPath(namespace, new URLSearchParams({ labelSelector })), controller.signal) }
+          : { log: await openLog(conn, headers, namespace, pod, options, controller.signal) };
+        const ws = await acceptWebSocket(request, reply);
+        const session = new LogSession(ws, ctx, release);
+        if (first.list) void session.followSelector(labelSelector, first.list);
+        else void session.followPod(pod, first.log!);
+      } catch (err) {
+        controller.abort();
+        release();
+        throw err;
+      }
+    },
+  );
+}

@@ -1,0 +1,80 @@
+// Kite's live pod list: GET /api/v1/pods/<ns|_all>/watch?reduce=true&labelSelector=&fieldSelector=,
+// server-sent events `added`, `modified`, `deleted`, `error`, `close` and a `: ping` comment every
+// 15 seconds (src/workloads/pod-watch.ts). One upstream watch per client, closed when the client
+// leaves. Authorized as `watch` on pods in the namespace (all namespaces for `_all`); on kiteline's
+// own host cluster its install namespace is refused, and left out of `_all`. Metrics come along
+// when the caller may also list pods.metrics.k8s.io there. docs/workloads.md.
+import type { FastifyInstance } from 'fastify';
+import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { relayPodWatch } from '../../workloads/pod-watch.js';
+import { EventStream } from '../../workloads/sse.js';
+import { openWatch, podsPath } from '../../workloads/watch-events.js';
+import { NAMESPACE_PATTERN } from '../../resources/segments.js';
+import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+interface WatchQuery {
+  reduce?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+const MAX_SELECTOR_LENGTH = 4096;
+
+const eventStream = {
+  type: 'string',
+  description:
+    'server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite\'s `metrics` member), `error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
+};
+
+export default async function podWatchRoutes(app: FastifyInstance) {
+  const { services } = app;
+
+  app.get(
+    '/api/v1/pods/:namespace/watch',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'The pods of a namespace (or `_all`) as server-sent events, live',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: { type: 'object', required: ['namespace'], properties: { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN } } },
+        querystring: {
+          type: 'object',
+          properties: {
+            reduce: { type: 'string', enum: ['true', 'false'], description: "trim each pod to what Kite's list shows (default false)" },
+            labelSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH },
+            fieldSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH },
+            'x-cluster-name': { type: 'string' },
+          },
+        },
+        response: replies({ 200: { description: 'the event stream', content: { 'text/event-stream': { schema: eventStream } } } }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const params = request.params as { namespace: string };
+      const query = request.query as WatchQuery;
+      const namespace = params.namespace === '_all' ? undefined : params.namespace;
+      const ctx = await toolRequest(app, request, reply, signal, true);
+      const { conn, principal } = ctx;
+      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'watch', namespace, name: undefined });
+      const fieldSelector = namespace === undefined ? await services.hostGuard.listFieldSelector(conn, POD_RESOURCE, query.fieldSelector) : query.fieldSelector;
+      const selection = new URLSearchParams();
+      if (query.labelSelector) selection.set('labelSelector', query.labelSelector);
+      if (fieldSelector) selection.set('fieldSelector', fieldSelector);
+      const watchQuery = new URLSearchParams(selection);
+      watchQuery.set('watch', 'true');
+      const metricsQuery = new URLSearchParams(query.labelSelector ? { labelSelector: query.labelSelector } : {});
+      const metricsBase = namespace === undefined ? '/apis/metrics.k8s.io/v1beta1/pods' : `/apis/metrics.k8s.io/v1beta1/namespaces/${namespace}/pods`;
+      const metricsPath = mayAccess(services.auth, principal, conn.name, 'pods.metrics.k8s.io', namespace, 'list')
+        ? `${metricsBase}${metricsQuery.size > 0 ? `?${metricsQuery}` : ''}`
+        : undefined;
+      // Opened before the answer starts: a bad selector or a refusal is a plain HTTP error.
+      const upstream = await openWatch(conn, ctx.headers, podsPath(namespace, watchQuery), signal);
+      const events = new EventStream(reply, signal);
+      void relayPodWatch(events, { conn, headers: ctx.headers, metricsPath, reduce: query.reduce === 'true', signal }, upstream);
+      return reply;
+    }),
+  );
+}

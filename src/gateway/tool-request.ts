@@ -1,0 +1,44 @@
+// What every resource-tool route (events, apply, node actions, history, CRDs) does first, once
+// the caller is authenticated: pick the cluster the caller may use, take one of the caller's slots
+// on it, build the caller's upstream headers, and an abort signal that fires when the client goes
+// away. `run` wraps a handler so failures after the client left are a 499, as the resource routes do.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Principal } from '../auth/principal.js';
+import { selectCluster } from '../resources/cluster-select.js';
+import { holdClusterSlot } from '../resources/cluster-slot.js';
+import { impersonationHeaders } from '../resources/impersonation.js';
+import { clientClosed } from '../resources/upstream.js';
+import type { ToolContext } from '../tools/kube.js';
+
+export interface ToolRequest extends ToolContext {
+  principal: Principal;
+}
+
+/**
+ * The cluster and context of a tool request. `longRunning` (a drain, an apply that waits for a
+ * CRD) lifts the server's idle timeout and takes a long-running slot.
+ */
+export async function toolRequest(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, signal: AbortSignal, longRunning = false): Promise<ToolRequest> {
+  const principal = request.principal!;
+  const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
+  request.clusterName = conn.name;
+  holdClusterSlot(reply, conn, principal, longRunning);
+  return { principal, conn, headers: impersonationHeaders(conn, principal), signal };
+}
+
+/** Runs a handler with a signal aborted when the client goes away; failures after that are 499s. */
+export function withClientSignal(handler: (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) => Promise<unknown>) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const controller = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) controller.abort();
+    });
+    if (request.raw.socket?.destroyed) controller.abort();
+    try {
+      return await handler(request, reply, controller.signal);
+    } catch (err) {
+      if (controller.signal.aborted) throw clientClosed();
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,273 @@
+// One exec in a container over the cluster's own exec WebSocket (`v4.channel.k8s.io`), the
+// building block of terminals and the pod file browser. The handshake goes through
+// `conn.upgrade` (clusters/upgrade.ts: the connection's TLS material, credentials and the caller's
+// impersonation headers, on a socket of its own); after the 101 the socket carries WebSocket
+// frames, read and written with the frame codec of the `ws` library (its exported Receiver and
+// Sender: the handshake is already done, only framing is left). The command is an argv, one
+// `command=` query parameter per word: nothing goes through a shell.
+//
+// The v4 channel protocol: every binary message starts with its channel byte; 0 stdin (to the
+// cluster), 1 stdout, 2 stderr, 3 the final Status (JSON), 4 terminal size (JSON {Width, Height},
+// to the cluster). A v4 stream cannot half-close stdin: the end of input is the end of the
+// WebSocket (see pod-files.ts for what that means for uploads).
+import { createHash, randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import type { Socket } from 'node:net';
+import WebSocket from 'ws';
+import type { ClusterConnection } from '../clusters/types.js';
+import { BadGatewayError, BadRequestError, ForbiddenError, HttpError, NotFoundError } from '../errors.js';
+import type { UpstreamHeaders } from '../resources/impersonation.js';
+
+const PROTOCOL = 'v4.channel.k8s.io';
+const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+const STDIN = 0;
+const STDOUT = 1;
+const STDERR = 2;
+const ERROR = 3;
+const RESIZE = 4;
+/** The cluster's frames above this end the exec: its stdout chunks are far smaller. */
+const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+/** An error answer (not 101) is read up to this much for its message. */
+const MAX_REFUSAL_BYTES = 64 * 1024;
+/** Upstream output waiting to be written beyond this pauses the writer (see writeStdin). */
+const HIGH_WATER_BYTES = 256 * 1024;
+
+/** What to run, and where. */
+export interface ExecTarget {
+  namespace: string;
+  pod: string;
+  /** Empty or undefined: the pod's only (or default) container. */
+  container?: string;
+  command: string[];
+  stdin: boolean;
+  tty: boolean;
+}
+
+/** How an exec ended. exitCode is undefined when the command did not run to an exit (error set). */
+export interface ExecResult {
+  exitCode: number | undefined;
+  /** The cluster's message for a failure other than a non-zero exit (command not found, ...). */
+  error: string | undefined;
+}
+
+/** The part of `ws`'s frame codec used here (ws exports it; @types/ws does not describe it). */
+interface FrameReceiver extends EventEmitter {
+  write(chunk: Buffer): boolean;
+}
+interface FrameSender {
+  send(data: Buffer, options: { binary: boolean; fin: boolean; mask: boolean; compress: boolean }, cb?: (err?: Error) => void): void;
+  close(code: number, data: string, mask: boolean, cb?: (err?: Error) => void): void;
+  pong(data: Buffer, mask: boolean, cb?: (err?: Error) => void): void;
+}
+const codec = WebSocket as unknown as {
+  Receiver: new (options: { isServer: boolean; maxPayload: number; binaryType: 'nodebuffer' }) => FrameReceiver;
+  Sender: new (socket: Socket) => FrameSender;
+};
+
+/** A Kubernetes Status as channel 3 carries it. */
+interface ExecStatus {
+  status?: string;
+  message?: string;
+  reason?: string;
+  details?: { causes?: Array<{ reason?: string; message?: string }> };
+}
+
+/**
+ * A running exec. Events: 'stdout' (Buffer), 'stderr' (Buffer), 'end' (ExecResult, once, after
+ * the last output). bytesIn counts stdin sent, bytesOut stdout and stderr received.
+ */
+export class ExecChannel extends EventEmitter {
+  bytesIn = 0;
+  bytesOut = 0;
+  private readonly sender: FrameSender;
+  private status: ExecStatus | undefined;
+  private ended = false;
+
+  constructor(private readonly socket: Socket, rest: Buffer) {
+    super();
+    this.sender = new codec.Sender(socket);
+    const receiver = new codec.Receiver({ isServer: false, maxPayload: MAX_FRAME_BYTES, binaryType: 'nodebuffer' });
+    receiver.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
+    receiver.on('ping', (data: Buffer) => this.sender.pong(data, true));
+    receiver.on('conclude', () => this.finish());
+    receiver.on('error', () => this.finish('the cluster sent a malformed WebSocket frame'));
+    socket.on('data', (chunk: Buffer) => receiver.write(chunk));
+    socket.on('close', () => this.finish());
+    socket.on('error', () => undefined);
+    socket.setTimeout(0);
+    if (rest.length > 0) receiver.write(rest);
+    socket.resume();
+  }
+
+  /** Sends stdin bytes; false when the socket's buffer is full (wait for 'drain' on it: onDrain). */
+  writeStdin(data: Buffer): boolean {
+    if (this.ended) return false;
+    this.bytesIn += data.length;
+    this.sender.send(Buffer.concat([Buffer.of(STDIN), data]), { binary: true, fin: true, mask: true, compress: false });
+    return this.socket.writableLength < HIGH_WATER_BYTES;
+  }
+
+  /** Calls back once the stdin written so far has left (or at once when nothing waits). */
+  onDrain(callback: () => void): void {
+    if (this.ended || this.socket.writableLength < HIGH_WATER_BYTES) return callback();
+    this.socket.once('drain', callback);
+    this.once('end', callback);
+  }
+
+  /** Tells the cluster the terminal's size (TTY execs). */
+  resize(cols: number, rows: number): void {
+    if (this.ended) return;
+    const size = Buffer.from(JSON.stringify({ Width: cols, Height: rows }));
+    this.sender.send(Buffer.concat([Buffer.of(RESIZE), size]), { binary: true, fin: true, mask: true, compress: false });
+  }
+
+  /** Stops reading the cluster's output (backpressure) until resume(). */
+  pause(): void {
+    this.socket.pause();
+  }
+
+  resume(): void {
+    if (!this.ended) this.socket.resume();
+  }
+
+  /**
+   * Ends the exec from this side: a close frame, then the socket. On a v4 stream this is also the
+   * end of stdin: the command sees EOF (and its output after that is lost).
+   */
+  close(): void {
+    if (this.ended || this.socket.destroyed) return;
+    this.sender.close(1000, '', true, () => this.socket.end());
+    // A cluster that never answers the close frame still loses the socket.
+    setTimeout(() => this.socket.destroy(), 5000).unref();
+  }
+
+  /** Drops the connection at once (the client left). */
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  private onMessage(data: Buffer, isBinary: boolean): void {
+    if (!isBinary || data.length === 0) return;
+    const channel = data[0];
+    const payload = data.subarray(1);
+    if (payload.length === 0) return; // each channel's first, empty message says it is open
+    if (channel === STDOUT || channel === STDERR) {
+      this.bytesOut += payload.length;
+      this.emit(channel === STDOUT ? 'stdout' : 'stderr', payload);
+    } else if (channel === ERROR) {
+      try {
+        this.status = JSON.parse(payload.toString('utf8')) as ExecStatus;
+      } catch {
+        this.status = { status: 'Failure', message: 'the cluster sent an unreadable exec status' };
+      }
+    }
+  }
+
+  private finish(connectionError?: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.socket.destroy();
+    this.emit('end', resultOf(this.status, connectionError));
+  }
+}
+
+/** The exit code or error a final Status describes; no Status at all: the connection was lost. */
+function resultOf(status: ExecStatus | undefined, connectionError: string | undefined): ExecResult {
+  if (!status) return { exitCode: undefined, error: connectionError ?? 'the exec ended without an exit status (connection closed)' };
+  if (status.status === 'Success') return { exitCode: 0, error: undefined };
+  if (status.reason === 'NonZeroExitCode') {
+    const code = Number(status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message);
+    if (Number.isInteger(code)) return { exitCode: code, error: undefined };
+  }
+  return { exitCode: undefined, error: status.message || 'the exec failed' };
+}
+
+/** The exec's path and query on the API server: one `command=` per argv word. */
+export function execPath(target: ExecTarget): string {
+  const query = new URLSearchParams();
+  if (target.container) query.set('container', target.container);
+  for (const word of target.command) query.append('command', word);
+  query.set('stdin', String(target.stdin));
+  query.set('stdout', 'true');
+  // With a TTY the cluster merges stderr into stdout (and refuses stderr=true).
+  query.set('stderr', String(!target.tty));
+  query.set('tty', String(target.tty));
+  return `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec?${query.toString()}`;
+}
+
+/**
+ * Opens the exec: the WebSocket handshake through conn.upgrade, checked (101, the protocol, the
+ * accept key). A refusal becomes the error its status deserves: the cluster's message with 400
+ * (no such container, pod not running), 403 (the cluster's RBAC under impersonation), 404 (no
+ * such pod); anything else is a 502.
+ */
+export async function openExec(conn: ClusterConnection, target: ExecTarget, impersonation: UpstreamHeaders): Promise<ExecChannel> {
+  const key = randomBytes(16).toString('base64');
+  const answer = await conn.upgrade({
+    method: 'GET',
+    path: execPath(target),
+    headers: {
+      connection: 'Upgrade',
+      upgrade: 'websocket',
+      'sec-websocket-version': '13',
+      'sec-websocket-key': key,
+      'sec-websocket-protocol': PROTOCOL,
+      ...impersonation,
+    },
+  });
+  if (answer.statusCode !== 101) {
+    const message = await refusalMessage(answer.socket, answer.rest);
+    throw refusalError(conn.name, answer.statusCode, message);
+  }
+  const accept = createHash('sha1').update(key + WEBSOCKET_GUID).digest('base64');
+  if (answer.headers['sec-websocket-accept'] !== accept || answer.headers['sec-websocket-protocol'] !== PROTOCOL) {
+    answer.socket.destroy();
+    throw new BadGatewayError(`cluster "${conn.name}" answered the exec WebSocket handshake without ${PROTOCOL}`);
+  }
+  return new ExecChannel(answer.socket, answer.rest);
+}
+
+/** The message of a refused upgrade (a Status, usually), read from what follows the head. */
+function refusalMessage(socket: Socket, rest: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    let body = rest;
+    const done = () => {
+      socket.destroy();
+      const text = body.toString('utf8');
+      try {
+        const status = JSON.parse(text) as ExecStatus;
+        resolve(status.message ?? text);
+      } catch {
+        resolve(text.trim().slice(0, 1000));
+      }
+    };
+    socket.on('data', (chunk: Buffer) => {
+      body = Buffer.concat([body, chunk]);
+      if (body.length > MAX_REFUSAL_BYTES) done();
+    });
+    socket.once('end', done);
+    socket.once('error', done);
+    socket.setTimeout(10_000, done);
+    socket.resume();
+  });
+}
+
+function refusalError(cluster: string, status: number, message: string): HttpError {
+  const what = message || `status ${status}`;
+  switch (status) {
+    case 400:
+      return new BadRequestError(what);
+    case 403:
+      return new ForbiddenError(`cluster ${cluster} refused the exec: ${what}`);
+    case 404:
+      return new NotFoundError(what);
+    case 401:
+      return new BadGatewayError(`the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`);
+    default:
+      return new BadGatewayError(`cluster "${cluster}" refused the exec (${status}): ${what}`);
+  }
+}

@@ -1,0 +1,138 @@
+// A container's log from the cluster's pods/log subresource, with Kite's query parameters and
+// defaults (tailLines=100, -1 for all; timestamps=true; previous=false; sinceSeconds; container;
+// follow). Read whole it is bounded (limitBytes upstream and a bounded read here) and answered as
+// Kite's `{logs: [...], container, pod, namespace}`; followed, its lines go out as the container
+// writes them: as server-sent events here (followLogAsEvents), over a WebSocket in log-fanout.ts.
+import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
+import { BadRequestError } from '../errors.js';
+import type { UpstreamHeaders } from '../resources/impersonation.js';
+import { expectSuccess, readBody } from '../resources/upstream.js';
+import type { EventStream } from './sse.js';
+import { streamLines } from './stream-lines.js';
+
+/** The most of a log one answer carries when not following (the first this many bytes). */
+export const MAX_LOG_BYTES = 8 * 1024 * 1024;
+/** A followed line longer than this goes out in pieces of this size. */
+export const MAX_LOG_LINE_BYTES = 256 * 1024;
+/** Kite's default tail when the client sends none. */
+const DEFAULT_TAIL_LINES = 100;
+
+/** A container name (a DNS label). */
+export const CONTAINER_PATTERN = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+const BOOLEAN = { type: 'string', enum: ['true', 'false'] } as const;
+
+/** The query of the log routes, as sent (strings); checked by the route schema, parsed by logOptions. */
+export interface LogQuery {
+  container?: string;
+  tailLines?: string;
+  timestamps?: string;
+  previous?: string;
+  sinceSeconds?: string;
+  follow?: string;
+  labelSelector?: string;
+}
+
+export const logQueryProperties = {
+  container: { type: 'string', pattern: CONTAINER_PATTERN, description: 'the container; the only one when the pod has one' },
+  tailLines: { type: 'string', pattern: '^(-1|0|[1-9][0-9]{0,8})$', description: 'the last N lines (default 100); -1 for the whole log' },
+  timestamps: { ...BOOLEAN, description: 'prefix each line with its RFC 3339 time (default true)' },
+  previous: { ...BOOLEAN, description: "the previous (terminated) container's log (default false)" },
+  sinceSeconds: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' },
+  follow: { ...BOOLEAN, description: 'keep streaming new lines (server-sent events) instead of one JSON answer' },
+  'x-cluster-name': { type: 'string' },
+} as const;
+
+/** What the API server's pods/log takes. */
+export interface LogOptions {
+  container: string | undefined;
+  /** undefined: the whole log. */
+  tailLines: number | undefined;
+  timestamps: boolean;
+  previous: boolean;
+  sinceSeconds: number | undefined;
+  follow: boolean;
+}
+
+/** Kite's answer to a log read that does not follow. */
+export interface LogsAnswer {
+  logs: string[];
+  container: string;
+  pod: string;
+  namespace: string;
+}
+
+/** The options of a query (schema-checked already; checked again here, never trusted blindly). */
+export function logOptions(query: LogQuery, follow = query.follow === 'true'): LogOptions {
+  const tail = query.tailLines === undefined || query.tailLines === '' ? DEFAULT_TAIL_LINES : integer('tailLines', query.tailLines, -1);
+  const since = query.sinceSeconds === undefined || query.sinceSeconds === '' ? undefined : integer('sinceSeconds', query.sinceSeconds, 1);
+  return {
+    container: query.container || undefined,
+    tailLines: tail === -1 ? undefined : tail,
+    timestamps: query.timestamps !== 'false',
+    previous: query.previous === 'true',
+    sinceSeconds: since,
+    follow,
+  };
+}
+
+function integer(name: string, text: string, min: number): number {
+  const value = Number(text);
+  if (!/^-?\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw new BadRequestError(`invalid ${name} "${text.slice(0, 32)}": an integer of at least ${min}`);
+  }
+  return value;
+}
+
+/** The pods/log path on the API server. `limitBytes` bounds a read that does not follow. */
+export function logPath(namespace: string, pod: string, options: LogOptions, container = options.container): string {
+  const query = new URLSearchParams();
+  if (container) query.set('container', container);
+  if (options.follow) query.set('follow', 'true');
+  if (options.timestamps) query.set('timestamps', 'true');
+  if (options.previous) query.set('previous', 'true');
+  if (options.tailLines !== undefined) query.set('tailLines', String(options.tailLines));
+  if (options.sinceSeconds !== undefined) query.set('sinceSeconds', String(options.sinceSeconds));
+  if (!options.follow) query.set('limitBytes', String(MAX_LOG_BYTES));
+  return `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(pod)}/log?${query}`;
+}
+
+/**
+ * Opens a container's log upstream as the caller; throws the cluster's error (no such pod or
+ * container: 404/400) before any byte. A followed log goes on the watch pool.
+ */
+export async function openLog(conn: ClusterConnection, headers: UpstreamHeaders, namespace: string, pod: string, options: LogOptions, signal: AbortSignal, container = options.container): Promise<UpstreamResponse> {
+  const res = await conn.request({ method: 'GET', path: logPath(namespace, pod, options, container), headers: { accept: '*/*', ...headers }, signal, longRunning: options.follow });
+  return expectSuccess(res);
+}
+
+/** Reads a log that does not follow as Kite's answer: its lines, the last empty one dropped. */
+export async function readLog(conn: ClusterConnection, headers: UpstreamHeaders, namespace: string, pod: string, options: LogOptions, signal: AbortSignal): Promise<LogsAnswer> {
+  const res = await openLog(conn, headers, namespace, pod, { ...options, follow: false }, signal);
+  const text = await readBody(res, MAX_LOG_BYTES);
+  const logs = text === '' ? [] : text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));
+  if (logs.length > 0 && logs[logs.length - 1] === '') logs.pop();
+  return { logs, container: options.container ?? '', pod, namespace };
+}
+
+/**
+ * Kite's log-follow events: `connected` ({"status":"connected"}), one `log` per line (the line as
+ * its data), `close` ({"status":"closed"}) when the container's stream ends, `error` ({"error"})
+ * when it breaks. Returns when the log ends or the client leaves (the caller's signal aborts the
+ * upstream stream, which ends the loop).
+ */
+export async function followLogAsEvents(events: EventStream, log: UpstreamResponse): Promise<void> {
+  await events.sendJson('connected', { status: 'connected' });
+  try {
+    for await (const line of streamLines(log, MAX_LOG_LINE_BYTES)) {
+      if (events.closed) break;
+      await events.send('log', line);
+    }
+    await events.sendJson('close', { status: 'closed' });
+  } catch (err) {
+    if (!events.closed) await events.sendJson('error', { error: `the log stream broke: ${(err as Error).message}` });
+  } finally {
+    log.once('error', () => undefined);
+    log.destroy();
+    events.end();
+  }
+}
