@@ -71,6 +71,8 @@ export interface Config {
   /** Lifetime of a kubeconfig's token when the caller asks for none, and the most a caller may ask for. */
   kubeconfigTokenTtlSeconds: number;
   kubeconfigTokenMaxTtlSeconds: number;
+  /** How long an expired API key stays listed before it is deleted (host/expired-keys.ts). */
+  expiredKeyRetentionSeconds: number;
   /** PEM of the CA of an https front end, embedded in kubeconfigs (certificate-authority-data). */
   kubeconfigCa: string | undefined;
   /** An https listener beside the http one (kubectl sends tokens only over https); undefined: none. */
@@ -188,12 +190,15 @@ function caFile(name: string, path: string | undefined): string | undefined {
   return pem;
 }
 
-/** The kubeconfig token lifetimes (seconds): the default must not exceed the maximum. */
-function kubeconfigTokenTtls(pick: (flag: string, envName: string) => string | undefined): Pick<Config, 'kubeconfigTokenTtlSeconds' | 'kubeconfigTokenMaxTtlSeconds'> {
+/** The kubeconfig token lifetimes (seconds; the default must not exceed the maximum) and how long expired keys stay listed. */
+function kubeconfigTokenTtls(
+  pick: (flag: string, envName: string) => string | undefined,
+): Pick<Config, 'kubeconfigTokenTtlSeconds' | 'kubeconfigTokenMaxTtlSeconds' | 'expiredKeyRetentionSeconds'> {
   const max = integer('kubeconfig-token-max-ttl', pick('kubeconfig-token-max-ttl', 'KITELINE_KUBECONFIG_TOKEN_MAX_TTL'), 30 * 24 * 3600, 60, 365 * 24 * 3600);
   const ttl = integer('kubeconfig-token-ttl', pick('kubeconfig-token-ttl', 'KITELINE_KUBECONFIG_TOKEN_TTL'), Math.min(12 * 3600, max), 60, 365 * 24 * 3600);
   if (ttl > max) throw new ConfigError(`kubeconfig-token-ttl (${ttl}) must not be longer than kubeconfig-token-max-ttl (${max})`);
-  return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max };
+  const retention = integer('expired-key-retention', pick('expired-key-retention', 'KITELINE_EXPIRED_KEY_RETENTION'), 24 * 3600, 0, 365 * 24 * 3600);
+  return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max, expiredKeyRetentionSeconds: retention };
 }
 
 /** The https listener: a port, and a certificate and key given together or not at all. */

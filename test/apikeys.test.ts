@@ -82,13 +82,25 @@ t.test('expiry and revocation by kubectl', async (t) => {
   t.equal((await use()).status, 200);
   // Move the expiry into the past with kubectl: the key stops working.
   const crName = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'apikeys.kiteline.io', '-o', 'name']).stdout.trim();
-  const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', crName, '--type=merge', '-p', '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}']);
+  const justNow = new Date(Date.now() - 60_000).toISOString();
+  const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', crName, '--type=merge', '-p', JSON.stringify({ spec: { expiresAt: justNow } })]);
   t.equal(patched.status, 0, patched.stderr);
   const expired = await eventually('expired', async () => {
     const res = await use();
     return res.status === 401 ? res : undefined;
   }, 5000);
   t.equal(expired.body.error, 'API key expired');
+  t.match((await call(gw.url, 'GET', KEYS, as)).body.apiKeys, [{ name: 'temp' }], 'an expired key stays listed for a while (KITELINE_EXPIRED_KEY_RETENTION)');
+
+  // Past the retention (a day by default) an expired key is deleted, its Secret with it.
+  const old = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'long-expired', roles: ['admin'], expiresAt: future } });
+  t.equal(old.status, 201);
+  const oldSecret = `apikey-long-expired-key`;
+  t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', oldSecret]).status, 0, 'its Secret exists');
+  t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'apikeys.kiteline.io', 'apikey-long-expired', '--type=merge', '-p', '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}']).status, 0);
+  await eventually('the long-expired key deleted', async () => !(await call(gw.url, 'GET', KEYS, as)).body.apiKeys.some((k: { name: string }) => k.name === 'long-expired'), 10_000);
+  await eventually('its Secret deleted', () => kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', oldSecret]).status !== 0, 10_000);
+  t.match((await call(gw.url, 'GET', KEYS, as)).body.apiKeys, [{ name: 'temp' }], 'the recently expired key is still listed');
 
   const second = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'gone-soon', roles: ['admin'] } });
   t.equal((await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status, 200);

@@ -215,6 +215,19 @@ t.test('a namespace-limited role: Forbidden outside its namespace, exec included
   const pods = await k(['-n', ns, 'run', 'idle', `--image=${BUSYBOX}`, '--image-pull-policy=Never', '--restart=Never', '--', 'sleep', '3600']);
   t.equal(pods.status, 0);
   t.match((await dk(['-n', ns, 'exec', 'idle', '--', 'true'])).stderr, /Forbidden.*may not create pods\/exec/, 'a reader cannot exec, even in its namespace');
+  t.match((await dk(['-n', ns, 'delete', 'configmap', 'refused-target'])).stderr, /Forbidden/, 'a reader cannot delete');
+  // Refused actions are audited with what they named, not a bare path.
+  const refused = (resource: string, name: string) =>
+    readFileSync(join(TEST_DIR, 'logs', 'k8s-proxy.log'), 'utf8')
+      .split('\n')
+      .filter((line) => line.includes('"audit"') && line.includes(`"${resource}"`) && line.includes(`"${name}"`))
+      .map((line) => JSON.parse(line).audit)[0];
+  t.match(await eventually('the refused delete in the audit log', () => refused('configmaps', 'refused-target')), {
+    who: 'dev', cluster: 'a', verb: 'delete', resource: 'configmaps', namespace: ns, name: 'refused-target', result: 'failure', status: 403,
+  });
+  t.match(await eventually('the refused exec in the audit log', () => refused('pods/exec', 'idle')), {
+    who: 'dev', verb: 'create', resource: 'pods/exec', namespace: ns, name: 'idle', result: 'failure', status: 403,
+  });
 
   // The token's lifecycle: the owner loses the role, comes back; the key is revoked.
   const version = () => call(gw.url, 'GET', '/k8s/clusters/a/version', { headers: { authorization: `Bearer ${dev.token}` } });

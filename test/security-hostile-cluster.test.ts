@@ -23,7 +23,7 @@ function hostileProxy(): Promise<Server> {
     (req, res) => {
       const hostile = Object.keys(HOSTILE).find((marker) => req.url?.includes(marker));
       if (hostile) {
-        res.writeHead(200, HOSTILE[hostile] ? { 'content-type': HOSTILE[hostile] } : {});
+        res.writeHead(200, { 'set-cookie': 'kiteline_session=planted; Path=/', ...(HOSTILE[hostile] ? { 'content-type': HOSTILE[hostile] } : {}) });
         res.end('<script>fetch("/api/v1/admin/apikeys/",{method:"POST"})</script>');
         return;
       }
@@ -67,5 +67,19 @@ t.test('point 4: answers passed through carry a Kubernetes media type and nosnif
     t.equal(res.status, 200, path);
     t.match(res.headers.get('content-type'), /^application\/json/, path);
     t.equal(res.headers.get('x-content-type-options'), 'nosniff', path);
+  }
+});
+
+t.test('through /k8s/clusters a hostile answer passes as the cluster sent it, but can never run as kiteline', async (t) => {
+  // kubectl's proxy forwards the cluster's bytes unchanged (it parses no bodies), so what keeps a
+  // browser from running them on kiteline's origin is the answer's headers.
+  for (const marker of Object.keys(HOSTILE)) {
+    const res = await call(gw.url, 'GET', `/k8s/clusters/${HOSTILE_CLUSTER}/api/v1/namespaces/default/configmaps/${marker}`, {
+      headers: { authorization: `Bearer ${admin.key}` },
+    });
+    t.equal(res.status, 200, marker);
+    t.equal(res.headers.get('x-content-type-options'), 'nosniff', `${marker}: no sniffing`);
+    t.equal(res.headers.get('content-security-policy'), 'sandbox', `${marker}: no script runs, no same-origin access`);
+    t.equal(res.headers.get('set-cookie'), null, `${marker}: no cookie set on kiteline's origin`);
   }
 });

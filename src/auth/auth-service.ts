@@ -8,6 +8,7 @@ import { APIKeyStore, apiKeyName } from '../host/apikeys.js';
 import { awaitCache } from '../host/cache-sync.js';
 import { IdBackfill, type BackfillTarget } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
+import { ExpiredKeySweeper } from '../host/expired-keys.js';
 import { PlainPasswordHasher } from '../host/password-hasher.js';
 import { resourceId, type APIKeyOwner, type RoleSpec, type UserResource } from '../host/resources.js';
 import { ADMIN_ROLE, RoleStore } from '../host/roles.js';
@@ -39,6 +40,7 @@ export class AuthService {
   private readonly lastSeen: LastSeenRecorder;
   private readonly backfill: IdBackfill;
   private readonly hasher: PlainPasswordHasher;
+  private readonly expiredKeys: ExpiredKeySweeper;
 
   constructor(
     readonly host: HostStore,
@@ -59,6 +61,7 @@ export class AuthService {
       { kind: 'apikeys', cache: host.apiKeys, index: this.apiKeys.index, crs: this.apiKeys.crs },
     ] as unknown as BackfillTarget<KubernetesObject>[]);
     this.hasher = new PlainPasswordHasher(host, log);
+    this.expiredKeys = new ExpiredKeySweeper(host, this.apiKeys, config.expiredKeyRetentionSeconds * 1000, log);
   }
 
   /** After the host caches synced: session key, built-in roles, background reconcilers. */
@@ -67,11 +70,13 @@ export class AuthService {
     await this.roles.ensureBuiltins();
     this.backfill.start();
     this.hasher.start();
+    this.expiredKeys.start();
   }
 
   stop(): void {
     this.backfill.stop();
     this.hasher.stop();
+    this.expiredKeys.stop();
   }
 
   /** The Max-Age of a new session's cookie. */

@@ -8,7 +8,7 @@ import type { Authorizer } from '../resources/access.js';
 import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js';
 import type { HostGuard } from '../resources/host-guard.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../resources/impersonation.js';
-import { authorizeProxyRequest, guardedResource, isLongRunning, type ProxyAccess } from './authorize.js';
+import { authorizeProxyRequest, guardedResource, isLongRunning, proxyAccess, type ProxyAccess } from './authorize.js';
 import { parseProxyUrl, withFieldSelector } from './proxy-url.js';
 import { parseRequestInfo, type RequestInfo } from './request-info.js';
 
@@ -18,28 +18,42 @@ export interface ProxyServices {
   hostGuard: HostGuard;
 }
 
-export interface AdmittedRequest {
+/** What a request names, known before it is authorized (so a refused write is audited with its resource). */
+export interface NamedRequest {
   conn: ClusterConnection;
   info: RequestInfo;
-  /** What the request touches; undefined for an open non-resource URL (discovery, /version). */
+  /** What the request touches; undefined for a non-resource URL (discovery, /version). */
   access: ProxyAccess | undefined;
+  dryRun: boolean;
+}
+
+export interface AdmittedRequest extends NamedRequest {
   /** Path and query on the cluster's API server. */
   upstreamPath: string;
   /** Impersonate-User/-Group for the caller when the cluster impersonates. */
   impersonation: UpstreamHeaders;
   /** A watch, a log stream, exec, attach, port-forward or proxy: holds its connection. */
   longRunning: boolean;
-  dryRun: boolean;
 }
 
 const LIST_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
 
-export async function admitProxyRequest(services: ProxyServices, principal: Principal, method: string, url: string, contentType: string | undefined): Promise<AdmittedRequest> {
+/** `named` hears what the request names once the cluster is known, before roles are checked. */
+export async function admitProxyRequest(
+  services: ProxyServices,
+  principal: Principal,
+  method: string,
+  url: string,
+  contentType: string | undefined,
+  named?: (request: NamedRequest) => void,
+): Promise<AdmittedRequest> {
   const parsed = parseProxyUrl(url);
   const conn = await selectCluster(services.clusters, { headers: { [CLUSTER_SELECTOR]: parsed.cluster }, query: {} }, (cluster) =>
     services.auth.canAccessCluster(principal, cluster),
   );
   const info = parseRequestInfo(method, parsed.path, parsed.query);
+  const dryRun = new URLSearchParams(parsed.query).has('dryRun');
+  named?.({ conn, info, access: namedAccess(info), dryRun });
   const access = await authorizeProxyRequest(services, principal, conn, info, contentType);
   let query = parsed.query;
   if (LIST_VERBS.has(info.verb) && info.namespace === '' && info.isResourceRequest && (await services.hostGuard.reachesHost(conn))) {
@@ -54,8 +68,18 @@ export async function admitProxyRequest(services: ProxyServices, principal: Prin
     upstreamPath: query ? `${parsed.rawPath}?${query}` : parsed.rawPath,
     impersonation: impersonationHeaders(conn, principal),
     longRunning: isLongRunning(info),
-    dryRun: new URLSearchParams(parsed.query).has('dryRun'),
+    dryRun,
   };
+}
+
+/** What a resource request touches; undefined for a non-resource URL or a verb roles do not know (authorization refuses it). */
+function namedAccess(info: RequestInfo): ProxyAccess | undefined {
+  if (!info.isResourceRequest) return undefined;
+  try {
+    return proxyAccess(info);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The resource with its scope from discovery; one the cluster does not list counts as namespaced (the guard fails closed). */

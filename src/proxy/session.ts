@@ -14,7 +14,7 @@ import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { admitProxyRequest, type AdmittedRequest, type ProxyServices } from './admit.js';
+import { admitProxyRequest, type AdmittedRequest, type NamedRequest, type ProxyServices } from './admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from './headers.js';
 import { statusOf } from './status.js';
 
@@ -56,8 +56,7 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
   try {
     const principal = authenticate(services, req);
     Object.assign(record, { who: principal.name, whoKind: principal.kind, whoId: principal.id });
-    admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers['content-type']);
-    describe(record, admitted);
+    admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers['content-type'], (named) => describe(record, named));
     release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
     const answer = await admitted.conn.upgrade({
       method: req.method ?? 'GET',
@@ -92,7 +91,7 @@ function authenticate(services: SessionServices, req: IncomingMessage): Principa
   return result.principal;
 }
 
-function describe(record: SessionRecord, admitted: AdmittedRequest): void {
+function describe(record: SessionRecord, admitted: NamedRequest): void {
   record.cluster = admitted.conn.name;
   record.verb = admitted.access?.verb ?? admitted.info.verb;
   record.resource = admitted.access?.resource ?? admitted.info.path;

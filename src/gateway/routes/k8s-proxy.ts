@@ -57,12 +57,14 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
     });
-    const admitted = await admitProxyRequest(services, principal, request.method, request.raw.url ?? request.url, request.headers['content-type']);
-    const { conn, access } = admitted;
-    request.clusterName = conn.name;
-    if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
-      request.auditDetail = { verb: admitted.info.verb, cluster: conn.name, resource: access.resource, namespace: access.namespace, name: access.name, dryRun: admitted.dryRun };
-    }
+    // A write is audited with what it names, refused or not.
+    const admitted = await admitProxyRequest(services, principal, request.method, request.raw.url ?? request.url, request.headers['content-type'], ({ conn, info, access, dryRun }) => {
+      request.clusterName = conn.name;
+      if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
+        request.auditDetail = { verb: info.verb, cluster: conn.name, resource: access.resource, namespace: access.namespace, name: access.name, dryRun };
+      }
+    });
+    const { conn } = admitted;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
     let res;
     try {
