@@ -37,7 +37,7 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
   t.equal(built.status, 0, built.stderr);
   const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as Doc);
   const kinds = docs.map((d) => d.kind).sort();
-  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
   const deployment = docs.find((d) => d.kind === 'Deployment')!;
   t.equal(deployment.spec.replicas, 2);
   const pod = deployment.spec.template.spec;
@@ -98,6 +98,8 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(can('get', 'customresourcedefinitions/clusters.kiteline.io'), 'yes');
   t.equal(can('create', 'auditchunks.kiteline.io', '-n', ns), 'yes', 'audit chunks: written');
   t.equal(can('update', 'auditchunks.kiteline.io', '-n', ns), 'no', 'audit chunks: never changed');
+  t.equal(can('delete', 'templates.kiteline.io', '-n', ns), 'yes', 'resource templates: written');
+  t.equal(can('get', 'customresourcedefinitions/templates.kiteline.io'), 'yes');
   t.equal(can('list', 'secrets', '-n', 'default'), 'no', 'no secrets elsewhere');
   t.equal(can('list', 'secrets', '--all-namespaces'), 'no');
   t.equal(can('get', 'customresourcedefinitions/widgets.example.com'), 'no', 'no other CRDs');
@@ -150,6 +152,9 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   }, 60_000, 100);
   t.match(list.body[0], { name: 'in-cluster', inCluster: true, isDefault: true, ready: true, version: /^v1\.20/ });
   t.equal(server.services.clusterManager.lease.isLeader, true, 'the lease works with this RBAC');
+  const template = await call(server.url, 'POST', '/api/v1/admin/templates/', { headers: { cookie }, body: { name: 'Pod', yaml: 'kind: Pod' } });
+  t.equal(template.status, 201, `resource templates can be written: ${template.text}`);
+  t.equal((await call(server.url, 'GET', '/api/v1/templates/', { headers: { cookie } })).body?.length, 1, 'and listed');
 
   const targetA = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
   const created = await call(server.url, 'POST', '/api/v1/admin/clusters/', { headers: { cookie }, body: { name: 'a', config: targetA } });

@@ -15,6 +15,8 @@ export interface UserView {
   createdAt: string;
   lastLoginAt: string | null;
   roles: { id: number; name: string }[];
+  /** Kite UI's sidebar layout (JSON text), "" when never saved. */
+  sidebar_preference: string;
 }
 
 export type RoleLookup = (name: string) => RoleResource | undefined;
@@ -36,6 +38,7 @@ export function userView(user: UserResource, roleByName: RoleLookup): UserView {
     createdAt: creationTime(user),
     lastLoginAt: user.status?.lastLoginAt ?? null,
     roles,
+    sidebar_preference: user.spec.sidebarPreference ?? '',
   };
 }
 

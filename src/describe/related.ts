@@ -5,12 +5,16 @@
 // read them too (`list` for lists, `get` for single objects), and through the host guard. A read
 // the caller may not do fails as the API server would fail it for the caller (403 Forbidden), and
 // each describer handles that failure as kubectl does (no Events section, "Pods: not authorized",
-// ...), so the text never shows the caller more than kubectl would.
-import type { Verb } from '../auth/principal.js';
+// ...), so the text never shows the caller more than kubectl would. The related-objects route
+// (src/tools/related.ts) reads other kinds the same way (listOf, getOf, mayRead).
+import type { Principal, Verb } from '../auth/principal.js';
 import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError } from '../errors.js';
+import type { Authorizer } from '../resources/access.js';
+import type { HostGuard } from '../resources/host-guard.js';
 import { withSearch } from '../resources/read-query.js';
-import { collectionPath, objectPath } from '../resources/target.js';
+import { ALL_NAMESPACES } from '../resources/segments.js';
+import { canonicalResourceName, collectionPath, objectPath } from '../resources/target.js';
 import { readJson } from '../resources/upstream.js';
 import type { Json } from './format.js';
 
@@ -40,6 +44,17 @@ export interface RelatedAccess {
   allNamespacesSelector(resolved: ResolvedResource, fieldSelector: string | undefined): Promise<string | undefined>;
 }
 
+/** The access of a caller: kiteline's roles for the caller, the host guard for the cluster. */
+export function callerAccess(auth: Authorizer, hostGuard: HostGuard, conn: ClusterConnection, principal: Principal, signal: AbortSignal): RelatedAccess {
+  return {
+    conn,
+    signal,
+    allowed: (resource, namespace, verb) => auth.authorize(principal, { cluster: conn.name, namespace: namespace ?? ALL_NAMESPACES, resource, verb }),
+    guard: (kind, namespace, name, verb) => hostGuard.check(conn, { resolved: kind, namespace, name, verb }),
+    allNamespacesSelector: (kind, fieldSelector) => hostGuard.listFieldSelector(conn, kind, fieldSelector),
+  };
+}
+
 export interface ListQuery {
   labelSelector?: string;
   fieldSelector?: string;
@@ -61,9 +76,32 @@ export class RelatedReader {
   }
 
   /** Lists a related kind in a namespace (undefined: all namespaces). */
-  async list(kind: RelatedKind, namespace: string | undefined, query: ListQuery = {}): Promise<Json[]> {
-    const resolved = RELATED[kind];
-    if (!this.access.allowed(resolved.resource, namespace, 'list')) throw forbidden(resolved.resource, 'list', namespace);
+  list(kind: RelatedKind, namespace: string | undefined, query: ListQuery = {}): Promise<Json[]> {
+    return this.listOf(RELATED[kind], namespace, query);
+  }
+
+  /** Reads one related object. */
+  get(kind: RelatedKind, namespace: string, name: string): Promise<Json> {
+    return this.getOf(RELATED[kind], namespace, name);
+  }
+
+  /** Whether the caller may read the object (`get` or `list` on its kind there) and the host guard lets it through. */
+  async mayRead(resolved: ResolvedResource, namespace: string | undefined, name: string): Promise<boolean> {
+    const resource = canonicalResourceName(resolved);
+    if (!this.access.allowed(resource, namespace, 'get') && !this.access.allowed(resource, namespace, 'list')) return false;
+    try {
+      await this.access.guard(resolved, namespace, name, 'get');
+      return true;
+    } catch (err) {
+      if (err instanceof ForbiddenError) return false;
+      throw err;
+    }
+  }
+
+  /** Lists any kind in a namespace (undefined: all namespaces), as list() does. */
+  async listOf(resolved: ResolvedResource, namespace: string | undefined, query: ListQuery = {}): Promise<Json[]> {
+    const resource = canonicalResourceName(resolved);
+    if (!this.access.allowed(resource, namespace, 'list')) throw forbidden(resource, 'list', namespace);
     await this.access.guard(resolved, namespace, undefined, 'list');
     const fieldSelector = namespace === undefined ? await this.access.allNamespacesSelector(resolved, query.fieldSelector) : query.fieldSelector;
     const search = new URLSearchParams();
@@ -79,10 +117,10 @@ export class RelatedReader {
     return Array.isArray(list.items) ? list.items : [];
   }
 
-  /** Reads one related object. */
-  async get(kind: RelatedKind, namespace: string, name: string): Promise<Json> {
-    const resolved = RELATED[kind];
-    if (!this.access.allowed(resolved.resource, namespace, 'get')) throw forbidden(resolved.resource, 'get', namespace, name);
+  /** Reads one object of any kind (namespace undefined: a cluster-scoped kind), as get() does. */
+  async getOf(resolved: ResolvedResource, namespace: string | undefined, name: string): Promise<Json> {
+    const resource = canonicalResourceName(resolved);
+    if (!this.access.allowed(resource, namespace, 'get')) throw forbidden(resource, 'get', namespace, name);
     await this.access.guard(resolved, namespace, name, 'get');
     const res = await this.access.conn.request({
       method: 'GET',

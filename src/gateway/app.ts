@@ -21,9 +21,15 @@ import kubeconfigRoutes from './routes/kubeconfig.js';
 import logRoutes from './routes/logs.js';
 import metricsRoutes from './routes/metrics.js';
 import overviewRoutes from './routes/overview.js';
+import podFileRoutes from './routes/pod-files.js';
 import podWatchRoutes from './routes/pod-watch.js';
+import preferenceRoutes from './routes/preferences.js';
+import relatedRoutes from './routes/related.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
+import searchRoutes from './routes/search.js';
+import terminalRoutes from './routes/terminal.js';
+import templateRoutes from './routes/templates.js';
 import toolRoutes from './routes/tools.js';
 import userRoutes from './routes/users.js';
 import workloadProxyRoutes from './routes/workload-proxy.js';
@@ -86,16 +92,23 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(clusterRoutes);
   await app.register(overviewRoutes);
   await app.register(kubeconfigRoutes);
+  // Kite UI's resource templates and the user's sidebar preference (docs/tools.md).
+  await app.register(templateRoutes);
+  await app.register(preferenceRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
   // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.
   await app.register(toolRoutes);
   // Running workloads: logs, the live pod list, pod and service proxies (docs/workloads.md).
   await app.register(logRoutes);
+  await app.register(terminalRoutes);
   await app.register(podWatchRoutes);
+  await app.register(podFileRoutes);
   await app.register(workloadProxyRoutes);
   // kubectl describe's text for an object (src/describe/): /api/v1/<resource>/<ns>/<name>/describe.
   await app.register(describeRoutes, { prefix: '/api/v1' });
+  await app.register(relatedRoutes, { prefix: '/api/v1' });
+  await app.register(searchRoutes);
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
   return app;

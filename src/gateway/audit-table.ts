@@ -33,6 +33,7 @@ const USERS = '/api/v1/admin/users';
 const ROLES = '/api/v1/admin/roles';
 const APIKEYS = '/api/v1/admin/apikeys';
 const CLUSTERS = '/api/v1/admin/clusters';
+const TEMPLATES = '/api/v1/admin/templates';
 const RESOURCE = { resourceField: 'params.resource', namespace: 'params.namespace', clusterScoped: true } as const;
 
 export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
@@ -61,6 +62,11 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   [`PUT ${CLUSTERS}/:id`]: { verb: 'update', resource: 'clusters' },
   [`DELETE ${CLUSTERS}/:id`]: { verb: 'delete', resource: 'clusters' },
   [`POST ${CLUSTERS}/import`]: { verb: 'import', resource: 'clusters' },
+  // Resource templates, and a user's own sidebar preference.
+  [`POST ${TEMPLATES}`]: { verb: 'create', resource: 'templates', name: 'body.name' },
+  [`PUT ${TEMPLATES}/:id`]: { verb: 'update', resource: 'templates' },
+  [`DELETE ${TEMPLATES}/:id`]: { verb: 'delete', resource: 'templates' },
+  'POST /api/users/sidebar_preference': { verb: 'update', resource: 'sidebar_preferences' },
   // The resource gateway.
   'POST /api/v1/:resource/:namespace': { verb: 'create', ...RESOURCE },
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },
@@ -74,6 +80,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'POST /api/v1/nodes/_all/:name/taint': { verb: 'taint', resource: 'nodes', name: 'params.name', clusterScoped: true },
   'POST /api/v1/nodes/_all/:name/untaint': { verb: 'untaint', resource: 'nodes', name: 'params.name', clusterScoped: true },
   'POST /api/v1/nodes/_all/:name/drain': { verb: 'drain', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  // Pod files (routes/pod-files.ts fills in cluster, namespace, pod and the file's path as subject).
+  'PUT /api/v1/pods/:namespace/:pod/files/upload': { verb: 'upload', resource: 'pods/files', clusterScoped: true },
   // Kubeconfigs (each mints a token, an API key owned by the caller).
   'POST /api/v1/kubeconfig': { verb: 'create', resource: 'kubeconfigs' },
   // The Kubernetes API proxy (the route fills in what the request info says).

@@ -49,6 +49,7 @@ const userProperties = {
     type: 'array',
     items: { type: 'object', properties: { id: integer, name: string } },
   },
+  sidebar_preference: { type: 'string', description: "Kite UI's sidebar layout (JSON text) the user saved, \"\" when none" },
 } as const;
 
 const apiKeyProperties = {
@@ -209,6 +210,29 @@ export function noContent(description: string): object {
 /** An object answer with the given members (listed so the serializer keeps them). */
 export function objectOf(properties: Record<string, object>, description?: string): object {
   return { type: 'object', ...(description ? { description } : {}), properties };
+}
+
+/**
+ * The members of Kite's ResourceHistory, which both its audit-log page and its history tab read
+ * (routes/audit-logs.ts, routes/history.ts); `yamlDescriptions` says what the two YAML members hold there.
+ */
+export function resourceHistoryProperties(yamlDescriptions: { resourceYaml: string; previousYaml: string }): Record<string, object> {
+  const string = { type: 'string' };
+  return {
+    id: { type: 'integer' },
+    createdAt: { type: 'string', format: 'date-time', description: 'when the action began' },
+    updatedAt: { type: 'string', format: 'date-time', description: 'when it ended, else createdAt' },
+    clusterName: string,
+    resourceType: string,
+    resourceName: string,
+    namespace: string,
+    operationType: string,
+    resourceYaml: { type: 'string', description: yamlDescriptions.resourceYaml },
+    previousYaml: { type: 'string', description: yamlDescriptions.previousYaml },
+    success: { type: 'boolean' },
+    errorMessage: string,
+    operatorId: { type: 'integer' },
+  };
 }
 
 /** Path parameters of `/:id` routes (the id's format is checked by the route: 400 "invalid id"). */

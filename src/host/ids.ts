@@ -1,4 +1,4 @@
-// Integer ids for Users, Clusters, Roles and APIKeys: unique, stable, never reused, and assigned
+// Integer ids for Users, Clusters, Roles, APIKeys and Templates: unique, stable, never reused, and assigned
 // race-free across replicas. One ConfigMap holds a counter per kind; allocating is a
 // read-increment-replace guarded by the ConfigMap's resourceVersion (compare-and-swap), retried
 // on conflict. A counter only grows, so a deleted object's id is never handed out again.
@@ -6,7 +6,7 @@ import * as k8s from '@kubernetes/client-node';
 import { apiStatus } from './kube.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 
-export type IdKind = 'users' | 'clusters' | 'roles' | 'apikeys';
+export type IdKind = 'users' | 'clusters' | 'roles' | 'apikeys' | 'templates';
 
 export const ID_COUNTER_CONFIGMAP = 'kiteline-id-counters';
 

@@ -30,6 +30,8 @@ export interface UserSpec {
   username: string;
   name?: string;
   avatarURL?: string;
+  /** Kite UI's sidebar layout, JSON text the user saved (POST /api/users/sidebar_preference). */
+  sidebarPreference?: string;
   provider?: 'password';
   enabled?: boolean;
   roles?: string[];

@@ -120,7 +120,7 @@ export class UserStore {
     return created;
   }
 
-  async update(user: UserResource, changes: { name?: string; avatarURL?: string }): Promise<UserResource> {
+  async update(user: UserResource, changes: { name?: string; avatarURL?: string; sidebarPreference?: string }): Promise<UserResource> {
     return this.patch(user, { spec: changes });
   }
 

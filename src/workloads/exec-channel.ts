@@ -73,35 +73,53 @@ interface ExecStatus {
 }
 
 /**
- * A running exec. Events: 'stdout' (Buffer), 'stderr' (Buffer), 'end' (ExecResult, once, after
- * the last output). bytesIn counts stdin sent, bytesOut stdout and stderr received.
+ * A running exec, opened paused: nothing of the cluster's output is read until start(), so the
+ * owner can attach its listeners first (and finish its own handshake with a client meanwhile).
+ * Events: 'stdout' (Buffer), 'stderr' (Buffer), 'end' (ExecResult, once, after the last output).
+ * bytesIn counts stdin sent, bytesOut stdout and stderr received.
  */
 export class ExecChannel extends EventEmitter {
   bytesIn = 0;
   bytesOut = 0;
   private readonly sender: FrameSender;
+  private readonly receiver: FrameReceiver;
   private status: ExecStatus | undefined;
-  private ended = false;
+  private result: ExecResult | undefined;
+  private started = false;
 
-  constructor(private readonly socket: Socket, rest: Buffer) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly rest: Buffer,
+  ) {
     super();
     this.sender = new codec.Sender(socket);
-    const receiver = new codec.Receiver({ isServer: false, maxPayload: MAX_FRAME_BYTES, binaryType: 'nodebuffer' });
-    receiver.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
-    receiver.on('ping', (data: Buffer) => this.sender.pong(data, true));
-    receiver.on('conclude', () => this.finish());
-    receiver.on('error', () => this.finish('the cluster sent a malformed WebSocket frame'));
-    socket.on('data', (chunk: Buffer) => receiver.write(chunk));
+    this.receiver = new codec.Receiver({ isServer: false, maxPayload: MAX_FRAME_BYTES, binaryType: 'nodebuffer' });
+    this.receiver.on('message', (data: Buffer, isBinary: boolean) => this.onMessage(data, isBinary));
+    this.receiver.on('ping', (data: Buffer) => this.sender.pong(data, true));
+    this.receiver.on('conclude', () => this.finish());
+    this.receiver.on('error', () => this.finish('the cluster sent a malformed WebSocket frame'));
     socket.on('close', () => this.finish());
     socket.on('error', () => undefined);
     socket.setTimeout(0);
-    if (rest.length > 0) receiver.write(rest);
-    socket.resume();
+  }
+
+  /** Starts reading the cluster's output; an exec that ended before reports its 'end' now (asynchronously). */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    if (this.result) {
+      const result = this.result;
+      queueMicrotask(() => this.emit('end', result));
+      return;
+    }
+    this.socket.on('data', (chunk: Buffer) => this.receiver.write(chunk));
+    if (this.rest.length > 0) this.receiver.write(this.rest);
+    this.socket.resume();
   }
 
   /** Sends stdin bytes; false when the socket's buffer is full (wait for 'drain' on it: onDrain). */
   writeStdin(data: Buffer): boolean {
-    if (this.ended) return false;
+    if (this.isEnded) return false;
     this.bytesIn += data.length;
     this.sender.send(Buffer.concat([Buffer.of(STDIN), data]), { binary: true, fin: true, mask: true, compress: false });
     return this.socket.writableLength < HIGH_WATER_BYTES;
@@ -109,14 +127,14 @@ export class ExecChannel extends EventEmitter {
 
   /** Calls back once the stdin written so far has left (or at once when nothing waits). */
   onDrain(callback: () => void): void {
-    if (this.ended || this.socket.writableLength < HIGH_WATER_BYTES) return callback();
+    if (this.isEnded || this.socket.writableLength < HIGH_WATER_BYTES) return callback();
     this.socket.once('drain', callback);
     this.once('end', callback);
   }
 
   /** Tells the cluster the terminal's size (TTY execs). */
   resize(cols: number, rows: number): void {
-    if (this.ended) return;
+    if (this.isEnded) return;
     const size = Buffer.from(JSON.stringify({ Width: cols, Height: rows }));
     this.sender.send(Buffer.concat([Buffer.of(RESIZE), size]), { binary: true, fin: true, mask: true, compress: false });
   }
@@ -127,15 +145,17 @@ export class ExecChannel extends EventEmitter {
   }
 
   resume(): void {
-    if (!this.ended) this.socket.resume();
+    if (this.started && !this.isEnded) this.socket.resume();
   }
 
   /**
-   * Ends the exec from this side: a close frame, then the socket. On a v4 stream this is also the
-   * end of stdin: the command sees EOF (and its output after that is lost).
+   * Ends the exec from this side: a close frame, then the socket. On a v4 stream without a TTY
+   * this is also the end of stdin: the command sees EOF (and its output after that is lost). With
+   * a TTY the container runtime keeps the terminal open and the command runs on (terminal.ts
+   * types ^C and ^D first).
    */
   close(): void {
-    if (this.ended || this.socket.destroyed) return;
+    if (this.isEnded || this.socket.destroyed) return;
     this.sender.close(1000, '', true, () => this.socket.end());
     // A cluster that never answers the close frame still loses the socket.
     setTimeout(() => this.socket.destroy(), 5000).unref();
@@ -147,7 +167,7 @@ export class ExecChannel extends EventEmitter {
   }
 
   get isEnded(): boolean {
-    return this.ended;
+    return this.result !== undefined;
   }
 
   private onMessage(data: Buffer, isBinary: boolean): void {
@@ -168,10 +188,10 @@ export class ExecChannel extends EventEmitter {
   }
 
   private finish(connectionError?: string): void {
-    if (this.ended) return;
-    this.ended = true;
+    if (this.result) return;
+    this.result = resultOf(this.status, connectionError);
     this.socket.destroy();
-    this.emit('end', resultOf(this.status, connectionError));
+    if (this.started) this.emit('end', this.result);
   }
 }
 

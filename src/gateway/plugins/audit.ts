@@ -19,6 +19,8 @@ export interface AuditDetail {
   resource?: string;
   namespace?: string;
   name?: string;
+  /** What else the action names (a file upload: the file's path). */
+  subject?: string;
   dryRun?: boolean;
 }
 
@@ -81,7 +83,7 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
   };
   const id = auditField(request, 'params.id');
   if (id !== undefined) record.id = id;
-  const subject = auditField(request, route.subject);
+  const subject = detail.subject ?? auditField(request, route.subject);
   if (subject !== undefined) record.subject = subject;
   if (detail.dryRun) record.dryRun = true;
   return record;

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import { NotFoundError } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseAuditQuery } from '../../audit/query.js';
-import { objectOf, replies } from '../schemas.js';
+import { objectOf, replies, resourceHistoryProperties } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/audit-logs';
 
@@ -30,19 +30,8 @@ const str = { type: 'string' };
 const int = { type: 'integer' };
 const auditLog = objectOf(
   {
-    id: int,
-    createdAt: { type: 'string', format: 'date-time', description: 'when the action began' },
-    updatedAt: { type: 'string', format: 'date-time', description: 'when it ended (sessions), else createdAt' },
-    clusterName: str,
-    resourceType: str,
-    resourceName: str,
-    namespace: str,
-    operationType: str,
-    resourceYaml: { type: 'string', description: 'always empty: kiteline never stores objects' },
-    previousYaml: { type: 'string', description: 'always empty' },
-    success: { type: 'boolean' },
+    ...resourceHistoryProperties({ resourceYaml: 'always empty: kiteline never stores objects', previousYaml: 'always empty' }),
     errorMessage: { type: 'string', description: 'the HTTP status of a failed action, e.g. "HTTP 403 Forbidden"' },
-    operatorId: int,
     operator: objectOf({ id: int, username: str, name: str, provider: { type: 'string', enum: ['password', 'api_key', 'anonymous'] }, kind: { type: 'string', enum: ['user', 'apikey', 'anonymous'] } }),
     status: { type: 'integer', description: 'the HTTP status of the answer' },
     requestId: str,

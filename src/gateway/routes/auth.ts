@@ -94,6 +94,7 @@ export default async function authRoutes(app: FastifyInstance) {
           .map((name) => ({ name, role: auth.roles.byName(name) }))
           .filter((r) => r.role)
           .map((r) => ({ id: resourceId(r.role!)!, name: r.name })),
+        sidebar_preference: '',
       },
     };
   });

@@ -11,7 +11,7 @@ import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { planTarget } from '../../resources/target.js';
 import { DEFAULT_HISTORY_PAGE_SIZE, hasRevisions, MAX_HISTORY_PAGE_SIZE, rollbackWorkload, workloadHistory, type WorkloadRef } from '../../tools/history.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, objectOf, replies, resourceHistoryProperties } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 const string = { type: 'string' } as const;
@@ -29,23 +29,14 @@ const params = {
 } as const;
 
 const entrySchema = objectOf({
-  id: integer,
+  ...resourceHistoryProperties({
+    resourceYaml: 'an apply document restoring this revision’s pod template',
+    previousYaml: 'the same for the revision before it ("" for the first)',
+  }),
   revision: integer,
   current: boolean,
-  clusterName: string,
-  resourceType: string,
-  resourceName: string,
-  namespace: string,
-  operationType: string,
-  resourceYaml: { type: 'string', description: 'an apply document restoring this revision’s pod template' },
-  previousYaml: { type: 'string', description: 'the same for the revision before it ("" for the first)' },
-  success: boolean,
-  errorMessage: string,
-  operatorId: integer,
   operator: objectOf({ username: string, provider: string }),
   changeCause: string,
-  createdAt: string,
-  updatedAt: string,
 });
 
 interface Params {

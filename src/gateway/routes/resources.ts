@@ -18,10 +18,11 @@ import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/
 import { getSearch, listSearch, objectWatchSearch, readQuerySchema, withSearch, type ReadQuery } from '../../resources/read-query.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN, type PathSegments } from '../../resources/segments.js';
 import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
-import { bodyRequest, clientClosed, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
+import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
 import { prepareWrite } from '../../resources/write-body.js';
 import { writeQueryProperties, writeSearch, type WriteQuery } from '../../resources/write-query.js';
 import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
+import { withClientSignal } from '../tool-request.js';
 
 interface Params {
   resource: string;
@@ -212,25 +213,9 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return reply.code(200).send({ message: `${description} deleted` });
   }
 
-  /**
-   * Runs a handler with a signal that aborts when the client goes away before the answer is
-   * complete (closing the upstream request, e.g. a watch); failures after that are logged as 499.
-   */
-  const guarded = (handler: (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) => Promise<unknown>) =>
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const controller = new AbortController();
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) controller.abort();
-      });
-      // Gone already (during authentication or body parsing, before the listener): no upstream call.
-      if (request.raw.socket?.destroyed) controller.abort();
-      try {
-        return await handler(request, reply, controller.signal);
-      } catch (err) {
-        if (controller.signal.aborted) throw clientClosed();
-        throw err;
-      }
-    };
+  // Each handler gets a signal that aborts when the client goes away before the answer is complete
+  // (closing the upstream request, e.g. a watch); failures after that are logged as 499.
+  const guarded = withClientSignal;
 
   // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
   const onRequest = app.requireUser;

@@ -1,0 +1,77 @@
+// GET /api/v1/search?q=&limit=&namespace=: Kite's global search, `{results, total}` (plus
+// `partial`), on the cluster the request names, from that cluster's search index (src/tools/
+// search-index.ts: started by the first search, kept current by watches on kiteline's own
+// connection, stopped when idle). The index holds what kiteline can see, so each result is one the
+// caller may `list` (kind and namespace) by kiteline's roles; on a cluster registered with
+// `impersonate` the cluster's own RBAC is not asked. docs/tools.md, "Search".
+import type { FastifyInstance } from 'fastify';
+import { BadRequestError } from '../../errors.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
+import { SearchIndexes } from '../../tools/search-index.js';
+import { mayAccess } from '../../workloads/access.js';
+import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
+
+interface SearchQuery {
+  q: string;
+  limit?: number;
+  namespace?: string;
+}
+
+const string = { type: 'string' } as const;
+
+const searchAnswerSchema = objectOf({
+  results: {
+    type: 'array',
+    items: objectOf({
+      id: { type: 'string', description: 'the object’s uid' },
+      name: string,
+      namespace: { type: 'string', description: 'absent for a cluster-scoped kind' },
+      resourceType: { type: 'string', description: 'the plural resource name: `pods`, `deployments`, ...' },
+      createdAt: { type: 'string', description: 'the object’s creationTimestamp (RFC 3339)' },
+    }),
+  },
+  total: { type: 'integer', description: 'every match the caller may see (results holds at most `limit`)' },
+  partial: { type: 'boolean', description: 'the cluster’s index may be missing objects: still loading, a list or watch failing, or over its size limit' },
+});
+
+export default async function searchRoutes(app: FastifyInstance) {
+  const { services } = app;
+  const indexes = new SearchIndexes({ hostGuard: services.hostGuard, log: services.log });
+  app.addHook('onClose', () => indexes.stopAll());
+
+  app.get(
+    '/api/v1/search',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: 'Objects of the common kinds whose name contains the query or whose label matches it, that the caller may list',
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        querystring: {
+          type: 'object',
+          required: ['q'],
+          properties: {
+            q: { type: 'string', minLength: 1, maxLength: MAX_QUERY_LENGTH, description: 'a part of a name, a label value, `key=value`; may start with a kind (`pod web`)' },
+            limit: { type: 'integer', minimum: 1, maximum: MAX_SEARCH_LIMIT, default: DEFAULT_SEARCH_LIMIT },
+            namespace: { type: 'string', maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'only objects of this namespace; empty or `_all`: every namespace' },
+            'x-cluster-name': { type: 'string' },
+          },
+        },
+        response: replies({ 200: searchAnswerSchema }),
+      },
+    },
+    withClientSignal(async (request, reply, signal) => {
+      const query = request.query as SearchQuery;
+      if (query.q.trim() === '') throw new BadRequestError('q must not be blank');
+      const namespace = query.namespace === '' || query.namespace === '_all' ? undefined : query.namespace;
+      const { conn, principal } = await toolRequest(app, request, reply, signal);
+      const index = indexes.forCluster(conn);
+      await index.settle(signal);
+      return searchIndex(index, { text: query.q, limit: query.limit ?? DEFAULT_SEARCH_LIMIT, namespace }, (resource, objectNamespace) =>
+        mayAccess(services.auth, principal, conn.name, resource, objectNamespace, 'list'),
+      );
+    }),
+  );
+}

@@ -1,0 +1,124 @@
+// Resource templates (Kite's "create resource" dialog and its settings page): any signed-in user
+// lists and reads them at /api/v1/templates/, admins create, update and delete them at
+// /api/v1/admin/templates/. Stored as Template custom resources in the install namespace
+// (src/host/templates.ts). Template JSON: {id, ID, name, description, yaml, createdAt, updatedAt};
+// the name cannot change after creation, as in Kite's UI. docs/tools.md, "Templates and sidebar
+// preferences".
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { parseAllDocuments } from 'yaml';
+import { parseId } from '../../auth/rules.js';
+import { BadRequestError } from '../../errors.js';
+import { templateView, TemplateStore } from '../../host/templates.js';
+import { idParams, objectOf, replies } from '../schemas.js';
+
+const READ_PREFIX = '/api/v1/templates';
+const ADMIN_PREFIX = '/api/v1/admin/templates';
+const tags = ['templates'];
+const string = { type: 'string' } as const;
+const integer = { type: 'integer' } as const;
+
+/** Template YAML at most (far below the API server's object limit). */
+export const MAX_TEMPLATE_YAML = 512 * 1024;
+
+const templateSchema = objectOf(
+  {
+    id: integer,
+    ID: { type: 'integer', description: 'the id again: Kite’s UI reads it under this name' },
+    name: string,
+    description: string,
+    yaml: { type: 'string', description: 'one or more YAML documents, for POST /api/v1/resources/apply' },
+    createdAt: string,
+    updatedAt: string,
+  },
+  'A resource template',
+);
+
+const fields = {
+  name: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$', description: 'unique; no leading or trailing space' },
+  description: { type: 'string', maxLength: 1024 },
+  yaml: { type: 'string', minLength: 1, maxLength: MAX_TEMPLATE_YAML, description: 'YAML text (checked for syntax)' },
+} as const;
+
+interface TemplateBody {
+  name?: string;
+  description?: string;
+  yaml?: string;
+}
+
+type NewTemplateBody = Required<Pick<TemplateBody, 'name' | 'yaml'>> & TemplateBody;
+
+/** 400 unless the text parses as YAML and holds something. */
+function checkYaml(text: string): void {
+  const documents = parseAllDocuments(text);
+  for (const [i, doc] of (Array.isArray(documents) ? documents : []).entries()) {
+    const problem = doc.errors[0];
+    if (problem) throw new BadRequestError(`yaml: document ${i + 1} is not valid YAML: ${problem.message.split('\n')[0]}`);
+  }
+  if (text.trim() === '') throw new BadRequestError('yaml is empty');
+}
+
+export default async function templateRoutes(app: FastifyInstance) {
+  const store = new TemplateStore(app.services.host);
+
+  const listRoute = {
+    onRequest: app.requireUser,
+    schema: { tags, summary: 'List the resource templates', response: replies({ 200: { type: 'array', items: templateSchema } }) },
+  };
+  const list = async () => (await store.list()).map(templateView);
+  app.get(`${READ_PREFIX}/`, listRoute, list);
+  app.get(READ_PREFIX, listRoute, list);
+
+  app.get<{ Params: { id: string } }>(
+    `${READ_PREFIX}/:id`,
+    { onRequest: app.requireUser, schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: templateSchema }) } },
+    async (request) => templateView(await store.byId(parseId(request.params.id))),
+  );
+
+  const createRoute = {
+    onRequest: app.requireAdmin,
+    schema: {
+      tags,
+      summary: 'Create a resource template',
+      body: { type: 'object', required: ['name', 'yaml'], additionalProperties: false, properties: fields },
+      response: replies({ 201: templateSchema }),
+    },
+  };
+  const create = async (request: FastifyRequest<{ Body: NewTemplateBody }>, reply: FastifyReply) => {
+    const { name, description, yaml } = request.body;
+    checkYaml(yaml);
+    const created = await store.create({ name, ...(description ? { description } : {}), yaml });
+    return reply.code(201).send(templateView(created));
+  };
+  app.post<{ Body: NewTemplateBody }>(`${ADMIN_PREFIX}/`, createRoute, create);
+  app.post<{ Body: NewTemplateBody }>(ADMIN_PREFIX, createRoute, create);
+
+  app.put<{ Params: { id: string }; Body: TemplateBody }>(
+    `${ADMIN_PREFIX}/:id`,
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Change a resource template’s description or YAML (the name cannot change)',
+        params: idParams,
+        body: { type: 'object', additionalProperties: false, properties: { ...fields, name: { ...fields.name, description: 'the template’s own name (it cannot change)' } } },
+        response: replies({ 200: templateSchema }),
+      },
+    },
+    async (request) => {
+      const template = await store.byId(parseId(request.params.id));
+      const { name, description, yaml } = request.body;
+      if (name !== undefined && name !== template.spec.name) throw new BadRequestError("a template's name cannot change: create a new template");
+      if (yaml !== undefined) checkYaml(yaml);
+      return templateView(await store.update(template, { ...(description !== undefined ? { description } : {}), ...(yaml !== undefined ? { yaml } : {}) }));
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    `${ADMIN_PREFIX}/:id`,
+    { onRequest: app.requireAdmin, schema: { tags, summary: 'Delete a resource template', params: idParams, response: replies({ 200: objectOf({ message: string }) }) } },
+    async (request) => {
+      await store.delete(await store.byId(parseId(request.params.id)));
+      return { message: 'template deleted' };
+    },
+  );
+}

@@ -1,0 +1,264 @@
+// Kite's terminals: GET /api/v1/terminal/<ns>/<pod>/ws?container=&shell= (a shell in a pod's
+// container) and GET /api/v1/node-terminal/<node>/ws (a shell on a node, through a short-lived
+// privileged pod: src/workloads/node-terminal.ts), both WebSockets speaking Kite's JSON messages
+// (src/workloads/terminal.ts) over one exec with a TTY on the cluster's exec WebSocket.
+//
+// A pod terminal is authorized as `create` on pods/exec in the namespace (a connect subresource:
+// the built-in viewer may not), a node terminal needs the admin role and `create` on pods/exec and
+// on pods in the terminal pods' namespace; kiteline's own namespace on the host cluster is refused.
+// Everything that can fail before the shell (parameters, roles, the pod or node, the exec's
+// handshake, the node pod's creation) fails as plain HTTP, before the WebSocket handshake; a node
+// pod that then does not start is an `error` message. One audit record per session (or refusal):
+// who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
+// docs/workloads.md, Terminals.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type WebSocket from 'ws';
+import type { AuditEntry } from '../../audit/record.js';
+import type { Principal } from '../../auth/principal.js';
+import type { ClusterConnection } from '../../clusters/types.js';
+import { BadRequestError, HttpError } from '../../errors.js';
+import { selectCluster } from '../../resources/cluster-select.js';
+import { impersonationHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
+import { NAME_PATTERN } from '../../resources/segments.js';
+import { clientClosed } from '../../resources/upstream.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { openExec } from '../../workloads/exec-channel.js';
+import { CONTAINER_PATTERN } from '../../workloads/logs.js';
+import {
+  createNodeTerminalPod,
+  DEFAULT_NODE_TERMINAL_SETTINGS,
+  NODE_SHELL_COMMAND,
+  NODE_TERMINAL_CONTAINER,
+  NodeTerminalPods,
+  waitForNodeTerminalPod,
+} from '../../workloads/node-terminal.js';
+import { SHELL_NAME_PATTERN, terminalCommand, terminalContainer, TerminalSession, type TerminalOutcome } from '../../workloads/terminal.js';
+import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
+import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+
+const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+/** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
+const PREPARE_TIMEOUT_MS = 30_000;
+
+/** A session's audit record; the extra members (container, node, pod, exit code) reach the audit log line. */
+type TerminalRecord = AuditEntry & { start: string; end: string; bytesIn: number; bytesOut: number; container?: string; pod?: string; exitCode?: number };
+
+/** The caller, the cluster it asked for, its upstream headers: what both routes check first. */
+interface TerminalCaller {
+  principal: Principal;
+  conn: ClusterConnection;
+  headers: UpstreamHeaders;
+  /** Gives back the session's long-running slot on the cluster. */
+  release: () => void;
+}
+
+const webSocketAnswer = {
+  description: 'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data}',
+  type: 'object',
+  additionalProperties: true,
+};
+const protocol =
+  'Messages are JSON. The client sends {"type":"stdin","data"}, {"type":"resize","cols","rows"} and {"type":"ping"}; the server sends `connected`, `stdout`, `info`, `error`, `close` (with `exitCode`, then the WebSocket closes) and `pong`.';
+
+export default async function terminalRoutes(app: FastifyInstance) {
+  const { services } = app;
+  const settings = DEFAULT_NODE_TERMINAL_SETTINGS;
+  const nodePods = new NodeTerminalPods((err, pod) => app.log.error({ err, pod }, 'deleting a node terminal pod failed'));
+  /** Each live session and the promise of its whole end (node pod deleted, audit record written). */
+  const liveSessions = new Map<TerminalSession, Promise<void>>();
+  // Shutting down ends every session before the server waits for its connections (the WebSockets
+  // would hold it open), and deletes every node terminal pod (best effort, awaited).
+  app.addHook('preClose', async () => {
+    const ending = [...liveSessions].map(([session, ended]) => session.shutdown('the gateway is shutting down').then(() => ended));
+    await Promise.all([...ending, nodePods.deleteAll()]);
+  });
+
+  /** Keeps the session among the live ones until `finish` (run once it is done) has run. */
+  function follow(session: TerminalSession, finish: (outcome: TerminalOutcome) => Promise<void> | void): void {
+    const ended = session.done.then(finish).finally(() => liveSessions.delete(session));
+    liveSessions.set(session, ended);
+  }
+
+  /** The record of a session, filled in as the request goes. */
+  function openRecord(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalRecord {
+    const principal = request.principal!;
+    return {
+      who: principal.name,
+      whoKind: principal.kind,
+      whoId: principal.id,
+      requestId: request.id,
+      cluster: '',
+      verb: 'create',
+      resource,
+      namespace,
+      name,
+      result: 'failure',
+      status: 0,
+      start: new Date().toISOString(),
+      end: '',
+      bytesIn: 0,
+      bytesOut: 0,
+      clientAddress: request.ip,
+      path: request.url.split('?')[0]!,
+    };
+  }
+
+  function recordRefusal(request: FastifyRequest, record: TerminalRecord, err: unknown): void {
+    record.status = err instanceof HttpError ? err.status : 500;
+    record.end = new Date().toISOString();
+    services.audit.record(record, request.log);
+  }
+
+  function recordSession(request: FastifyRequest, record: TerminalRecord, outcome: TerminalOutcome): void {
+    Object.assign(record, {
+      status: 101,
+      result: outcome.error === undefined ? 'success' : 'failure',
+      end: new Date().toISOString(),
+      bytesIn: outcome.bytesIn,
+      bytesOut: outcome.bytesOut,
+    });
+    if (outcome.exitCode !== undefined) record.exitCode = outcome.exitCode;
+    services.audit.record(record, request.log);
+  }
+
+  /** Picks the cluster, checks every access, takes a long-running slot. */
+  async function terminalCaller(request: FastifyRequest, record: TerminalRecord, namespace: string, accesses: Array<{ resource: string; name: string | undefined }>): Promise<TerminalCaller> {
+    if (!isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+    const principal = request.principal!;
+    const conn = await selectCluster(services.clusters, request, (cluster) => services.auth.canAccessCluster(principal, cluster));
+    request.clusterName = record.cluster = conn.name;
+    for (const { resource, name } of accesses) {
+      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource, verb: 'create', namespace, name });
+    }
+    const release = conn.admit(`${principal.kind}:${principal.id}`, true);
+    return { principal, conn, headers: impersonationHeaders(conn, principal), release };
+  }
+
+  /**
+   * Completes the handshake; `undo` drops what was prepared for the session (the exec, the node
+   * pod) when that fails, or when the client left while it was prepared (`ws` would never answer).
+   */
+  async function handshake(request: FastifyRequest, reply: FastifyReply, undo: () => void): Promise<WebSocket> {
+    const socket = request.raw.socket;
+    let onClose: () => void = () => undefined;
+    const clientGone = new Promise<never>((_, reject) => {
+      onClose = () => reject(clientClosed());
+      socket.once('close', onClose);
+    });
+    clientGone.catch(() => undefined);
+    try {
+      if (socket.destroyed) throw clientClosed();
+      return await Promise.race([acceptWebSocket(request, reply), clientGone]);
+    } catch (err) {
+      undo();
+      throw err;
+    } finally {
+      socket.removeListener('close', onClose);
+    }
+  }
+
+  app.get(
+    '/api/v1/terminal/:namespace/:pod/ws',
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags: ['resources'],
+        summary: "WebSocket: a shell in a pod's container (Kite's terminal)",
+        description: `Authorized as create on pods/exec in the namespace. Without \`shell\`: bash when the container has it, else sh. ${protocol}`,
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: {
+          type: 'object',
+          required: ['namespace', 'pod'],
+          properties: { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_ONLY }, pod: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } },
+        },
+        querystring: {
+          type: 'object',
+          properties: {
+            container: { type: 'string', pattern: CONTAINER_PATTERN, description: "the container (default: the pod's default container, as kubectl picks it)" },
+            shell: { type: 'string', pattern: SHELL_NAME_PATTERN, description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh' },
+            'x-cluster-name': { type: 'string' },
+          },
+        },
+        response: replies({ 200: webSocketAnswer }),
+      },
+    },
+    async (request, reply) => {
+      const { namespace, pod } = request.params as { namespace: string; pod: string };
+      const query = request.query as { container?: string; shell?: string };
+      const record = openRecord(request, 'pods/exec', namespace, pod);
+      let release: (() => void) | undefined;
+      try {
+        const command = terminalCommand(query.shell);
+        const caller = await terminalCaller(request, record, namespace, [{ resource: 'pods/exec', name: pod }]);
+        release = caller.release;
+        const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
+        const container = (record.container = await terminalContainer(ctx, namespace, pod, query.container));
+        const exec = await openExec(caller.conn, { namespace, pod, container, command, stdin: true, tty: true }, caller.headers);
+        const ws = await handshake(request, reply, () => exec.destroy());
+        const session = new TerminalSession(ws);
+        session.attach(exec);
+        follow(session, (outcome) => {
+          caller.release();
+          recordSession(request, record, outcome);
+        });
+      } catch (err) {
+        release?.();
+        recordRefusal(request, record, err);
+        throw err;
+      }
+    },
+  );
+
+  app.get(
+    '/api/v1/node-terminal/:node/ws',
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags: ['resources'],
+        summary: 'WebSocket: a shell on a node, through a short-lived privileged pod on it (admins only)',
+        description: `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. The pod is deleted when the session ends. ${protocol}`,
+        headers: clusterHeader,
+        cookies: clusterCookie,
+        params: { type: 'object', required: ['node'], properties: { node: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } },
+        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        response: replies({ 200: webSocketAnswer }),
+      },
+    },
+    async (request, reply) => {
+      const { node } = request.params as { node: string };
+      const namespace = settings.namespace;
+      const record = openRecord(request, 'nodes/terminal', '', node);
+      let release: (() => void) | undefined;
+      try {
+        const caller = await terminalCaller(request, record, namespace, [
+          { resource: 'pods/exec', name: undefined },
+          { resource: 'pods', name: undefined },
+        ]);
+        release = caller.release;
+        const { conn, headers } = caller;
+        const pod = await createNodeTerminalPod({ conn, headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) }, node, caller.principal.name, settings);
+        record.pod = `${namespace}/${pod}`;
+        const deletePod = nodePods.track(conn, namespace, pod);
+        const ws = await handshake(request, reply, () => void deletePod());
+        const session = new TerminalSession(ws);
+        follow(session, async (outcome) => {
+          await deletePod();
+          caller.release();
+          recordSession(request, record, outcome);
+        });
+        try {
+          session.info(`starting pod ${namespace}/${pod} on node ${node}...`);
+          await waitForNodeTerminalPod({ conn, headers, signal: session.clientSignal }, namespace, pod);
+          session.attach(await openExec(conn, { namespace, pod, container: NODE_TERMINAL_CONTAINER, command: NODE_SHELL_COMMAND, stdin: true, tty: true }, headers));
+        } catch (err) {
+          session.fail(`the node terminal could not start: ${(err as Error).message}`);
+        }
+      } catch (err) {
+        release?.();
+        recordRefusal(request, record, err);
+        throw err;
+      }
+    },
+  );
+}
