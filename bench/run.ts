@@ -192,7 +192,10 @@ async function main(): Promise<void> {
     const targetKubeconfig = readFileSync(targetCp.kubeconfigPath, 'utf8');
 
     log(`starting the gateway (install namespace ${namespace}) and kubectl proxy`);
-    let gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs });
+    // Every replica keeps all audit records: the audit figures add BENCH_AUDIT_RECORDS to what the
+    // rows before them recorded, and the leader (any replica) would prune past the default 100,000.
+    const keepAudit = { KITELINE_AUDIT_MAX_RECORDS: String(10_000_000) };
+    let gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs, env: keepAudit });
     children.push(gateway);
     await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
     const key = await bootstrapAdmin(gateway.url);
@@ -207,7 +210,7 @@ async function main(): Promise<void> {
       logDir,
       logLevel: s.gatewayLogLevel,
       nodeArgs: s.gatewayNodeArgs,
-      env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' },
+      env: { ...keepAudit, KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' },
       logName: 'plain',
     });
     children.push(plain);
@@ -221,7 +224,7 @@ async function main(): Promise<void> {
       logDir,
       logLevel: s.gatewayLogLevel,
       nodeArgs: s.gatewayNodeArgs,
-      env: { KITELINE_AUDIT_TRAIL: 'false' },
+      env: { ...keepAudit, KITELINE_AUDIT_TRAIL: 'false' },
       logName: 'unaudited',
     });
     children.push(unaudited);

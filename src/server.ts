@@ -62,8 +62,17 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const close = async () => {
     if (closed) return;
     closed = true;
-    await https?.close();
-    await app.close();
+    // Requests in flight get STREAMS_CLOSED_AFTER_MS to finish; streams that never end by
+    // themselves (watches, followed logs, live pod lists) are then cut, so a rollout never waits
+    // out the pod's grace period. Their clients reconnect to another replica.
+    // (The https listener hands its connections to the same http server.)
+    const cutStreams = setTimeout(() => app.server.closeAllConnections(), STREAMS_CLOSED_AFTER_MS);
+    cutStreams.unref();
+    try {
+      await Promise.all([https?.close(), app.close()]);
+    } finally {
+      clearTimeout(cutStreams);
+    }
     // After the last request: its audit record is in the final flush.
     await audit.trail?.close();
     auth.stop();
@@ -82,6 +91,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     },
   };
 }
+
+/** How long a shutting-down gateway lets open requests finish before it closes the rest. */
+const STREAMS_CLOSED_AFTER_MS = 5_000;
 
 /** What a person should do next on a fresh install, printed by `kiteline serve`. */
 export function nextStepHint(url: string): string {

@@ -5,19 +5,15 @@
 // audit.k8s.io/v1 EventLists; records survive a graceful restart (the shutdown flush) and a leader
 // change; the leader prunes by count and by age; a killed replica loses at most what it had not
 // flushed yet.
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { PACKAGE_ROOT } from '../src/config.js';
-import { freePort } from '../src/controlplane/ports.js';
 import { kubectl, TEST_DIR, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { callWithin } from './helpers/faults.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, testKubeconfig, type Caller } from './helpers/fixtures.js';
-import { call, startGateway, type TestGateway } from './helpers/gateway.js';
+import { call, spawnGatewayProcess, startGateway, type TestGateway } from './helpers/gateway.js';
 
 const ROUTE = '/api/v1/admin/audit-logs';
 const FAST = { KITELINE_AUDIT_FLUSH_INTERVAL_MS: '200', KITELINE_PROBE_INTERVAL_MS: '1000' };
@@ -132,6 +128,11 @@ t.test('each kind of action is recorded, filterable, and no secret is ever store
   // A refused write: the viewer may not delete.
   const rDenied = id('denied');
   t.equal((await call(gw.url, 'DELETE', `/api/v1/secrets/${ns}/db`, { headers: traced(rDenied, viewer.headers) })).status, 403);
+  // Kite's YAML dialog: the request's record, and one per document it applied.
+  const rApply = id('apply');
+  const yaml = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: applied, namespace: ${ns}}\ndata: {k: ${secretValue}}\n`;
+  const applied = await call(gw.url, 'POST', '/api/v1/resources/apply', { body: { yaml }, headers: traced(rApply, admin.headers) });
+  t.equal(applied.status, 200, applied.text);
 
   const userId = user.body.id as number;
   t.match(await recordOf(gw, admin, rUser), {
@@ -143,6 +144,8 @@ t.test('each kind of action is recorded, filterable, and no secret is ever store
   t.match(await recordOf(gw, admin, rFailed), { operationType: 'login', resourceName: username, success: false, status: 401, errorMessage: 'HTTP 401 Unauthorized', operatorId: 0, operator: { kind: 'anonymous' } });
   t.match(await recordOf(gw, admin, rProxy), { operationType: 'patch', resourceType: 'configmaps', namespace: ns, resourceName: 'via-proxy', clusterName: 'a', success: true, path: `/k8s/clusters/a/api/v1/namespaces/${ns}/configmaps/via-proxy` });
   t.match(await recordOf(gw, admin, rDenied), { operationType: 'delete', resourceType: 'secrets', resourceName: 'db', success: false, status: 403, operator: { username: 'apikey:audit-viewer' } });
+  t.match(await recordOf(gw, admin, rApply, 'size=100&resourceName=applied'), { operationType: 'apply', resourceType: 'configmaps', namespace: ns, resourceName: 'applied', clusterName: 'a', success: true, status: 201 });
+  t.match(await recordOf(gw, admin, rApply, 'size=100&resourceType=documents'), { operationType: 'apply', resourceType: 'documents', success: true, status: 200 });
 
   // Kite's filters and paging, newest first.
   const all = await auditLogs(gw, admin, 'size=100');
@@ -159,7 +162,7 @@ t.test('each kind of action is recorded, filterable, and no secret is ever store
   t.same(await only(`operatorId=${userId}`), [rLogin], 'operatorId: what the user did');
   t.same((await only('operation=login')).filter((r) => [rLogin, rFailed].includes(r)), [rFailed, rLogin], 'operation');
   t.ok((await auditLogs(gw, admin, 'size=100&operation=login')).data.every((r) => r.operationType === 'login'));
-  t.same(await only(`namespace=${ns}`), [rDenied, rProxy, rSecret], 'namespace');
+  t.same(await only(`namespace=${ns}`), [rApply, rDenied, rProxy, rSecret], 'namespace');
   t.same(await only(`namespace=${ns}&resourceType=secrets`), [rDenied, rSecret], 'resourceType');
   t.same(await only(`resourceName=via-proxy`), [rProxy], 'resourceName');
   t.same(await only(`search=VIA-PRO`), [rProxy], 'search: a part of the name, any case');
@@ -208,6 +211,34 @@ t.test('each kind of action is recorded, filterable, and no secret is ever store
   ] as const) {
     t.notOk(everything.includes(value), `${what} is in no chunk and no webhook body`);
   }
+});
+
+t.test('a write whose client leaves before the answer is still recorded (499), and logged', async (t) => {
+  const logName = uniqueName('audit-gone');
+  const gw = await startGateway(t, { logName, env: FAST });
+  const admin = await bootstrapAdmin(gw);
+  await addReadyCluster(gw, admin, { name: 'a', config: testKubeconfig('target-a'), isDefault: true });
+  const targetKubeconfig = gw.kubeconfig.replace(/host\/kubeconfig$/, 'target-a/kubeconfig');
+  const ns = uniqueName('audit-gone');
+  t.equal(kubectl(targetKubeconfig, ['create', 'namespace', ns]).status, 0);
+  t.teardown(() => void kubectl(targetKubeconfig, ['delete', 'namespace', ns, '--wait=false']));
+  // A finalizer holds the ConfigMap: kiteline's delete waits for it to go, the client does not.
+  const held = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'held', namespace: ns, finalizers: ['example.com/hold'] } };
+  t.equal(kubectl(targetKubeconfig, ['apply', '-f', '-'], JSON.stringify(held)).status, 0);
+  t.teardown(() => void kubectl(targetKubeconfig, ['-n', ns, 'patch', 'configmap', 'held', '--type=merge', '-p', '{"metadata":{"finalizers":null}}']));
+  const requestId = uniqueName('gone');
+  const res = await call(gw.url, 'DELETE', `/api/v1/configmaps/${ns}/held`, { headers: traced(requestId, admin.headers), signal: AbortSignal.timeout(1500) }).catch((err: Error) => err);
+  t.ok(res instanceof Error, 'the client gave up before the answer');
+  const record = await recordOf(gw, admin, requestId);
+  t.match(record, { operationType: 'delete', resourceType: 'configmaps', namespace: ns, resourceName: 'held', clusterName: 'a', success: false, status: 499 });
+  const line = await eventually('the request line', () =>
+    readFileSync(join(TEST_DIR, 'logs', `${logName}.log`), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('"request"') && l.includes(requestId))
+      .map((l) => JSON.parse(l))[0],
+  );
+  t.match(line, { method: 'DELETE', status: 499 });
+  t.match(kubectl(targetKubeconfig, ['-n', ns, 'get', 'configmap', 'held', '-o', 'jsonpath={.metadata.deletionTimestamp}']).stdout, /^\d{4}-/, 'the delete did reach the cluster');
 });
 
 t.test('records survive a graceful restart: the shutdown flush writes what is buffered', async (t) => {
@@ -281,23 +312,14 @@ t.test('two replicas: each sees all records; the leader prunes; after a leader c
 
 t.test('a killed replica loses at most the records it had not flushed', async (t) => {
   const namespace = uniqueName('kl-audit-crash');
-  const port = await freePort();
-  mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
-  const out = openSync(join(TEST_DIR, 'logs', `${namespace}.log`), 'a');
   const kubeconfig = join(TEST_DIR, 'host', 'kubeconfig');
   // Chunks of 5, and an interval far longer than the test: only a full chunk is written.
-  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'], {
-    env: { ...process.env, KUBECONFIG: kubeconfig, KITELINE_NAMESPACE: namespace, POD_NAME: 'audit-crash', KITELINE_AUDIT_CHUNK_SIZE: '5', KITELINE_AUDIT_FLUSH_INTERVAL_MS: '60000' },
-    stdio: ['ignore', out, out],
+  const { url, pid, exited } = await spawnGatewayProcess(t, {
+    kubeconfig,
+    namespace,
+    logName: namespace,
+    env: { POD_NAME: 'audit-crash', KITELINE_AUDIT_CHUNK_SIZE: '5', KITELINE_AUDIT_FLUSH_INTERVAL_MS: '60000' },
   });
-  closeSync(out);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    return exited;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await eventually('the child replica to listen', async () => (await callWithin(url, 'GET', '/healthz', {}, 2000)).status === 200, 60_000, 200);
 
   const victim = uniqueName('victim');
   const failedLogin = async (n: number) => {
@@ -310,7 +332,7 @@ t.test('a killed replica loses at most the records it had not flushed', async (t
   const gw = { kubeconfig, namespace } as TestGateway;
   await eventually('the full chunk to be written', () => storedChunks(gw).items.some((c) => c.spec.count === 5) || undefined, 30_000, 100);
   const buffered = [await failedLogin(6), await failedLogin(7)];
-  child.kill('SIGKILL');
+  process.kill(pid, 'SIGKILL');
   await exited;
 
   const survivor = await startGateway(t, { namespace });

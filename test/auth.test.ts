@@ -23,6 +23,9 @@ t.test('login, current user, refresh, logout, providers', async (t) => {
 
   const me = await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie));
   t.equal(me.status, 200);
+  // Kite's Settings → OAuth tab: no OAuth provider is configured (admins only).
+  t.same((await call(gw.url, 'GET', '/api/v1/admin/oauth-providers/', withCookie(cookie))).body, { providers: [] });
+  t.equal((await call(gw.url, 'GET', '/api/v1/admin/oauth-providers/')).status, 401, 'anonymous');
   t.match(me.body, { user: { username: 'admin', name: ADMIN.name, provider: 'password', enabled: true, roles: [{ name: 'admin', id: Number }] } });
   t.match(me.body.user.lastLoginAt ?? '', /^$|^\d{4}-\d{2}-\d{2}T/, 'lastLoginAt is ISO 8601 when set');
 

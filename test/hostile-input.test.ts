@@ -280,7 +280,7 @@ function buildCorpus(): Probe[] {
   probes.push({ what: 'delete yourself', method: 'DELETE', path: `${U}/${adminUserId}` });
   probes.push({ what: 'delete the default cluster', method: 'DELETE', path: `${C}/${clusterId}` });
   probes.push({ what: 'delete the built-in viewer role', method: 'DELETE', path: `${R}/${roleIds.viewer}` });
-  for (const query of ['page=0', 'page=-1', 'size=101', 'size=abc', 'sortBy=password', 'sortOrder=sideways', 'page=99999999999999999999']) {
+  for (const query of ['page=0', 'page=-1', 'size=1001', 'size=abc', 'sortBy=password', 'sortOrder=sideways', 'page=99999999999999999999']) {
     probes.push({ what: `list users ?${query}`, method: 'GET', path: `${U}/?${query}` });
   }
 

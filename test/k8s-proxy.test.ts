@@ -220,7 +220,7 @@ t.test('a namespace-limited role: Forbidden outside its namespace, exec included
   const refused = (resource: string, name: string) =>
     readFileSync(join(TEST_DIR, 'logs', 'k8s-proxy.log'), 'utf8')
       .split('\n')
-      .filter((line) => line.includes('"audit"') && line.includes(`"${resource}"`) && line.includes(`"${name}"`))
+      .filter((line) => line.includes('"audit"') && line.includes(`"${resource}"`) && line.includes(`"${name}"`) && line.includes(`"${ns}"`))
       .map((line) => JSON.parse(line).audit)[0];
   t.match(await eventually('the refused delete in the audit log', () => refused('configmaps', 'refused-target')), {
     who: 'dev', cluster: 'a', verb: 'delete', resource: 'configmaps', namespace: ns, name: 'refused-target', result: 'failure', status: 403,
@@ -284,7 +284,7 @@ t.test('exec over WebSocket (v4.channel.k8s.io) with client-node; the session is
   const audit = await eventually('the session audit line', () =>
     readFileSync(join(TEST_DIR, 'logs', 'k8s-proxy.log'), 'utf8')
       .split('\n')
-      .filter((line) => line.includes('"audit"') && line.includes('"pods/exec"') && line.includes('ws-target'))
+      .filter((line) => line.includes('"audit"') && line.includes('"pods/exec"') && line.includes('ws-target') && line.includes(`"${ns}"`))
       .map((line) => JSON.parse(line).audit)[0],
   );
   t.match(audit, { who: 'admin', cluster: 'a', verb: 'create', resource: 'pods/exec', namespace: ns, name: 'ws-target', result: 'success', status: 101 });

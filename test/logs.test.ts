@@ -121,6 +121,25 @@ t.test('WebSocket, labelSelector: every pod tagged, a new pod joins, streams end
   await k(['delete', 'pod', 'counter3', '--wait=false']);
 });
 
+t.test('a gateway shutting down ends an open log WebSocket (1001) instead of waiting for it', async (t) => {
+  const other = await startGateway(t, { logName: 'logs' });
+  const otherAdmin = await bootstrapAdmin(other);
+  await addReadyCluster(other, otherAdmin, { name: 'a', config: testKubeconfig('target-a'), isDefault: true });
+  const client = await openWs(`${other.url.replace(/^http/, 'ws')}/api/v1/logs/${ns}/counter/ws?tailLines=1`, otherAdmin.headers);
+  t.teardown(() => client.ws.terminate());
+  await client.waitFor('a line', (m) => m.type === 'log');
+  // Another gateway in this process keeps its sockets: only the closing one's are ended.
+  const bystander = await openWs(`${wsBase}/api/v1/logs/${ns}/counter/ws?tailLines=1`, admin.headers);
+  t.teardown(() => bystander.ws.terminate());
+  await bystander.waitFor('a line', (m) => m.type === 'log');
+  const code = new Promise<number>((resolve) => client.ws.once('close', (c: number) => resolve(c)));
+  await other.close();
+  t.equal(await code, 1001, 'going away: the client may reconnect elsewhere');
+  const seen = bystander.messages.length;
+  await eventually("the other gateway's stream goes on", () => bystander.messages.length > seen + 2, 30_000);
+  t.notOk(bystander.closed(), 'still open');
+});
+
 t.test('a followed log over server-sent events ends upstream when the client leaves', async (t) => {
   const readers = await Promise.all([1, 2].map(() => openSse(`${gw.url}/api/v1/logs/${ns}/counter2?follow=true&tailLines=0`, viewer.headers)));
   t.teardown(() => readers.forEach((sse) => sse.close()));

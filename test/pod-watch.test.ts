@@ -72,6 +72,20 @@ t.test('without reduce: whole pods; the upstream watch ends when the client leav
   t.pass('one upstream watch fewer after the client left');
 });
 
+t.test('a gateway shutting down ends an open live pod list after a few seconds instead of waiting for it', async (t) => {
+  const other = await startGateway(t, { logName: 'pod-watch' });
+  const otherAdmin = await bootstrapAdmin(other);
+  await addReadyCluster(other, otherAdmin, { name: 'a', config: testKubeconfig('target-a'), isDefault: true });
+  const sse = await openSse(`${other.url}/api/v1/pods/${ns}/watch?labelSelector=app%3Dw`, otherAdmin.headers);
+  t.teardown(() => sse.close());
+  await sse.waitFor('the pod', about('first', 'added'));
+  const started = Date.now();
+  await other.close();
+  // Without the cut, close() would wait for the stream for ever (this test's timeout).
+  t.pass(`closed in ${Date.now() - started} ms`);
+  await eventually('the stream ended for the client', () => sse.ended(), 10_000);
+});
+
 t.test('authorization: viewer yes, namespace-limited role and anonymous no', async (t) => {
   const allowed = await openSse(watchUrl(ns, 'reduce=true'), viewer.headers);
   t.teardown(() => allowed.close());

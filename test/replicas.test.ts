@@ -1,41 +1,21 @@
 // Fault test: two gateway replicas on one install namespace, the leader a child process
 // (`node bin/kiteline.js serve`) that is SIGKILLed mid-traffic. The survivor keeps serving every
 // request, takes the leader Lease over once it expires and keeps reconciling cluster status.
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
-import { PACKAGE_ROOT } from '../src/config.js';
-import { freePort } from '../src/controlplane/ports.js';
 import { LEADER_LEASE_NAME } from '../src/host/lease.js';
 import { ID_LABEL } from '../src/host/resources.js';
-import { kubectl, TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { callWithin, sleep } from './helpers/faults.js';
 import { addReadyCluster, bootstrapAdmin, registerCluster, testKubeconfig } from './helpers/fixtures.js';
-import { startGateway, type TestGateway } from './helpers/gateway.js';
+import { spawnGatewayProcess, startGateway, type GatewayProcess, type TestGateway } from './helpers/gateway.js';
 
 const host = await testControlPlane('host');
 const namespace = uniqueName('kl-replicas');
 
 /** The first replica: a real `kiteline serve` process. */
-async function spawnReplica(): Promise<{ url: string; pid: number; exited: Promise<unknown> }> {
-  const port = await freePort();
-  mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
-  const out = openSync(join(TEST_DIR, 'logs', 'replicas-child.log'), 'a');
-  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'], {
-    env: { ...process.env, KUBECONFIG: host.kubeconfigPath, KITELINE_NAMESPACE: namespace, POD_NAME: 'replica-child', KITELINE_PROBE_INTERVAL_MS: '1000' },
-    stdio: ['ignore', out, out],
-  });
-  closeSync(out);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    return exited;
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await eventually('the child replica to listen', async () => (await callWithin(url, 'GET', '/healthz', {}, 2000)).status === 200, 60_000, 200);
-  return { url, pid: child.pid!, exited };
+function spawnReplica(): Promise<GatewayProcess> {
+  return spawnGatewayProcess(t, { kubeconfig: host.kubeconfigPath, namespace, logName: 'replicas-child', env: { POD_NAME: 'replica-child', KITELINE_PROBE_INTERVAL_MS: '1000' } });
 }
 
 const leaseHolder = (): string => {

@@ -122,7 +122,7 @@ t.test("a pod terminal: Kite's messages, a command, stdin, a resize, the shell's
   t.equal(await term.closeCode, 1000, 'then a clean close');
 
   const record = await eventually('the audit record', () => auditOf(requestId));
-  t.match(record, { who: 'apikey:admin-key', cluster: 'a', verb: 'create', resource: 'pods/exec', namespace: ns, name: 'shell', container: 'main', result: 'success', status: 101, exitCode: 3 });
+  t.match(record, { who: 'apikey:admin-key', cluster: 'a', verb: 'create', resource: 'pods/exec', namespace: ns, name: 'shell', subject: 'main', result: 'success', status: 101, exitCode: 3 });
   t.ok((record.bytesIn as number) > 40 && (record.bytesOut as number) > 40, `bytes each way (${record.bytesIn} in, ${record.bytesOut} out)`);
   t.ok(Date.parse(record.end as string) >= Date.parse(record.start as string), 'start and end');
   t.notMatch(JSON.stringify(record), /hello terminal|mark-42/, 'no byte of the session');

@@ -229,8 +229,6 @@ t.test('what kiteline does not build answers a JSON 404, never HTML', async (t) 
     ['GET', '/api/v1/image/tags?image=busybox'],
     ['GET', '/api/v1/prometheus/resource-usage-history?duration=1h'],
     ['GET', `/api/v1/prometheus/pods/${ns}/p/metrics?duration=1h`],
-    ['GET', `/api/v1/pods/${ns}/p/files?container=c&path=/`],
-    ['PUT', `/api/v1/pods/${ns}/p/files/upload`],
     ['GET', '/api/v1/no-such-thing'],
     ['POST', '/api/v1/no/such/route/at/all'],
     ['GET', '/api/nothing-here'],

@@ -26,6 +26,8 @@ function k(args: string[], input?: string): string {
   return res.stdout;
 }
 
+/** A restart annotation, as Kite's Restart button writes it: a timestamp, in a string. */
+const RESTARTED_AT = '2026-11-24T10:00:00Z';
 const deployment = (image: string) => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
@@ -33,7 +35,7 @@ const deployment = (image: string) => ({
   spec: {
     replicas: 1,
     selector: { matchLabels: { app: 'web' } },
-    template: { metadata: { labels: { app: 'web' } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'web', image, imagePullPolicy: 'Never' }] } },
+    template: { metadata: { labels: { app: 'web' }, annotations: { 'kite.kubernetes.io/restartedAt': RESTARTED_AT } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'web', image, imagePullPolicy: 'Never' }] } },
   },
 });
 
@@ -61,6 +63,7 @@ t.test('a Deployment after two template changes: three revisions, newest first',
   t.equal(imageOf(newest.previousYaml), 'kiteline.local/busybox:2', 'previousYaml is the revision before');
   t.notOk(parse(newest.resourceYaml).spec.template.metadata.labels['pod-template-hash'], 'the ReplicaSet hash label is not part of the template');
   t.equal(res.body.data[2].previousYaml, '', 'the first revision has none before it');
+  t.match(newest.resourceYaml, `kite.kubernetes.io/restartedAt: "${RESTARTED_AT}"`, "a timestamp string stays a string for Kite's YAML 1.1 reader (quoted)");
 
   const paged = await call(gw.url, 'GET', `/api/v1/deployments/${ns}/web/history?page=2&pageSize=2`, { headers: admin.headers });
   t.same(paged.body.data.map((e: { revision: number }) => e.revision), [1]);

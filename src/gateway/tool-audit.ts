@@ -1,8 +1,9 @@
-// Audit lines for the objects a tool request touches one by one (each document of an apply, each
-// pod a drain evicts): the same pino line as the audit plugin writes per request
-// (`log.info({audit: record}, 'audit')`), one per object, never a body. The request's own line
-// still comes from the audit plugin.
+// Audit records for the objects a tool request touches one by one (each document of an apply, each
+// pod a drain evicts): one record per object through the one audit entry point
+// (services.audit.record: the `audit` log line and the durable trail), never a body. The request's
+// own record still comes from the audit plugin.
 import type { FastifyRequest } from 'fastify';
+import type { AuditEntry } from '../audit/record.js';
 
 export interface ObjectAudit {
   cluster: string;
@@ -17,9 +18,10 @@ export interface ObjectAudit {
 
 export function auditObject(request: FastifyRequest, entry: ObjectAudit): void {
   const principal = request.principal;
-  const record = {
+  const record: AuditEntry = {
     who: principal?.name ?? 'anonymous',
     whoKind: principal?.kind ?? 'anonymous',
+    ...(principal ? { whoId: principal.id } : {}),
     when: new Date().toISOString(),
     requestId: request.id,
     cluster: entry.cluster,
@@ -29,7 +31,9 @@ export function auditObject(request: FastifyRequest, entry: ObjectAudit): void {
     name: entry.name,
     result: entry.status < 400 ? 'success' : 'failure',
     status: entry.status,
+    clientAddress: request.ip,
+    path: request.url.split('?')[0]!,
     ...(entry.dryRun ? { dryRun: true } : {}),
   };
-  request.log.info({ audit: record }, 'audit');
+  request.server.services.audit.record(record, request.log);
 }

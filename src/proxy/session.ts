@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
-import type { AuditEntry } from '../audit/record.js';
+import { sessionEntry, type SessionEntry } from '../audit/record.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
@@ -23,8 +23,6 @@ export interface SessionServices extends ProxyServices {
   audit: Pick<AuditService, 'record'>;
 }
 
-/** What one session did, as its audit record shows it (start, end and the bytes each way included). */
-type SessionRecord = AuditEntry & Required<Pick<AuditEntry, 'start' | 'end' | 'bytesIn' | 'bytesOut'>>;
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -32,24 +30,13 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 export async function runUpgradeSession(services: SessionServices, log: Logger, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
   const given = req.headers['x-request-id'];
   const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-  const record: SessionRecord = {
+  const record: SessionEntry = sessionEntry({
     who: 'anonymous',
     whoKind: 'anonymous',
     requestId,
-    cluster: '',
-    verb: '',
-    resource: '',
-    namespace: '',
-    name: '',
-    result: 'failure',
-    status: 0,
-    start: new Date().toISOString(),
-    end: '',
-    bytesIn: 0,
-    bytesOut: 0,
     clientAddress: req.socket.remoteAddress ?? '',
-    path: (req.url ?? '/').split('?')[0]!,
-  };
+    path: req.url ?? '/',
+  });
   client.on('error', () => undefined);
   let release: (() => void) | undefined;
   let admitted: AdmittedRequest | undefined;
@@ -91,7 +78,7 @@ function authenticate(services: SessionServices, req: IncomingMessage): Principa
   return result.principal;
 }
 
-function describe(record: SessionRecord, admitted: NamedRequest): void {
+function describe(record: SessionEntry, admitted: NamedRequest): void {
   record.cluster = admitted.conn.name;
   record.verb = admitted.access?.verb ?? admitted.info.verb;
   record.resource = admitted.access?.resource ?? admitted.info.path;
@@ -104,7 +91,7 @@ function describe(record: SessionRecord, admitted: NamedRequest): void {
  * non-101 answer (an error Status) is passed through the same way and ends with the cluster's
  * connection (kiteline sends Connection: Upgrade, so the cluster closes after an error).
  */
-function splice(client: Duplex, clientHead: Buffer, answer: UpgradeAnswer, record: SessionRecord): Promise<void> {
+function splice(client: Duplex, clientHead: Buffer, answer: UpgradeAnswer, record: SessionEntry): Promise<void> {
   const upstream = answer.socket;
   const upgraded = answer.statusCode === 101;
   client.write(responseHead(answer.statusCode, answer.statusMessage, clientResponseHeaders(answer.headers, upgraded)));

@@ -12,7 +12,7 @@
 // annotations (kubectl's rule: the revision's annotations, the Deployment's own for the
 // rollout-bookkeeping keys), with the read resourceVersion as a precondition; StatefulSet and
 // DaemonSet: the ControllerRevision's data (a strategic merge patch of spec.template).
-import { stringify } from 'yaml';
+import { Document, visit } from 'yaml';
 import type { ResolvedResource } from '../clusters/types.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { withSearch } from '../resources/read-query.js';
@@ -128,14 +128,27 @@ async function revisions(ctx: ToolContext, ref: WorkloadRef, workload: KubeObjec
   return found.sort((a, b) => a.revision - b.revision);
 }
 
-/** The apply document that puts this template back: kind, name, namespace, spec.template. */
+/** A timestamp as YAML 1.1 and js-yaml read one (a date, or a date and time). */
+const YAML_TIMESTAMP = /^\d{4}-\d{1,2}-\d{1,2}(?:(?:[Tt]|[ \t]+)\d{1,2}:\d{2}:\d{2}(?:\.\d*)?(?:[ \t]*(?:Z|[-+]\d{1,2}(?::\d{2})?))?)?$/;
+
+/**
+ * The apply document that puts this template back: kind, name, namespace, spec.template. A string
+ * that looks like a timestamp (Kite's `restartedAt` annotation) is written quoted: Kite's UI reads
+ * the YAML with js-yaml, which takes an unquoted one for a date.
+ */
 function applyDocument(ref: WorkloadRef, template: Record<string, unknown>): string {
-  return stringify({
+  const doc = new Document({
     apiVersion: `${ref.resolved.group}/${ref.resolved.version}`,
     kind: ref.resolved.kind,
     metadata: { name: ref.name, namespace: ref.namespace },
     spec: { template },
   });
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'string' && YAML_TIMESTAMP.test(node.value)) node.type = 'QUOTE_DOUBLE';
+    },
+  });
+  return doc.toString();
 }
 
 function currentRevision(ref: WorkloadRef, workload: KubeObject, all: Revision[]): number | undefined {

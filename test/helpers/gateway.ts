@@ -1,12 +1,15 @@
 // Starts kiteline gateways in the test process against a test host cluster, each test file in its
 // own install namespace, and a small HTTP client for calling them.
-import { mkdirSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
-import { loadConfig, type Config } from '../../src/config.js';
+import { loadConfig, PACKAGE_ROOT, type Config } from '../../src/config.js';
+import { freePort } from '../../src/controlplane/ports.js';
 import { createLogger } from '../../src/log.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 import { TEST_DIR, testControlPlane, uniqueName, type TestClusterName } from './clusters.js';
+import { eventually } from './eventually.js';
 
 export interface TestGateway extends RunningServer {
   namespace: string;
@@ -47,6 +50,39 @@ export async function startGateway(t: Teardown, options: GatewayOptions = {}): P
   const server = await startServer(config, createLogger(config.logLevel, {}, destination));
   t.teardown(() => server.close());
   return { ...server, namespace, kubeconfig, config };
+}
+
+/** A gateway as its own process (`node bin/kiteline.js serve`), for tests that kill one. */
+export interface GatewayProcess {
+  url: string;
+  pid: number;
+  /** Resolves when the process has exited. */
+  exited: Promise<unknown>;
+}
+
+/**
+ * Starts `kiteline serve` on a free port against the host plane (its log in
+ * .kiteline/test/logs/<logName>.log), waits until it answers, and SIGKILLs it at teardown if it
+ * still runs.
+ */
+export async function spawnGatewayProcess(t: Teardown, options: { kubeconfig: string; namespace: string; logName: string; env?: Record<string, string> }): Promise<GatewayProcess> {
+  const port = await freePort();
+  mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
+  const out = openSync(join(TEST_DIR, 'logs', `${options.logName}.log`), 'a');
+  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'], {
+    env: { ...process.env, KUBECONFIG: options.kubeconfig, KITELINE_NAMESPACE: options.namespace, ...options.env },
+    stdio: ['ignore', out, out],
+  });
+  closeSync(out);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return exited;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const healthy = () => call(url, 'GET', '/healthz', { signal: AbortSignal.timeout(2000) }).then((res) => res.status === 200, () => false);
+  await eventually('the gateway process to listen', healthy, 60_000, 200);
+  return { url, pid: child.pid!, exited };
 }
 
 export interface HttpResponse<T = any> {

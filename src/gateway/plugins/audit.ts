@@ -104,7 +104,8 @@ export default fp(
       }
     });
 
-    app.addHook('onResponse', async (request, reply) => {
+    // Also a write whose client left before the answer: the write may well have happened.
+    app.onRequestDone((request, reply) => {
       const url = request.routeOptions.url;
       if (url === undefined || !isWriteMethod(request.method)) return;
       const record = auditRecord(request, reply, url);

@@ -30,7 +30,9 @@ declare module 'fastify' {
 const pendingHeads = new WeakMap<IncomingMessage, Buffer>();
 /** Frames above this close the WebSocket (1009): every protocol here sends small JSON messages. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
-const webSockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false });
+const webSockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
+/** The open WebSockets of each gateway (several run in one test process), ended when it closes. */
+const openWebSockets = new WeakMap<Server, Set<WebSocket>>();
 
 /** Whether the request asks for a WebSocket (and came through the upgrade listener). */
 export function isWebSocketRequest(request: FastifyRequest): boolean {
@@ -51,7 +53,12 @@ export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): P
   // A WebSocket lives as long as its protocol says (pings keep it honest), not the idle timeout.
   request.raw.socket.setTimeout(0);
   return new Promise((resolve) => {
-    webSockets.handleUpgrade(request.raw, request.raw.socket, head, (ws) => resolve(ws));
+    webSockets.handleUpgrade(request.raw, request.raw.socket, head, (ws) => {
+      const open = openWebSockets.get(request.server.server);
+      open?.add(ws);
+      ws.once('close', () => open?.delete(ws));
+      resolve(ws);
+    });
   });
 }
 
@@ -72,21 +79,35 @@ export default fp(
       claims.push({ prefix, handler });
     });
 
+    /** The sockets of claimed upgrades (kubectl's exec, attach, port-forward): spliced byte streams. */
+    const claimed = new Set<Duplex>();
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       sessions.add(socket);
       socket.once('close', () => sessions.delete(socket));
       const claim = claims.find(({ prefix }) => req.url?.startsWith(prefix));
       if (claim) {
-        void claim.handler(req, socket, head).finally(() => sessions.delete(socket));
+        claimed.add(socket);
+        void claim.handler(req, socket, head).finally(() => {
+          sessions.delete(socket);
+          claimed.delete(socket);
+        });
         return;
       }
       pendingHeads.set(req, head);
       serveAsRequest(app.server, req, socket as Socket);
     };
     app.server.on('upgrade', onUpgrade);
-    app.addHook('onClose', async () => {
+    const open = new Set<WebSocket>();
+    openWebSockets.set(app.server, open);
+    // Before the server closes: it waits for its connections, and a log stream or a terminal
+    // never ends by itself. Clients see 1001 (going away) and reconnect to another replica.
+    app.addHook('preClose', async () => {
       app.server.removeListener('upgrade', onUpgrade);
-      for (const ws of webSockets.clients) ws.terminate();
+      for (const ws of open) ws.close(1001, 'kiteline is shutting down');
+      for (const socket of claimed) socket.destroy();
+    });
+    app.addHook('onClose', async () => {
+      for (const ws of open) ws.terminate();
       for (const socket of sessions) socket.destroy();
     });
   },

@@ -38,7 +38,7 @@ const auditLog = objectOf(
     clientAddress: str,
     path: { type: 'string', description: 'the request path, without its query' },
     objectId: { type: 'string', description: 'admin routes with an :id: that id' },
-    subject: { type: 'string', description: 'role assign/unassign: the user' },
+    subject: { type: 'string', description: 'what else the action names: the user of a role assignment, the file of an upload, the container of a terminal' },
     dryRun: { type: 'boolean' },
     bytesIn: { type: 'integer', description: 'sessions: bytes from the client' },
     bytesOut: { type: 'integer', description: 'sessions: bytes to the client' },

@@ -125,4 +125,19 @@ export default async function authRoutes(app: FastifyInstance) {
     response: replies({ 200: objectOf({ providers: { type: 'array', items: { type: 'string' } } }) }),
   };
   app.get('/api/auth/providers', { schema: providersSchema }, async () => ({ providers: ['password'] }));
+
+  // Kite's Settings → OAuth tab and its set-up hint read the configured OAuth providers. kiteline
+  // signs in with passwords and API keys only (OIDC and LDAP are not built yet): none is configured.
+  app.get(
+    '/api/v1/admin/oauth-providers/',
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'The configured OAuth providers (Kite\'s shape): none, kiteline has no OAuth sign-in yet',
+        response: replies({ 200: objectOf({ providers: { type: 'array', items: { type: 'object', additionalProperties: true } } }) }),
+      },
+    },
+    async () => ({ providers: [] }),
+  );
 }

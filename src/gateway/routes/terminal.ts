@@ -13,7 +13,7 @@
 // docs/workloads.md, Terminals.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
-import type { AuditEntry } from '../../audit/record.js';
+import { sessionEntry, type SessionEntry } from '../../audit/record.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { BadRequestError, HttpError } from '../../errors.js';
@@ -40,8 +40,11 @@ const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
 const PREPARE_TIMEOUT_MS = 30_000;
 
-/** A session's audit record; the extra members (container, node, pod, exit code) reach the audit log line. */
-type TerminalRecord = AuditEntry & { start: string; end: string; bytesIn: number; bytesOut: number; container?: string; pod?: string; exitCode?: number };
+/**
+ * A session's audit record. The container is its `subject` (kept in the durable trail too); the
+ * node terminal's pod and the exit code reach the audit log line.
+ */
+type TerminalRecord = SessionEntry & { pod?: string; exitCode?: number };
 
 /** The caller, the cluster it asked for, its upstream headers: what both routes check first. */
 interface TerminalCaller {
@@ -82,25 +85,18 @@ export default async function terminalRoutes(app: FastifyInstance) {
   /** The record of a session, filled in as the request goes. */
   function openRecord(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalRecord {
     const principal = request.principal!;
-    return {
+    return sessionEntry({
       who: principal.name,
       whoKind: principal.kind,
       whoId: principal.id,
       requestId: request.id,
-      cluster: '',
       verb: 'create',
       resource,
       namespace,
       name,
-      result: 'failure',
-      status: 0,
-      start: new Date().toISOString(),
-      end: '',
-      bytesIn: 0,
-      bytesOut: 0,
       clientAddress: request.ip,
-      path: request.url.split('?')[0]!,
-    };
+      path: request.url,
+    });
   }
 
   function recordRefusal(request: FastifyRequest, record: TerminalRecord, err: unknown): void {
@@ -193,7 +189,7 @@ export default async function terminalRoutes(app: FastifyInstance) {
         const caller = await terminalCaller(request, record, namespace, [{ resource: 'pods/exec', name: pod }]);
         release = caller.release;
         const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
-        const container = (record.container = await terminalContainer(ctx, namespace, pod, query.container));
+        const container = (record.subject = await terminalContainer(ctx, namespace, pod, query.container));
         const exec = await openExec(caller.conn, { namespace, pod, container, command, stdin: true, tty: true }, caller.headers);
         const ws = await handshake(request, reply, () => exec.destroy());
         const session = new TerminalSession(ws);

@@ -30,7 +30,7 @@ const listQuery = {
   type: 'object',
   properties: {
     page: { type: 'integer', minimum: 1, maximum: 1000000 },
-    size: { type: 'integer', minimum: 1, maximum: 100 },
+    size: { type: 'integer', minimum: 1, maximum: 1000 },
     search: { type: 'string', maxLength: 256 },
     role: { type: 'string', maxLength: 256 },
     sortBy: { type: 'string', enum: SORT_FIELDS },
