@@ -1,13 +1,17 @@
-// The `kiteline` command: serve | controlplane start|stop.
+// The `kiteline` command: serve | controlplane start|stop | terminal.
+import { parseArgs } from 'node:util';
 import { loadConfig, parseFlags } from './config.js';
 import { startControlPlane, stopControlPlane } from './controlplane/controlplane.js';
 import { ConfigError } from './errors.js';
 import { nextStepHint, startServer } from './server.js';
+import { runTerminal } from './terminal-client.js';
 
 const USAGE = `usage:
   kiteline serve [--kubeconfig FILE] [--port N] [--host ADDR] [--namespace NS] [--log-level LEVEL]
   kiteline controlplane start --dir DIR [--name NAME] [--node]
-  kiteline controlplane stop --dir DIR`;
+  kiteline controlplane stop --dir DIR
+  kiteline terminal --server URL [--key API_KEY] [--cluster NAME] [--container NAME] [--shell NAME] NAMESPACE/POD
+    (the key may come from KITELINE_API_KEY instead, which keeps it out of ps)`;
 
 /**
  * How long a stopping replica keeps serving, with every answer closing its connection, before it
@@ -51,11 +55,34 @@ async function controlplane(argv: string[]): Promise<void> {
   }
 }
 
+async function terminal(argv: string[]): Promise<void> {
+  let parsed;
+  try {
+    const text = { type: 'string' } as const;
+    parsed = parseArgs({ args: argv, options: { server: text, key: text, cluster: text, container: text, shell: text }, allowPositionals: true });
+  } catch (err) {
+    throw new ConfigError(`${(err as Error).message}\n${USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  const [namespace, pod, ...extra] = positionals.length === 1 ? positionals[0]!.split('/') : [];
+  if (!namespace || !pod || extra.length > 0) throw new ConfigError(`terminal takes one NAMESPACE/POD\n${USAGE}`);
+  if (!values.server) throw new ConfigError(`--server is required\n${USAGE}`);
+  const key = values.key || process.env.KITELINE_API_KEY;
+  if (!key) throw new ConfigError(`an API key is required: --key or KITELINE_API_KEY\n${USAGE}`);
+  const code = await runTerminal(
+    { server: values.server, key, cluster: values.cluster, container: values.container, shell: values.shell, namespace, pod },
+    { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr },
+  );
+  // Exit once what was written has gone out.
+  process.stdout.write('', () => process.exit(code));
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   try {
     if (command === 'serve') await serve(rest);
     else if (command === 'controlplane') await controlplane(rest);
+    else if (command === 'terminal') await terminal(rest);
     else if (command === 'help' || command === '--help' || command === undefined) process.stdout.write(USAGE + '\n');
     else throw new ConfigError(`unknown command: ${command}\n${USAGE}`);
   } catch (err) {

@@ -6,7 +6,7 @@
 // a plain substring (no SQL wildcards), records outlive their operator, and no YAML is ever kept.
 import { STATUS_CODES } from 'node:http';
 import { BadRequestError } from '../errors.js';
-import type { IndexedRecord } from './record-index.js';
+import type { IndexedField, IndexedRecord } from './record-index.js';
 import type { OperatorKind } from './record.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
@@ -168,7 +168,12 @@ function retainedCount(records: readonly IndexedRecord[], notBefore: string, max
  * One page of the records (newest first) that match, out of those the retention still keeps:
  * the newest `maxRecords`, none older than `notBefore` (pruning deletes the rest a little later).
  */
-export function queryAudit(records: readonly IndexedRecord[], query: AuditQuery, retention: { maxRecords: number; notBefore: string }): AuditPage {
+export function queryAudit(
+  records: readonly IndexedRecord[],
+  query: AuditQuery,
+  retention: { maxRecords: number; notBefore: string },
+  positionsOf?: (field: IndexedField, value: string | number) => readonly number[],
+): AuditPage {
   const end = retainedCount(records, retention.notBefore, retention.maxRecords);
   const first = (query.page - 1) * query.size;
   const filtered = TEXT_FILTERS.some((name) => query[name] !== undefined) || query.operatorId !== undefined;
@@ -178,11 +183,42 @@ export function queryAudit(records: readonly IndexedRecord[], query: AuditQuery,
   const matches = auditFilter(query);
   const data: AuditLogView[] = [];
   let total = 0;
-  for (let i = 0; i < end; i++) {
-    const entry = records[i]!;
-    if (!matches(entry)) continue;
+  const take = (position: number) => {
+    const entry = records[position]!;
+    if (!matches(entry)) return;
     if (total >= first && data.length < query.size) data.push(auditLogView(entry));
     total++;
+  };
+  const candidates = positionsOf ? fewestCandidates(query, positionsOf) : undefined;
+  if (candidates) {
+    for (const position of candidates) {
+      if (position >= end) break;
+      take(position);
+    }
+  } else {
+    for (let i = 0; i < end; i++) take(i);
   }
   return { data, total, page: query.page, size: query.size };
+}
+
+/** The exact filters of a query with the field each looks up. */
+const EXACT_FILTERS: ReadonlyArray<[keyof AuditQuery, IndexedField]> = [
+  ['operatorId', 'operatorId'],
+  ['operation', 'operation'],
+  ['cluster', 'cluster'],
+  ['resourceType', 'resourceType'],
+  ['resourceName', 'name'],
+  ['namespace', 'namespace'],
+];
+
+/** The shortest position list among the query's exact filters; undefined when it has none (a search alone). */
+function fewestCandidates(query: AuditQuery, positionsOf: (field: IndexedField, value: string | number) => readonly number[]): readonly number[] | undefined {
+  let fewest: readonly number[] | undefined;
+  for (const [name, field] of EXACT_FILTERS) {
+    const value = query[name];
+    if (value === undefined) continue;
+    const positions = positionsOf(field, value);
+    if (!fewest || positions.length < fewest.length) fewest = positions;
+  }
+  return fewest;
 }

@@ -29,9 +29,18 @@ function byNewest(a: IndexedRecord, b: IndexedRecord): number {
   return newestFirst(a.record, b.record) || b.id - a.id;
 }
 
+/** The exact-match filters of Kite's query that have a lookup of their own (positionsOf). */
+export type IndexedField = 'operatorId' | 'operation' | 'cluster' | 'resourceType' | 'name' | 'namespace';
+
+function fieldValue(record: AuditRecord, field: IndexedField): string | number {
+  return field === 'operatorId' ? record.operator.id : field === 'resourceType' ? record.resourceType : record[field];
+}
+
 export class AuditRecordIndex {
   /** Newest first, up to the changes not applied yet. */
   private sorted: IndexedRecord[] = [];
+  /** Per field, per value: the positions in `sorted` (ascending), built on first use after a change. */
+  private readonly positions = new Map<IndexedField, Map<string | number, number[]>>();
   private readonly chunks = new Map<string, { version: string; count: number }>();
   private pendingAdds: IndexedRecord[] = [];
   private pendingDeletes = new Set<string>();
@@ -70,7 +79,30 @@ export class AuditRecordIndex {
     return this.sorted;
   }
 
+  /**
+   * The positions in newestFirst() (ascending: newest first) of the records whose `field` is
+   * `value`. A query with an exact filter scans only these instead of the whole trail; the
+   * lookup of a field is built in one pass the first time it is asked for after a change.
+   */
+  positionsOf(field: IndexedField, value: string | number): readonly number[] {
+    this.apply();
+    let byValue = this.positions.get(field);
+    if (!byValue) {
+      byValue = new Map();
+      for (let i = 0; i < this.sorted.length; i++) {
+        const key = fieldValue(this.sorted[i]!.record, field);
+        const list = byValue.get(key);
+        if (list) list.push(i);
+        else byValue.set(key, [i]);
+      }
+      this.positions.set(field, byValue);
+    }
+    return byValue.get(value) ?? [];
+  }
+
   private apply(): void {
+    if (this.pendingDeletes.size === 0 && this.pendingAdds.length === 0) return;
+    this.positions.clear();
     if (this.pendingDeletes.size > 0) {
       const gone = this.pendingDeletes;
       this.pendingDeletes = new Set();

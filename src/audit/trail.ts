@@ -129,7 +129,9 @@ export class AuditTrail {
 
   /** One page of Kite's audit-log query over every replica's records the retention keeps. */
   query(query: AuditQuery, now = Date.now()): AuditPage {
-    return queryAudit(this.index.newestFirst(), query, { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) });
+    return queryAudit(this.index.newestFirst(), query, { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) }, (field, value) =>
+      this.index.positionsOf(field, value),
+    );
   }
 
   /** Stops the timers and writes what is buffered (a graceful shutdown loses nothing). */

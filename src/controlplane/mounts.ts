@@ -1,7 +1,9 @@
 // Mounts a node leaves under its directory: the kubelet bind-mounts its root dir onto itself
 // (rshared) and mounts volumes (tmpfs for secrets and tokens) below it; containerd mounts each
 // container's rootfs, each sandbox's /dev/shm and pins each pod's network namespace (bind mounts,
-// kept in its state dir). None of them goes away when the processes die.
+// kept in its state dir). None of them goes away when the processes die. (A node's processes run
+// in a mount namespace of their own, mount-namespace.ts, so from the machine's namespace these are
+// not even visible; unmountUnder still cleans up after a node started before that.)
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 

@@ -152,7 +152,3 @@ function hostLinkExists(net: NodeNetwork): boolean {
   return run('ip', ['-o', 'link', 'show', 'dev', net.hostLink], true).trim() !== '';
 }
 
-/** The command prefix that runs a program inside the node's network namespace only (same mounts). */
-export function inNodeNetwork(net: NodeNetwork): string[] {
-  return ['nsenter', `--net=/run/netns/${net.netns}`, '--'];
-}

@@ -1,18 +1,20 @@
 // A real node for the embedded control plane: containerd (root, state and socket inside the
 // control plane directory), a kubelet registered as a Node, kube-proxy in iptables mode, and the
 // kube-scheduler that puts pods on it. containerd, the kubelet and kube-proxy run inside the
-// node's own network namespace (network.ts), under their own cgroup root (cgroups.ts); the
-// scheduler talks only to the API server and runs beside it.
+// node's own network namespace (network.ts) and mount namespace (mount-namespace.ts: its own
+// /var/log/pods), under their own cgroup root (cgroups.ts); the scheduler talks only to the API
+// server and runs beside it.
 //
 // DIR/node/
 //   containerd.toml, containerd/{root,state,runc}, containerd/containerd.sock
 //   cni/net.d/     the pods' bridge network     cni/ipam/   host-local's address leases
 //   kubelet/       the kubelet's --root-dir (pods, volumes, its serving certificate)
+//   log/           the node's /var/log/pods and /var/log/containers (container logs)
 //   pki/           client certificates of the kubelet, kube-proxy and the scheduler
 //   *.kubeconfig   one per component, each with its own identity
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureNodeBinaries, type NodeBinaries } from './binaries.js';
 import { createCgroupRoot, killCgroup, removeCgroupRoot } from './cgroups.js';
@@ -20,7 +22,8 @@ import { get } from './http.js';
 import { importImages, type ImageArchive, type NodeImages } from './images.js';
 import { certificateUser, kubeconfigYaml } from './kubeconfig.js';
 import { unmountUnder } from './mounts.js';
-import { createNetwork, inNodeNetwork, networkFor, ownsSlot, removeNetwork, type NodeNetwork } from './network.js';
+import { createMountNamespace, removeMountNamespace } from './mount-namespace.js';
+import { createNetwork, networkFor, ownsSlot, removeNetwork, type NodeNetwork } from './network.js';
 import { ensureClientCert, type CertFiles } from './pki.js';
 import { isAlive, launch, processesMentioning, terminate, waitFor } from './processes.js';
 
@@ -65,6 +68,8 @@ function nodePaths(dir: string) {
     cniConf: join(root, 'cni', 'net.d'),
     ipam: join(root, 'cni', 'ipam'),
     kubeletRoot: join(root, 'kubelet'),
+    /** The node's own /var/log/pods and /var/log/containers (mount-namespace.ts). */
+    logRoot: join(root, 'log'),
     pki: join(root, 'pki'),
     kubeconfig: (component: string) => join(root, `${component}.kubeconfig`),
   };
@@ -173,7 +178,7 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   removeNetwork(net); // what a crash of this plane left in its slot, if anything
   createNetwork(net);
   createCgroupRoot(cgroupRoot(net));
-  const inNode = inNodeNetwork(net);
+  const inNode = inNodeNamespaces(net, createMountNamespace(net.netns, p.logRoot));
 
   const containerdLog = join(ctx.logs, 'containerd.log');
   node.pids.containerd = launch([...inNode, ctx.bins.containerd, '--config', p.containerdConfig], containerdLog, ctx.env);
@@ -294,13 +299,15 @@ export async function stopNode(dir: string, node: NodeState): Promise<void> {
   await Promise.all(processesMentioning(p.root + '/').map((pid) => terminate(pid, p.root, 2000)));
   unmountUnder(p.root);
   if (ownSlot) {
+    // With the node's processes gone, this frees every mount they made (all in that namespace).
+    removeMountNamespace(net.netns);
     removeCgroupRoot(cgroupRoot(net));
     removeNetwork(net);
   }
   for (const id of tasks) rmSync(shimSocket(p, id), { force: true });
   removeCniResults(ownSlot ? node.slot : undefined, tasks);
-  removePodLogs(p);
   // Runtime state only (the containerd root with its images, and the kubelet's data, stay).
+  rmSync(p.logRoot, { recursive: true, force: true });
   rmSync(p.containerdState, { recursive: true, force: true });
   rmSync(p.runcRoot, { recursive: true, force: true });
   rmSync(p.ipam, { recursive: true, force: true });
@@ -335,26 +342,8 @@ function removeCniResults(slot: number | undefined, tasks: { id: string }[]): vo
   }
 }
 
-/**
- * The kubelet writes container logs to the machine-wide /var/log/pods/<ns>_<pod>_<uid>, linked
- * from /var/log/containers; the node's pods are those with a directory in its root dir.
- */
-function removePodLogs(p: ReturnType<typeof nodePaths>): void {
-  const pods = join(p.kubeletRoot, 'pods');
-  if (!existsSync(pods) || !existsSync('/var/log/pods')) return;
-  const uids = new Set(readdirSync(pods));
-  const removed = readdirSync('/var/log/pods')
-    .filter((entry) => uids.has(entry.split('_').pop()!))
-    .map((entry) => join('/var/log/pods', entry));
-  for (const dir of removed) rmSync(dir, { recursive: true, force: true });
-  if (!existsSync('/var/log/containers')) return;
-  for (const link of readdirSync('/var/log/containers')) {
-    const path = join('/var/log/containers', link);
-    try {
-      if (removed.some((dir) => readlinkSync(path).startsWith(dir + '/'))) rmSync(path, { force: true });
-    } catch {
-      // not a link
-    }
-  }
+/** The command prefix that runs a node process in the node's network and mount namespaces. */
+function inNodeNamespaces(net: NodeNetwork, mountNamespace: string): string[] {
+  return ['nsenter', `--net=/run/netns/${net.netns}`, `--mount=${mountNamespace}`, '--'];
 }
 

@@ -135,6 +135,19 @@ t.test('filters, newest first across chunks, paging', async (t) => {
   t.equal(q({ search: '%' }).total, 0, 'no SQL wildcard');
   t.equal(q({ cluster: 'a', operation: 'delete' }).total, 0, 'filters combine');
 
+  // The same answers through the per-field lookups the trail uses (paging and retention included).
+  const lookup = (field: Parameters<AuditRecordIndex['positionsOf']>[0], value: string | number) => index.positionsOf(field, value);
+  const queries = [{ cluster: 'b' }, { operation: 'delete' }, { operatorId: 8 }, { operatorId: 9 }, { resourceType: 'deployments', namespace: 'web' }, { resourceName: 'Name-7' }, { search: 'name-1' }, { cluster: 'b', search: 'name-1' }, { cluster: 'a', operation: 'delete' }];
+  for (const query of queries) {
+    for (const [page, size] of [[1, 100], [2, 7]] as const) {
+      const scanned = queryAudit(all, { page, size, ...query }, everything);
+      t.same(queryAudit(all, { page, size, ...query }, everything, lookup), scanned, `indexed = scanned: ${JSON.stringify(query)} page ${page}`);
+    }
+  }
+  const newestTen = { maxRecords: 10, notBefore: '' };
+  t.same(queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup), queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen), 'indexed = scanned under the retention');
+  t.equal(queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup).total, 5, 'only the newest 10 are kept: 5 of them in cluster b');
+
   t.notOk(auditFilter({ page: 1, size: 1, operatorId: 7 })({ id: 1, chunk: 'x', lowerName: '', record: record(1, { whoKind: 'apikey', whoId: 7 }) }), 'operatorId matches users only');
 
   const view = q({ resourceName: 'Name-7' }).data[0]!;
