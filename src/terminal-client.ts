@@ -3,10 +3,11 @@
 //
 // From a terminal, stdin goes raw (every key, ^C included, reaches the pod's shell) and the
 // terminal's size is sent at the start and on every SIGWINCH. From a pipe, the input is sent as it
-// comes, and its end is typed as ^D, as at a terminal: the shell exits at its prompt. The pod's TTY
-// echoes what it is sent and prints its prompts, piped or not. `stdout` and `stderr` messages go
-// to stdout and stderr, `info` and `error` to stderr; the result is the shell's exit code, or 1
-// when the session failed or the handshake was refused (its status and the gateway's message).
+// comes, and its end is typed as ^D, as at a terminal (again every second until the session ends):
+// the shell exits at its prompt. The pod's TTY echoes what it is sent and prints its prompts,
+// piped or not. `stdout` and `stderr` messages go to stdout and stderr, `info` and `error` to
+// stderr; the result is the shell's exit code, or 1 when the session failed or the handshake was
+// refused (its status and the gateway's message).
 // The API key travels only in the Authorization header, and is never printed.
 import { StringDecoder } from 'node:string_decoder';
 import WebSocket from 'ws';
@@ -32,6 +33,7 @@ export interface TerminalIo {
 
 /** ^D: the end of input, as a terminal types it. */
 const END_OF_INPUT = '\x04';
+const END_OF_INPUT_REPEAT_MS = 1000;
 
 /** The terminal WebSocket's URL on a gateway: http becomes ws, https wss. */
 export function terminalUrl(target: TerminalTarget): string {
@@ -83,7 +85,13 @@ export function runTerminal(target: TerminalTarget, io: TerminalIo): Promise<num
       if (data !== '') send({ type: 'stdin', data });
     };
     const onInput = (chunk: Buffer) => sendStdin(decoder.write(chunk));
-    const onInputEnd = () => sendStdin(decoder.end() + END_OF_INPUT);
+    // A ^D typed before the shell reads its terminal (input piped in before it started) can be
+    // lost: it is typed again every second until the session ends.
+    let typingEnd: NodeJS.Timeout | undefined;
+    const onInputEnd = () => {
+      sendStdin(decoder.end() + END_OF_INPUT);
+      typingEnd = setInterval(() => sendStdin(END_OF_INPUT), END_OF_INPUT_REPEAT_MS);
+    };
     const sendSize = () => {
       if (screen?.columns && screen.rows) send({ type: 'resize', cols: screen.columns, rows: screen.rows });
     };
@@ -94,6 +102,7 @@ export function runTerminal(target: TerminalTarget, io: TerminalIo): Promise<num
     const finish = (code: number) => {
       if (finished) return;
       finished = true;
+      clearInterval(typingEnd);
       stdin.off('data', onInput);
       stdin.off('end', onInputEnd);
       screen?.off('resize', sendSize);
