@@ -281,7 +281,9 @@ t.test('DELETE: foreground waits for dependents, orphan keeps them', async (t) =
   t.equal((await api('POST', `/api/v1/deployments/${ns}`, { body: deploymentBody('orphan') })).status, 201);
   await eventually('ReplicaSets of both', async () => replicaSets('fg').length === 1 && replicaSets('orphan').length === 1, 60_000, 200);
 
-  const foreground = await api('DELETE', `/api/v1/deployments/${ns}/fg`);
+  // The controller manager's garbage collector deletes the dependents first; on a busy machine
+  // that has taken more than the default minute, so this delete may wait longer.
+  const foreground = await api('DELETE', `/api/v1/deployments/${ns}/fg?timeoutSeconds=300`);
   t.equal(foreground.status, 200, foreground.text);
   t.same(foreground.body, { message: `deployments ${ns}/fg deleted` });
   t.equal(replicaSets('fg').length, 0, 'foreground: the ReplicaSet was gone before the Deployment');

@@ -262,6 +262,11 @@ t.test('who may open a node terminal', async (t) => {
   t.equal(await wsRefusal(url, {}), 401, 'anonymous');
   t.equal(await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/no-such-node/ws`, admin.headers), 404, "a missing node: the cluster's 404");
   t.same([...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name)), [], 'no pod was created for any of them');
+  // Root on a node of kiteline's own host cluster would read kiteline's Secrets there.
+  const host = await testControlPlane('host');
+  t.equal(await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/${host.node!.name}/ws?x-cluster-name=self`, admin.headers), 403, "kiteline's own host cluster, even for an admin");
+  const onHost = await namespacedKubectl(host.kubeconfigPath, 'kube-system')(['get', 'pods', '-l', 'kiteline.io/node-terminal=true', '-o', 'name']);
+  t.equal(onHost.trim(), '', 'no pod was created on the host cluster');
 });
 
 t.test('the gateway shuts down: the node terminal pod goes too', async (t) => {

@@ -16,7 +16,7 @@ import type WebSocket from 'ws';
 import { sessionEntry, type SessionEntry } from '../../audit/record.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
-import { BadRequestError, HttpError } from '../../errors.js';
+import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
@@ -233,6 +233,11 @@ export default async function terminalRoutes(app: FastifyInstance) {
         ]);
         release = caller.release;
         const { conn, headers } = caller;
+        // Root on a node of kiteline's own host cluster reads every Secret mounted there (kiteline's
+        // session key and stored kubeconfigs, wherever its pods run or will): never through kiteline.
+        if (await services.hostGuard.reachesHost(conn)) {
+          throw new ForbiddenError(`node terminals are not opened on cluster ${conn.name}: it is kiteline's own host cluster (use kubectl debug node/${node} there)`);
+        }
         const pod = await createNodeTerminalPod({ conn, headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) }, node, caller.principal.name, settings);
         record.pod = `${namespace}/${pod}`;
         const deletePod = nodePods.track(conn, namespace, pod);
