@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps build image run test test-only bench soak clean stop
+.PHONY: deps build image run test test-only bench bench-search soak clean stop
 
 # Everything the project needs on a fresh Debian machine: etcd, containerd, runc and the CNI
 # plugins (Debian's packages), the Kubernetes binaries and the node's images (built once into
@@ -41,6 +41,10 @@ test-only:
 
 bench: build
 	node dist/bench/run.js
+
+# GET /api/v1/search on a cluster of 5,000 objects (docs/benchmarks.md, "Search").
+bench-search: build
+	node dist/bench/search.js
 
 soak: build
 	node dist/bench/soak.js
