@@ -7,7 +7,7 @@
 import { STATUS_CODES } from 'node:http';
 import { BadRequestError } from '../errors.js';
 import type { IndexedField, IndexedRecord } from './record-index.js';
-import type { OperatorKind } from './record.js';
+import type { AuditRecord, OperatorKind } from './record.js';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
@@ -82,8 +82,11 @@ export interface AuditOperatorView {
   kind: OperatorKind;
 }
 
+/** The record's own fields the view passes on as they are stored. */
+type StoredFields = Pick<AuditRecord, 'status' | 'requestId' | 'clientAddress' | 'path' | 'objectId' | 'subject' | 'dryRun' | 'bytesIn' | 'bytesOut'>;
+
 /** One record in Kite's ResourceHistory shape, plus kiteline's fields (status, requestId, ...). */
-export interface AuditLogView {
+export interface AuditLogView extends StoredFields {
   id: number;
   createdAt: string;
   updatedAt: string;
@@ -99,15 +102,6 @@ export interface AuditLogView {
   errorMessage: string;
   operatorId: number;
   operator: AuditOperatorView;
-  status: number;
-  requestId: string;
-  clientAddress: string;
-  path?: string;
-  objectId?: string;
-  subject?: string;
-  dryRun?: boolean;
-  bytesIn?: number;
-  bytesOut?: number;
 }
 
 const PROVIDERS: Record<OperatorKind, string> = { user: 'password', apikey: 'api_key', anonymous: 'anonymous' };

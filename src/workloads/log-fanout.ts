@@ -24,8 +24,6 @@ import { listPods, openWatch, podsPath, watchEvents, type PodList, type PodObjec
 export const MAX_STREAMS_PER_SESSION = 20;
 /** Above this much unsent data a send waits until the socket took it. */
 const HIGH_WATER_BYTES = 1024 * 1024;
-/** A client that answers no WebSocket ping for this long is gone. */
-const HEARTBEAT_MS = 30_000;
 /** Pause before watching again after the cluster ended a watch. */
 const REWATCH_DELAY_MS = 1000;
 
@@ -62,8 +60,6 @@ export class LogSession {
   private readonly ended = new Map<string, string | undefined>();
   /** Streams already reported as not followed (the limit), so the report is made once. */
   private readonly refused = new Set<string>();
-  private heartbeat: NodeJS.Timeout | undefined;
-  private alive = true;
 
   /** `releaseSlot` gives back the session's own slot (its single stream, or its pod watch). */
   constructor(
@@ -73,14 +69,9 @@ export class LogSession {
   ) {
     this.controller = ctx.controller;
     ws.on('message', (data) => this.onClientMessage(String(data)));
-    ws.on('pong', () => (this.alive = true));
+    // A client that stops answering pings is terminated by acceptWebSocket's heartbeat: 'close'.
     ws.once('close', () => this.stop());
     ws.on('error', () => this.stop());
-    this.heartbeat = setInterval(() => {
-      if (!this.alive) return ws.terminate();
-      this.alive = false;
-      ws.ping();
-    }, HEARTBEAT_MS);
   }
 
   private get closed(): boolean {
@@ -230,8 +221,6 @@ export class LogSession {
   private stop(): void {
     if (this.closed) return;
     this.controller.abort();
-    clearInterval(this.heartbeat);
-    this.heartbeat = undefined;
     this.releaseSlot();
     this.ctx.log.debug({ namespace: this.ctx.namespace, streams: this.streams.size }, 'log session ended');
   }

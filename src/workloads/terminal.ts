@@ -34,8 +34,6 @@ export const BASH_OR_SH = 'if command -v bash >/dev/null 2>&1; then exec bash; f
 const DEFAULT_CONTAINER_ANNOTATION = 'kubectl.kubernetes.io/default-container';
 /** Above this much unsent output the exec's output is paused until the client took it. */
 const HIGH_WATER_BYTES = 1024 * 1024;
-/** A client that answers no WebSocket ping for this long is gone. */
-const HEARTBEAT_MS = 30_000;
 /** What the shell is sent when the client leaves, one key at a time: ^C, then ^D (EOT). */
 const LEAVING_KEYS = ['\x03', '\x04'];
 /** Time for the shell to take one key (a ^C'd program to end, the prompt to come back) before the next. */
@@ -108,21 +106,14 @@ export class TerminalSession {
   private exec: ExecChannel | undefined;
   private size: { cols: number; rows: number } | undefined;
   private outputPaused = false;
-  private alive = true;
-  private readonly heartbeat: NodeJS.Timeout;
   private over = false;
 
   constructor(private readonly ws: WebSocket) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     ws.on('message', (data) => this.onClientMessage(String(data)));
-    ws.on('pong', () => (this.alive = true));
+    // A client that stops answering pings is terminated by acceptWebSocket's heartbeat: 'close'.
     ws.once('close', () => this.clientLeft());
     ws.on('error', () => this.clientLeft());
-    this.heartbeat = setInterval(() => {
-      if (!this.alive) return ws.terminate();
-      this.alive = false;
-      ws.ping();
-    }, HEARTBEAT_MS);
   }
 
   /** Aborted when the client closed the WebSocket or stopped answering pings. */
@@ -234,7 +225,6 @@ export class TerminalSession {
   private clientLeft(): void {
     if (this.clientGone.signal.aborted) return;
     this.clientGone.abort();
-    clearInterval(this.heartbeat);
     const exec = this.exec;
     if (!exec) return this.end({ exitCode: undefined, error: undefined, bytesIn: 0, bytesOut: 0 });
     const keys = [...LEAVING_KEYS];
@@ -251,7 +241,6 @@ export class TerminalSession {
   private end(outcome: TerminalOutcome, code?: number, reason?: string): void {
     if (this.over) return;
     this.over = true;
-    clearInterval(this.heartbeat);
     if (code !== undefined && this.ws.readyState === WebSocket.OPEN) this.ws.close(code, reason);
     this.resolveDone(outcome);
   }

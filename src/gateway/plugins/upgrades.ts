@@ -28,6 +28,8 @@ declare module 'fastify' {
 
 /** The head bytes of upgrade requests being served through routing, until a route accepts them. */
 const pendingHeads = new WeakMap<IncomingMessage, Buffer>();
+/** A WebSocket client that answers no ping for this long is gone: it is terminated (its 'close' follows). */
+const HEARTBEAT_MS = 30_000;
 /** Frames above this close the WebSocket (1009): every protocol here sends small JSON messages. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 const webSockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
@@ -56,10 +58,27 @@ export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): P
     webSockets.handleUpgrade(request.raw, request.raw.socket, head, (ws) => {
       const open = openWebSockets.get(request.server.server);
       open?.add(ws);
-      ws.once('close', () => open?.delete(ws));
+      const stopHeartbeat = keepAlive(ws);
+      ws.once('close', () => {
+        open?.delete(ws);
+        stopHeartbeat();
+      });
       resolve(ws);
     });
   });
+}
+
+/** Pings the client every HEARTBEAT_MS; one that did not answer the last ping is terminated. */
+function keepAlive(ws: WebSocket): () => void {
+  let alive = true;
+  ws.on('pong', () => (alive = true));
+  const timer = setInterval(() => {
+    if (!alive) return ws.terminate();
+    alive = false;
+    ws.ping();
+  }, HEARTBEAT_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 function checkOrigin(request: FastifyRequest): void {
