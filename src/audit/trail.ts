@@ -5,7 +5,7 @@
 // in the buffer. All replicas read all chunks through the watch into an in-memory index; the
 // leader (the cluster reconciler's lease) deletes chunks past the retention.
 import type { Logger } from '../log.js';
-import { describeApiError } from '../host/kube.js';
+import { describeApiError } from '../host/host-errors.js';
 import { splitIntoChunks, type AuditChunkResource, type AuditChunkStore } from './chunk-store.js';
 import { queryAudit, type AuditPage, type AuditQuery } from './query.js';
 import { AuditRecordIndex } from './record-index.js';

@@ -2,7 +2,7 @@
 // write per principal per interval, in the background, never failing the request that caused it.
 // The time already in the cache counts too, so replicas do not each write once a minute.
 import type { Logger } from '../log.js';
-import { describeApiError } from '../host/kube.js';
+import { describeApiError } from '../host/host-errors.js';
 
 export class LastSeenRecorder {
   /** Cache: when this replica last wrote for a principal key (ms). */

@@ -15,7 +15,7 @@ import {
   KUBECONFIG_KEY,
 } from '../host/clusters.js';
 import type { IdAllocator } from '../host/ids.js';
-import { describeApiError } from '../host/kube.js';
+import { describeApiError } from '../host/host-errors.js';
 import type { LeaderElector } from '../host/lease.js';
 import { ID_LABEL, resourceId, type ClusterResource, type ClusterStatus, type Condition } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';

@@ -2,7 +2,7 @@
 // `kubectl get events -n <namespace>` shows who changed users, roles, API keys and clusters.
 // Best effort: a failed Event is a warning in the log, never a failed request.
 import type { HostStore } from '../host/store.js';
-import { describeApiError } from '../host/kube.js';
+import { describeApiError } from '../host/host-errors.js';
 import type { Logger } from '../log.js';
 import type { AuditRecord } from './plugins/audit.js';
 

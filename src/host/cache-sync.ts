@@ -1,36 +1,7 @@
-// Read-your-writes for this replica: after a write, wait (briefly) until the watch-backed cache
-// shows it, so the next request served from the cache sees what the last answer said.
-// Never fails: if the event is slow, it gives up after the timeout and the cache catches up later.
+// Read-your-writes for this replica: a store's write returns once the watch-backed cache shows
+// it (WatchedCache.waitFor, woken by the watch event), so the next request served from the cache
+// sees what the last answer said. These are the two conditions stores wait for.
 import type { KubernetesObject } from '@kubernetes/client-node';
-import type { WatchedCache } from './informer.js';
-
-export function awaitCache<T extends KubernetesObject>(
-  cache: WatchedCache<T>,
-  name: string,
-  namespace: string,
-  done: (obj: T | undefined) => boolean,
-  timeoutMs = 3000,
-): Promise<void> {
-  if (done(cache.get(name, namespace))) return Promise.resolve();
-  return new Promise((resolve) => {
-    let finished = false;
-    const check = () => {
-      if (finished || !done(cache.get(name, namespace))) return;
-      finished = true;
-      clearTimeout(timer);
-      clearInterval(poll);
-      resolve();
-    };
-    const timer = setTimeout(() => {
-      finished = true;
-      clearInterval(poll);
-      resolve();
-    }, timeoutMs);
-    // WatchedCache has no "off": a short poll instead of listeners that would pile up.
-    const poll = setInterval(check, 5);
-    timer.unref();
-  });
-}
 
 /** The cache holds exactly this version of the object (or a later one of the same object). */
 export function hasVersion(written: KubernetesObject) {

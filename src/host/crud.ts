@@ -1,5 +1,6 @@
 // Typed helpers for writing kiteline custom resources in the install namespace: create, read,
 // merge-patch (optionally guarded by resourceVersion), replace, status patch or replace, delete.
+// Failures arrive translated (the customObjects client is HostStore's: host-errors.ts).
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from './resources.js';
 
@@ -15,12 +16,14 @@ export class CustomResources<T extends k8s.KubernetesObject> {
     private readonly kind: string,
   ) {}
 
+  readonly apiVersion = `${GROUP}/${VERSION}`;
+
   private get target() {
     return { group: GROUP, version: VERSION, namespace: this.namespace, plural: this.plural };
   }
 
   async create(obj: Omit<T, 'apiVersion' | 'kind'>): Promise<T> {
-    const body = { apiVersion: `${GROUP}/${VERSION}`, kind: this.kind, ...obj };
+    const body = { apiVersion: this.apiVersion, kind: this.kind, ...obj };
     return (await this.api.createNamespacedCustomObject({ ...this.target, body })) as T;
   }
 

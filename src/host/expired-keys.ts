@@ -7,7 +7,7 @@
 import type { Logger } from '../log.js';
 import { NotFoundError } from '../errors.js';
 import { apiKeyName, type APIKeyStore } from './apikeys.js';
-import { describeApiError } from './kube.js';
+import { describeApiError } from './host-errors.js';
 import { SerialTask } from './serial-task.js';
 import type { HostStore } from './store.js';
 

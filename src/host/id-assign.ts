@@ -5,7 +5,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { CustomResources } from './crud.js';
 import type { IdAllocator, IdKind } from './ids.js';
-import { apiStatus } from './kube.js';
+import { isNotFound } from './host-errors.js';
+import { ConflictError } from '../errors.js';
 import { ID_LABEL, resourceId } from './resources.js';
 
 export async function assignId<T extends KubernetesObject>(
@@ -21,8 +22,7 @@ export async function assignId<T extends KubernetesObject>(
       metadata: { resourceVersion: obj.metadata!.resourceVersion, labels: { [ID_LABEL]: String(id) } },
     });
   } catch (err) {
-    const status = apiStatus(err);
-    if (status === 409 || status === 404) return undefined; // changed or gone meanwhile: look again later
+    if (err instanceof ConflictError || isNotFound(err)) return undefined; // changed or gone meanwhile: look again later
     throw err;
   }
 }
@@ -44,7 +44,7 @@ export async function ensureId<T extends KubernetesObject>(
     try {
       current = await crs.read(obj.metadata!.name!);
     } catch (err) {
-      if (apiStatus(err) === 404) return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }

@@ -9,7 +9,7 @@ import type { CustomResources } from './crud.js';
 import { assignId } from './id-assign.js';
 import type { IdAllocator, IdKind } from './ids.js';
 import type { WatchedCache } from './informer.js';
-import { describeApiError } from './kube.js';
+import { describeApiError } from './host-errors.js';
 import { SerialTask } from './serial-task.js';
 
 export interface BackfillTarget<T extends KubernetesObject> {

@@ -5,7 +5,7 @@
 import { EventEmitter } from 'node:events';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { describeApiError } from './kube.js';
+import { describeApiError } from './host-errors.js';
 
 export type InformerEvent = 'add' | 'update' | 'delete';
 
@@ -37,7 +37,7 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
     this.namespace = source.namespace;
     this.informer = k8s.makeInformer(kc, source.path, source.list, source.labelSelector);
     this.firstSync = new Promise((resolve) => (this.resolveFirstSync = resolve));
-    this.events.setMaxListeners(50);
+    this.events.setMaxListeners(0); // one per write awaiting read-your-writes
     for (const verb of ['add', 'update', 'delete'] as const) {
       this.informer.on(verb, (obj: T) => this.events.emit(verb, obj));
     }
@@ -87,6 +87,33 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
 
   on(event: InformerEvent, listener: (obj: T) => void): void {
     this.events.on(event, listener);
+  }
+
+  off(event: InformerEvent, listener: (obj: T) => void): void {
+    this.events.off(event, listener);
+  }
+
+  /**
+   * Resolves once `done` holds for the cached object `name` (checked now and on each of its
+   * watch events), or after timeoutMs: read-your-writes for this replica. Never rejects: a slow
+   * event only means the cache catches up a little later.
+   */
+  waitFor(name: string, done: (cached: T | undefined) => boolean, timeoutMs = 3000, namespace = this.namespace): Promise<void> {
+    if (done(this.get(name, namespace))) return Promise.resolve();
+    return new Promise((resolve) => {
+      const verbs = ['add', 'update', 'delete'] as const;
+      const finish = () => {
+        clearTimeout(timer);
+        for (const verb of verbs) this.events.off(verb, onEvent);
+        resolve();
+      };
+      const onEvent = (obj: T) => {
+        if (obj.metadata?.name === name && done(this.get(name, namespace))) finish();
+      };
+      const timer = setTimeout(finish, timeoutMs);
+      timer.unref();
+      for (const verb of verbs) this.events.on(verb, onEvent);
+    });
   }
 
   list(): readonly T[] {

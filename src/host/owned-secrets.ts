@@ -3,7 +3,8 @@
 // they end up holding hashes only.
 import type * as k8s from '@kubernetes/client-node';
 import { ownerReference } from './crud.js';
-import { apiStatus } from './kube.js';
+import { isAlreadyExists, isNotFound } from './host-errors.js';
+import { retryOnConflict } from './retry.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -43,25 +44,21 @@ export async function upsertSecret(
       },
     });
   } catch (err) {
-    if (apiStatus(err) !== 409) throw err;
+    if (!isAlreadyExists(err)) throw err;
   }
-  for (let attempt = 0; ; attempt++) {
+  return retryOnConflict(`Secret ${name}`, async () => {
     const current = await core.readNamespacedSecret({ name, namespace });
     const data = { ...current.data };
     for (const key of options.drop ?? []) delete data[key];
     Object.assign(data, encode(values));
     const annotations = { ...current.metadata?.annotations };
     delete annotations[LAST_APPLIED_ANNOTATION];
-    try {
-      return await core.replaceNamespacedSecret({
-        name,
-        namespace,
-        body: { ...current, metadata: { ...current.metadata, annotations }, data, stringData: undefined },
-      });
-    } catch (err) {
-      if (apiStatus(err) !== 409 || attempt >= 10) throw err;
-    }
-  }
+    return core.replaceNamespacedSecret({
+      name,
+      namespace,
+      body: { ...current, metadata: { ...current.metadata, annotations }, data, stringData: undefined },
+    });
+  });
 }
 
 /** Deletes a Secret that kiteline created (managed-by label); leaves anyone else's alone. */
@@ -70,6 +67,6 @@ export async function deleteOwnedSecret(core: k8s.CoreV1Api, namespace: string, 
   try {
     await core.deleteNamespacedSecret({ name: secret.metadata.name, namespace });
   } catch (err) {
-    if (apiStatus(err) !== 404) throw err;
+    if (!isNotFound(err)) throw err;
   }
 }

@@ -20,8 +20,12 @@ export interface Condition {
   observedGeneration?: number;
 }
 
-interface Resource<Spec, Status> extends KubernetesObject {
+/** Any kiteline custom resource as read back from the API server (it always has a name). */
+export interface KiteResource extends KubernetesObject {
   metadata: V1ObjectMeta & { name: string };
+}
+
+interface Resource<Spec, Status> extends KiteResource {
   spec: Spec;
   status?: Status;
 }

@@ -4,7 +4,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { customResourceSource, secretSource, WatchedCache } from './informer.js';
-import { apiStatus } from './kube.js';
+import { apiStatus, isAlreadyExists, translateHostError } from './host-errors.js';
+import { hostApiClient } from './kube.js';
 import type { APIKeyResource, ClusterResource, RoleResource, UserResource } from './resources.js';
 
 export class HostStore {
@@ -21,8 +22,8 @@ export class HostStore {
     readonly namespace: string,
     private readonly log: Logger,
   ) {
-    this.customObjects = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.customObjects = hostApiClient(kc, k8s.CustomObjectsApi, log);
+    this.core = hostApiClient(kc, k8s.CoreV1Api, log);
     this.users = new WatchedCache(kc, customResourceSource<UserResource>(kc, namespace, 'users'), log);
     this.clusters = new WatchedCache(kc, customResourceSource<ClusterResource>(kc, namespace, 'clusters'), log);
     this.roles = new WatchedCache(kc, customResourceSource<RoleResource>(kc, namespace, 'roles'), log);
@@ -50,15 +51,18 @@ export class HostStore {
   }
 
   private async ensureNamespace(): Promise<void> {
+    // The one host call whose 403 is expected (a pod's service account need not read
+    // namespaces): made untranslated, so it logs no RBAC error.
+    const core = this.kc.makeApiClient(k8s.CoreV1Api);
     try {
-      await this.core.readNamespace({ name: this.namespace });
+      await core.readNamespace({ name: this.namespace });
     } catch (err) {
-      if (apiStatus(err) === 403) return; // a pod's service account need not read namespaces
-      if (apiStatus(err) !== 404) throw err;
+      if (apiStatus(err) === 403) return;
+      if (apiStatus(err) !== 404) throw translateHostError(err, `read namespace ${this.namespace}`, this.log);
       try {
         await this.core.createNamespace({ body: { metadata: { name: this.namespace } } });
       } catch (createErr) {
-        if (apiStatus(createErr) !== 409) throw createErr;
+        if (!isAlreadyExists(createErr)) throw createErr;
       }
     }
   }

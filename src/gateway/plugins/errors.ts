@@ -4,7 +4,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { HttpError, TooManyRequestsError } from '../../errors.js';
-import { hostUnavailable } from '../../host/kube.js';
+import { translateHostError } from '../../host/host-errors.js';
 
 const REASONS: Record<number, string> = {
   400: 'BadRequest',
@@ -24,8 +24,9 @@ const REASONS: Record<number, string> = {
 /** Maps any thrown value to an HttpError; undefined means "a bug" (500). */
 export function toHttpError(err: unknown): HttpError | undefined {
   if (err instanceof HttpError) return err;
-  const host = hostUnavailable(err);
-  if (host) return host;
+  // A host-cluster failure that reached here untranslated (host-errors.ts has the one mapping).
+  const host = translateHostError(err, 'a host-cluster call');
+  if (host instanceof HttpError) return host;
   const fe = err as Partial<FastifyError> & { validation?: unknown; validationContext?: string };
   if (fe?.validation) {
     return new HttpError(400, 'BadRequest', `invalid request: ${fe.message}`);

@@ -1,0 +1,178 @@
+// What every kind's store (users, API keys, roles, clusters) shares, written once: lookups from the
+// watch-backed cache through an index (by id, by natural key), the atomic create with a fresh id
+// (the object name derives from the natural key, so the API server's create decides uniqueness),
+// an owned Secret created with it and rolled back with it, compare-and-swap updates through the one
+// retry helper, deletes guarded by uid (and, when asked, resourceVersion), on-demand id
+// assignment, and read-your-writes: every write returns once this replica's cache shows it.
+//
+// Host failures arrive translated (host-errors.ts); a store only turns the generic "not found on
+// the host cluster" and "already exists" into its kind's own messages.
+import { ConflictError, NotFoundError } from '../errors.js';
+import { CacheIndex } from './cache-index.js';
+import { hasVersion, isGone } from './cache-sync.js';
+import { CustomResources, type Plural } from './crud.js';
+import { isAlreadyExists, isNotFound } from './host-errors.js';
+import { ensureId } from './id-assign.js';
+import type { IdAllocator, IdKind } from './ids.js';
+import type { WatchedCache } from './informer.js';
+import { deleteOwnedSecret, upsertSecret } from './owned-secrets.js';
+import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type KiteResource } from './resources.js';
+import { retryOnConflict } from './retry.js';
+import type { HostStore } from './store.js';
+
+export interface KindDefinition<T extends KiteResource> {
+  /** The custom resource's plural and kind, e.g. 'users' / 'User'. */
+  plural: Plural & IdKind;
+  kind: string;
+  /** The kind in messages: "user", "API key". */
+  noun: string;
+  /** The natural key clients name objects by (username, role name, key name). */
+  keyOf: (obj: T) => string | undefined;
+  cache: (host: HostStore) => WatchedCache<T>;
+}
+
+/** A Secret that belongs to the object: created with it (rolled back with it), deleted with it. */
+export interface OwnedSecret {
+  name: string;
+  values: Record<string, string>;
+  /** Keys to remove when the Secret already exists (a plain password applied by hand). */
+  drop?: string[];
+}
+
+export class KindStore<T extends KiteResource> {
+  readonly index: CacheIndex<T>;
+  readonly crs: CustomResources<T>;
+  readonly cache: WatchedCache<T>;
+
+  constructor(
+    protected readonly host: HostStore,
+    protected readonly ids: IdAllocator,
+    readonly definition: KindDefinition<T>,
+  ) {
+    this.cache = definition.cache(host);
+    this.index = new CacheIndex(this.cache, definition.keyOf);
+    this.crs = new CustomResources<T>(host.customObjects, host.namespace, definition.plural, definition.kind);
+  }
+
+  byId(id: number): T | undefined {
+    return this.index.byId(id);
+  }
+
+  /** The object holding the natural key (the oldest, should two claim it), id or not. */
+  byKey(key: string): T | undefined {
+    return this.index.byKey(key);
+  }
+
+  /** Objects with an id: the ones the API shows. */
+  list(): readonly T[] {
+    return this.index.all();
+  }
+
+  protected notFound(key: string | undefined): NotFoundError {
+    return new NotFoundError(`${this.definition.noun} not found${key ? `: ${key}` : ''}`);
+  }
+
+  protected alreadyExists(key: string): ConflictError {
+    return new ConflictError(`${this.definition.noun} already exists: ${key}`, 'AlreadyExists');
+  }
+
+  /** Resolves with `obj` once this replica's cache holds that version of it (read-your-writes). */
+  protected async written<W extends T>(obj: W): Promise<W> {
+    await this.cache.waitFor(obj.metadata.name, hasVersion(obj));
+    return obj;
+  }
+
+  /**
+   * Creates the object under a fresh id (labels ID and managed-by added here), then its owned
+   * Secret; when the Secret fails the object is deleted again. 409 AlreadyExists when the key is
+   * taken, also under races (the object name derives from the key).
+   */
+  protected async createWithId(key: string, build: (id: number) => Omit<T, 'apiVersion' | 'kind'>, secret?: OwnedSecret): Promise<T> {
+    if (this.byKey(key)) throw this.alreadyExists(key);
+    const id = await this.ids.next(this.definition.plural, this.index.maxId());
+    const body = build(id);
+    body.metadata.labels = { ...body.metadata.labels, [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY };
+    let created: T;
+    try {
+      created = await this.crs.create(body);
+    } catch (err) {
+      throw isAlreadyExists(err) ? this.alreadyExists(key) : err;
+    }
+    if (secret) {
+      try {
+        await this.writeSecret(created, secret);
+      } catch (err) {
+        await this.crs.delete(created.metadata.name, created.metadata.uid).catch(() => undefined);
+        throw err;
+      }
+    }
+    return this.written(created);
+  }
+
+  /** Creates or updates the object's Secret (owned by it when created here); waits for the cache. */
+  protected async writeSecret(owner: T, secret: OwnedSecret): Promise<void> {
+    const exists = this.host.secrets.get(secret.name, this.host.namespace) !== undefined;
+    const written = await upsertSecret(this.host.core, this.host.namespace, secret.name, secret.values, {
+      ...(exists ? {} : { owner: { ...owner, kind: this.definition.kind, apiVersion: this.crs.apiVersion } }),
+      ...(secret.drop ? { drop: secret.drop } : {}),
+    });
+    await this.host.secrets.waitFor(secret.name, hasVersion(written));
+  }
+
+  /** A merge patch of the object as it is now (no precondition). */
+  protected async patch(obj: T, patch: object): Promise<T> {
+    try {
+      return await this.written(await this.crs.patch(obj.metadata.name, patch));
+    } catch (err) {
+      throw isNotFound(err) ? this.notFound(this.definition.keyOf(obj)) : err;
+    }
+  }
+
+  /**
+   * A compare-and-swap on the live object: `change` sees it and returns the merge patch to make
+   * (undefined: nothing to do), which is sent with the resourceVersion it was decided on; a lost
+   * race runs it again on the new live object.
+   */
+  protected async swap(obj: T, change: (live: T) => object | undefined): Promise<T> {
+    const key = this.definition.keyOf(obj);
+    return retryOnConflict(`${this.definition.noun} ${key}`, async () => {
+      let live: T;
+      try {
+        live = await this.crs.read(obj.metadata.name);
+      } catch (err) {
+        throw isNotFound(err) ? this.notFound(key) : err;
+      }
+      const patch = change(live) as { metadata?: object } | undefined;
+      if (!patch) return live;
+      const guarded = { ...patch, metadata: { ...patch.metadata, resourceVersion: live.metadata.resourceVersion } };
+      try {
+        return await this.written(await this.crs.patch(live.metadata.name, guarded));
+      } catch (err) {
+        throw isNotFound(err) ? this.notFound(key) : err;
+      }
+    });
+  }
+
+  /**
+   * Deletes the object as the caller saw it (uid precondition: a newer object of the same name is
+   * left alone) and the Secret kiteline made for it; returns once the cache no longer holds it.
+   */
+  protected async remove(obj: T, secretName?: string): Promise<void> {
+    const key = this.definition.keyOf(obj);
+    const secret = secretName ? this.host.secrets.get(secretName, this.host.namespace) : undefined;
+    try {
+      await this.crs.delete(obj.metadata.name, obj.metadata.uid);
+    } catch (err) {
+      if (isNotFound(err)) throw this.notFound(key);
+      if (err instanceof ConflictError) throw new ConflictError(`the ${this.definition.noun} changed meanwhile; try again`);
+      throw err;
+    }
+    await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
+    await this.cache.waitFor(obj.metadata.name, isGone(obj.metadata.uid));
+  }
+
+  /** The object's id, assigning one first when it has none yet (applied with kubectl). */
+  async ensureId(obj: T): Promise<number | undefined> {
+    return resourceId(obj) ?? ensureId(this.crs, this.ids, this.definition.plural, obj, this.index.maxId());
+  }
+}
