@@ -1,20 +1,33 @@
-# kiteline: the two set-up commands are `make run` and `make test`.
+# kiteline: the two set-up commands are `make run` and `make test` (which runs `make lint` first).
 SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps build image run test test-only bench bench-search soak clean stop
+.PHONY: deps node-deps build lint image run test test-only bench bench-search soak clean stop
 
 # Everything the project needs on a fresh Debian machine: etcd, containerd, runc and the CNI
 # plugins (Debian's packages), the Kubernetes binaries and the node's images (built once into
 # ~/.cache/kiteline from Debian's source package) and the npm packages.
-deps:
+deps: node-deps
 	bash scripts/build-kubernetes.sh
 	bash scripts/build-images.sh
+
+# The npm packages, installed (npm ci) when missing or older than package-lock.json.
+node-deps:
 	@if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-fund --no-audit; fi
 
 build: deps
 	$(NODE_BIN)/tsc -p tsconfig.json
+
+# The linter (eslint.config.js: typescript-eslint with type information, lines of at most 120
+# columns) and the formatter's check (.prettierrc.json, .prettierignore); reports both, fails if
+# either finds something. `npm run format` rewrites files in Prettier's style.
+lint: node-deps
+	@status=0; \
+	$(NODE_BIN)/eslint . || status=1; \
+	$(NODE_BIN)/prettier --check --log-level warn . || status=1; \
+	if [ $$status -eq 0 ]; then echo "lint: eslint and prettier found nothing"; fi; \
+	exit $$status
 
 # Serves the gateway on http://127.0.0.1:8080, and on https://127.0.0.1:8443 with a self-signed
 # certificate for kubectl (KITELINE_TLS_PORT= turns that off). With no KUBECONFIG, an embedded
@@ -34,7 +47,7 @@ stop:
 image:
 	bash scripts/build-image.sh
 
-test: build image test-only
+test: lint build image test-only
 
 test-only:
 	bash scripts/run-tests.sh

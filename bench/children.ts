@@ -57,16 +57,22 @@ function launch(command: string, args: string[], env: NodeJS.ProcessEnv, logFile
 }
 
 function stopper(child: ChildProcess): () => Promise<void> {
-  return () => new Promise<void>((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
+  return () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+    });
 }
 
 /** Polls url until it answers 200 (or the process dies). Resolves with the ms it took. */
-export async function waitHttpOk(child: ChildProcess, url: string, timeoutMs: number, headers: Record<string, string> = {}): Promise<void> {
+export async function waitHttpOk(
+  child: ChildProcess,
+  url: string,
+  timeoutMs: number,
+  headers: Record<string, string> = {},
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${url}: the process exited with ${child.exitCode}`);
@@ -83,7 +89,15 @@ export async function waitHttpOk(child: ChildProcess, url: string, timeoutMs: nu
 }
 
 /** Starts `kiteline serve` against the host kubeconfig in `namespace`; resolves once it listens. */
-export async function startGateway(options: { kubeconfig: string; namespace: string; logDir: string; logLevel: string; nodeArgs: string[]; env?: Record<string, string>; logName?: string }): Promise<Child> {
+export async function startGateway(options: {
+  kubeconfig: string;
+  namespace: string;
+  logDir: string;
+  logLevel: string;
+  nodeArgs: string[];
+  env?: Record<string, string>;
+  logName?: string;
+}): Promise<Child> {
   const port = await freePort();
   const env = {
     ...process.env,
@@ -94,14 +108,24 @@ export async function startGateway(options: { kubeconfig: string; namespace: str
     HOST: '127.0.0.1',
     LOG_LEVEL: options.logLevel,
   };
-  const child = launch(process.execPath, [...options.nodeArgs, join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve'], env, join(options.logDir, `gateway-${options.namespace}${options.logName ? `-${options.logName}` : ''}.log`));
+  const child = launch(
+    process.execPath,
+    [...options.nodeArgs, join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve'],
+    env,
+    join(options.logDir, `gateway-${options.namespace}${options.logName ? `-${options.logName}` : ''}.log`),
+  );
   return { process: child, url: `http://127.0.0.1:${port}`, stop: stopper(child) };
 }
 
 /** Starts `kubectl proxy` for a kubeconfig on a free port and waits until it serves /version. */
 export async function startKubectlProxy(kubeconfig: string, logDir: string): Promise<Child> {
   const port = await freePort();
-  const child = launch(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, 'proxy', '--address=127.0.0.1', `--port=${port}`], process.env, join(logDir, 'kubectl-proxy.log'));
+  const child = launch(
+    ensureBinaries().kubectl,
+    ['--kubeconfig', kubeconfig, 'proxy', '--address=127.0.0.1', `--port=${port}`],
+    process.env,
+    join(logDir, 'kubectl-proxy.log'),
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitHttpOk(child, `${url}/version`, 30_000);
   return { process: child, url, stop: stopper(child) };

@@ -22,25 +22,32 @@ export class DirectKube {
   request(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<KubeAnswer> {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const req = https.request(this.cp.server + path, {
-        method,
-        agent: this.agent,
-        headers: { ...this.headers, ...(payload ? { 'content-type': contentType, 'content-length': String(Buffer.byteLength(payload)) } : {}) },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = text;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            /* not JSON */
-          }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-        res.on('error', reject);
-      });
+      const req = https.request(
+        this.cp.server + path,
+        {
+          method,
+          agent: this.agent,
+          headers: {
+            ...this.headers,
+            ...(payload ? { 'content-type': contentType, 'content-length': String(Buffer.byteLength(payload)) } : {}),
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: unknown = text;
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              /* not JSON */
+            }
+            resolve({ status: res.statusCode ?? 0, body: parsed });
+          });
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end(payload);
     });
@@ -49,7 +56,8 @@ export class DirectKube {
   /** Sends and insists on one of the expected codes. */
   async expect(method: string, path: string, body: unknown, ok: number[]): Promise<KubeAnswer> {
     const answer = await this.request(method, path, body);
-    if (!ok.includes(answer.status)) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
+    if (!ok.includes(answer.status))
+      throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}`);
     return answer;
   }
 
@@ -64,7 +72,13 @@ export class DirectKube {
   }
 
   /** POSTs the objects `from`..`to-1` with `concurrency` requests in flight; existing ones are kept. */
-  async createMany(collectionPath: string, from: number, to: number, concurrency: number, make: (i: number) => unknown): Promise<void> {
+  async createMany(
+    collectionPath: string,
+    from: number,
+    to: number,
+    concurrency: number,
+    make: (i: number) => unknown,
+  ): Promise<void> {
     let next = from;
     const worker = async () => {
       while (next < to) {

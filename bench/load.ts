@@ -42,17 +42,24 @@ function cannon(path: Path, request: LoadRequest, connections: number, seconds: 
     // autocannon never verifies certificates (it connects with rejectUnauthorized: false); the
     // CA is passed anyway so the TLS handshake is the same as a verifying client's.
     ...(path.ca ? { tlsOptions: { ca: path.ca } } : {}),
-    requests: [{
-      method: request.method,
-      path: request.path,
-      headers: { ...path.headers, ...request.headers },
-      ...(body ? { setupRequest: (req: any) => ({ ...req, body: body() }) } : {}),
-    }],
+    requests: [
+      {
+        method: request.method,
+        path: request.path,
+        headers: { ...path.headers, ...request.headers },
+        ...(body ? { setupRequest: (req: any) => ({ ...req, body: body() }) } : {}),
+      },
+    ],
   });
 }
 
 /** Sends the request for `seconds` at `connections` concurrent connections, and measures. */
-export async function measureLoad(path: Path, request: LoadRequest, connections: number, seconds: number): Promise<LoadResult> {
+export async function measureLoad(
+  path: Path,
+  request: LoadRequest,
+  connections: number,
+  seconds: number,
+): Promise<LoadResult> {
   const result = await cannon(path, request, connections, seconds);
   return {
     requestsPerSecond: result.requests.average,
@@ -69,7 +76,13 @@ export async function warmUp(path: Path, request: LoadRequest, connections: numb
 }
 
 /** Warms up, then runs the request for `seconds` at `connections` concurrent connections. */
-export async function runLoad(path: Path, request: LoadRequest, connections: number, seconds: number, warmupSeconds: number): Promise<LoadResult> {
+export async function runLoad(
+  path: Path,
+  request: LoadRequest,
+  connections: number,
+  seconds: number,
+  warmupSeconds: number,
+): Promise<LoadResult> {
   await warmUp(path, request, connections, warmupSeconds);
   return measureLoad(path, request, connections, seconds);
 }
@@ -99,23 +112,35 @@ export function timeWatch(path: Path, requestPath: string, events: number, timeo
   const started = process.hrtime.bigint();
   return new Promise((resolve, reject) => {
     const transport = url.protocol === 'https:' ? https : http;
-    const req = transport.request(url, { method: 'GET', agent: false, headers: { ...path.headers, accept: 'application/json' }, ...(path.ca ? { ca: path.ca } : {}) }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return reject(new Error(`${path.label} watch answered ${res.statusCode}`));
-      }
-      let seen = 0;
-      res.on('data', (chunk: Buffer) => {
-        for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) seen++;
-        if (seen >= events) {
-          clearTimeout(timer);
-          resolve(Number(process.hrtime.bigint() - started) / 1e6);
-          req.destroy();
+    const req = transport.request(
+      url,
+      {
+        method: 'GET',
+        agent: false,
+        headers: { ...path.headers, accept: 'application/json' },
+        ...(path.ca ? { ca: path.ca } : {}),
+      },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return reject(new Error(`${path.label} watch answered ${res.statusCode}`));
         }
-      });
-      res.on('error', () => undefined);
-    });
-    const timer = setTimeout(() => req.destroy(new Error(`${path.label} watch: fewer than ${events} events in ${timeoutMs} ms`)), timeoutMs);
+        let seen = 0;
+        res.on('data', (chunk: Buffer) => {
+          for (let i = chunk.indexOf(10); i >= 0; i = chunk.indexOf(10, i + 1)) seen++;
+          if (seen >= events) {
+            clearTimeout(timer);
+            resolve(Number(process.hrtime.bigint() - started) / 1e6);
+            req.destroy();
+          }
+        });
+        res.on('error', () => undefined);
+      },
+    );
+    const timer = setTimeout(
+      () => req.destroy(new Error(`${path.label} watch: fewer than ${events} events in ${timeoutMs} ms`)),
+      timeoutMs,
+    );
     req.on('error', (err) => {
       clearTimeout(timer);
       reject(err);
@@ -131,10 +156,16 @@ export async function runWatch(path: Path, requestPath: string, events: number, 
   for (let i = 0; i < rounds; i++) times.push(await timeWatch(path, requestPath, events));
   times.sort((a, b) => a - b);
   const p50 = percentile(times, 0.5);
-  return { requestsPerSecond: (events * 1000) / p50, p50Ms: p50, p99Ms: percentile(times, 0.99), bytesPerSecond: 0, failures: 0 };
+  return {
+    requestsPerSecond: (events * 1000) / p50,
+    p50Ms: p50,
+    p99Ms: percentile(times, 0.99),
+    bytesPerSecond: 0,
+    failures: 0,
+  };
 }
 
 export function percentile(sorted: number[], q: number): number {
   if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }

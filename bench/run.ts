@@ -11,7 +11,16 @@ import { auditFigures } from './audit.js';
 import { processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
 import { DirectKube } from './kube.js';
-import { combineRounds, measureLoad, runLoad, runWatch, warmUp, type LoadRequest, type LoadResult, type Path } from './load.js';
+import {
+  combineRounds,
+  measureLoad,
+  runLoad,
+  runWatch,
+  warmUp,
+  type LoadRequest,
+  type LoadResult,
+  type Path,
+} from './load.js';
 import { clusterObjects, createUsers, FIRST_CLUSTER_ID, kubectlApply } from './scale.js';
 import { loadSettings, type BenchSettings } from './settings.js';
 import { comparisonTable, figureTable, type ComparisonRow, type Figure } from './table.js';
@@ -28,15 +37,26 @@ function ms(value: number): string {
 }
 
 /** The target's objects: one ConfigMap to GET, one to PATCH, and the LIST and watch namespaces. */
-async function prepareTarget(target: DirectKube, s: BenchSettings): Promise<{ listNamespace: string; watchNamespace: string }> {
+async function prepareTarget(
+  target: DirectKube,
+  s: BenchSettings,
+): Promise<{ listNamespace: string; watchNamespace: string }> {
   const listNamespace = `bench-list-${s.listSize}`;
   const watchNamespace = `bench-watch-${s.watchEvents}`;
   await target.ensureNamespace(OBJECT_NAMESPACE);
   for (const name of ['bench-get', 'bench-patch']) {
-    await target.expect('POST', `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps`, { metadata: { name }, data: { greeting: 'hello' } }, [201, 409]);
+    await target.expect(
+      'POST',
+      `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps`,
+      { metadata: { name }, data: { greeting: 'hello' } },
+      [201, 409],
+    );
   }
   const filler = 'x'.repeat(200);
-  for (const [namespace, size] of [[listNamespace, s.listSize], [watchNamespace, s.watchEvents]] as const) {
+  for (const [namespace, size] of [
+    [listNamespace, s.listSize],
+    [watchNamespace, s.watchEvents],
+  ] as const) {
     await target.ensureNamespace(namespace);
     const path = `/api/v1/namespaces/${namespace}/configmaps`;
     const have = await target.count(path);
@@ -44,7 +64,10 @@ async function prepareTarget(target: DirectKube, s: BenchSettings): Promise<{ li
     const want = size - 1;
     if (have - 1 < want) {
       log(`creating ${want} ConfigMaps in ${namespace} on the target (once; later runs reuse them)`);
-      await target.createMany(path, 0, want, 32, (i) => ({ metadata: { name: `cm-${i}`, labels: { bench: 'yes' } }, data: { index: String(i), filler } }));
+      await target.createMany(path, 0, want, 32, (i) => ({
+        metadata: { name: `cm-${i}`, labels: { bench: 'yes' } },
+        data: { index: String(i), filler },
+      }));
     }
   }
   return { listNamespace, watchNamespace };
@@ -84,8 +107,8 @@ async function compare(common: Path[], rows: Row[], s: BenchSettings): Promise<C
       for (let round = 0; round < s.rounds; round++) {
         for (let k = 0; k < paths.length; k++) {
           const index = (k + round) % paths.length;
-          log(`${row.row} via ${paths[index]!.label} (round ${round + 1} of ${s.rounds})`);
-          rounds[index]!.push(await measureLoad(paths[index]!, request(index), connections, seconds));
+          log(`${row.row} via ${paths[index].label} (round ${round + 1} of ${s.rounds})`);
+          rounds[index].push(await measureLoad(paths[index], request(index), connections, seconds));
         }
       }
       results.push(...rounds.map(combineRounds));
@@ -96,7 +119,13 @@ async function compare(common: Path[], rows: Row[], s: BenchSettings): Promise<C
       }
     }
     for (const [index, path] of paths.entries()) {
-      out.push({ row: row.row, path: path.label, result: results[index]!, directPerSecond: results[0]!.requestsPerSecond, unit: row.unit });
+      out.push({
+        row: row.row,
+        path: path.label,
+        result: results[index],
+        directPerSecond: results[0].requestsPerSecond,
+        unit: row.unit,
+      });
     }
   }
   return out;
@@ -126,12 +155,22 @@ async function scaleFigures(ctx: ScaleContext): Promise<Figure[]> {
   const firstServed = Date.now();
   kubectlApply(hostCp.kubeconfigPath, clusterObjects(namespace, applied, targetKubeconfig));
   const kubectlDone = Date.now();
-  await until('the applied cluster to serve', async () => {
-    const res = await callGateway(gateway.url, 'GET', `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`, { headers: { authorization: key, 'x-cluster-name': applied } });
-    return res.status === 200 ? true : undefined;
-  }, 60_000, 10);
+  await until(
+    'the applied cluster to serve',
+    async () => {
+      const res = await callGateway(gateway.url, 'GET', `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`, {
+        headers: { authorization: key, 'x-cluster-name': applied },
+      });
+      return res.status === 200 ? true : undefined;
+    },
+    60_000,
+    10,
+  );
   const servedAt = Date.now();
-  figures.push({ what: 'kubectl apply of a Cluster to its first served request', value: `${ms(servedAt - firstServed)} (${ms(servedAt - kubectlDone)} after kubectl returned)` });
+  figures.push({
+    what: 'kubectl apply of a Cluster to its first served request',
+    value: `${ms(servedAt - firstServed)} (${ms(servedAt - kubectlDone)} after kubectl returned)`,
+  });
 
   // Many clusters: apply them, then time a fresh gateway's start.
   // They are applied as already registered ones (ids assigned), so the start measures serving
@@ -139,35 +178,73 @@ async function scaleFigures(ctx: ScaleContext): Promise<Figure[]> {
   log(`applying ${s.clusters} Cluster CRs and starting a fresh gateway`);
   await gateway.stop();
   const many: object[] = [];
-  for (let i = 0; i < s.clusters; i++) many.push(...clusterObjects(namespace, `bench-c-${String(i).padStart(3, '0')}`, targetKubeconfig, FIRST_CLUSTER_ID + i));
+  for (let i = 0; i < s.clusters; i++)
+    many.push(
+      ...clusterObjects(namespace, `bench-c-${String(i).padStart(3, '0')}`, targetKubeconfig, FIRST_CLUSTER_ID + i),
+    );
   kubectlApply(hostCp.kubeconfigPath, many);
   const expectedReady = s.clusters + 2; // plus target and bench-applied
   const startedAt = Date.now();
-  gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs });
+  gateway = await startGateway({
+    kubeconfig: hostCp.kubeconfigPath,
+    namespace,
+    logDir,
+    logLevel: s.gatewayLogLevel,
+    nodeArgs: s.gatewayNodeArgs,
+  });
   children.push(gateway);
   await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
   const readyzAt = Date.now();
-  await until(`${expectedReady} clusters ready after the restart`, async () => ((await readyClusterCount(gateway.url, key)) >= expectedReady ? true : undefined), 300_000, 50);
+  await until(
+    `${expectedReady} clusters ready after the restart`,
+    async () => ((await readyClusterCount(gateway.url, key)) >= expectedReady ? true : undefined),
+    300_000,
+    50,
+  );
   const allReadyAt = Date.now();
   const manyStats = processStats(gateway.process.pid!);
   figures.push(
     { what: `gateway start to /readyz with ${expectedReady} clusters`, value: ms(readyzAt - startedAt) },
     { what: `gateway start to all ${expectedReady} clusters ready`, value: ms(allReadyAt - startedAt) },
-    { what: `gateway RSS with ${expectedReady} ready clusters (peak during start)`, value: `${manyStats.rssMiB.toFixed(0)} MiB (${manyStats.peakRssMiB.toFixed(0)} MiB)` },
+    {
+      what: `gateway RSS with ${expectedReady} ready clusters (peak during start)`,
+      value: `${manyStats.rssMiB.toFixed(0)} MiB (${manyStats.peakRssMiB.toFixed(0)} MiB)`,
+    },
   );
 
   // Many users: CRs straight into the host, then the admin list and a search.
   log(`creating ${s.users} users`);
   await createUsers(host, namespace, s.users);
-  await until(`${s.users + 1} users in the gateway's cache`, async () => {
-    const res = await callGateway(gateway.url, 'GET', '/api/v1/admin/users/?size=1', { headers: { authorization: key } });
-    return res.status === 200 && res.body.total >= s.users + 1 ? true : undefined;
-  }, 300_000, 250);
+  await until(
+    `${s.users + 1} users in the gateway's cache`,
+    async () => {
+      const res = await callGateway(gateway.url, 'GET', '/api/v1/admin/users/?size=1', {
+        headers: { authorization: key },
+      });
+      return res.status === 200 && res.body.total >= s.users + 1 ? true : undefined;
+    },
+    300_000,
+    250,
+  );
   const gatewayPath: Path = { label: 'gateway', base: gateway.url, headers: { authorization: key } };
-  for (const [what, query] of [['GET /api/v1/admin/users/', ''], ['GET /api/v1/admin/users/?search=user-12', '?search=user-12']] as const) {
+  for (const [what, query] of [
+    ['GET /api/v1/admin/users/', ''],
+    ['GET /api/v1/admin/users/?search=user-12', '?search=user-12'],
+  ] as const) {
     log(what);
-    const r = await runLoad(gatewayPath, { method: 'GET', path: `/api/v1/admin/users/${query}` }, 8, s.durationSeconds, s.warmupSeconds);
-    figures.push({ what: `${what} with ${s.users + 1} users`, value: `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ${r.requestsPerSecond.toFixed(0)} req/s, ${r.failures} failures` });
+    const r = await runLoad(
+      gatewayPath,
+      { method: 'GET', path: `/api/v1/admin/users/${query}` },
+      8,
+      s.durationSeconds,
+      s.warmupSeconds,
+    );
+    figures.push({
+      what: `${what} with ${s.users + 1} users`,
+      value:
+        `p50 ${r.p50Ms.toFixed(1)} ms, p99 ${r.p99Ms.toFixed(1)} ms, ` +
+        `${r.requestsPerSecond.toFixed(0)} req/s, ${r.failures} failures`,
+    });
   }
   return figures;
 }
@@ -195,7 +272,14 @@ async function main(): Promise<void> {
     // Every replica keeps all audit records: the audit figures add BENCH_AUDIT_RECORDS to what the
     // rows before them recorded, and the leader (any replica) would prune past the default 100,000.
     const keepAudit = { KITELINE_AUDIT_MAX_RECORDS: String(10_000_000) };
-    let gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs, env: keepAudit });
+    const gateway = await startGateway({
+      kubeconfig: hostCp.kubeconfigPath,
+      namespace,
+      logDir,
+      logLevel: s.gatewayLogLevel,
+      nodeArgs: s.gatewayNodeArgs,
+      env: keepAudit,
+    });
     children.push(gateway);
     await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
     const key = await bootstrapAdmin(gateway.url);
@@ -215,7 +299,12 @@ async function main(): Promise<void> {
     });
     children.push(plain);
     await waitHttpOk(plain.process, `${plain.url}/readyz`, 120_000);
-    await until('the target ready on the second replica', async () => ((await readyClusterCount(plain.url, key)) >= 1 ? true : undefined), 60_000, 50);
+    await until(
+      'the target ready on the second replica',
+      async () => ((await readyClusterCount(plain.url, key)) >= 1 ? true : undefined),
+      60_000,
+      50,
+    );
     // A third replica as shipped but with the audit trail off, for the PATCH row: what recording
     // every write costs a request (same run, same target object).
     const unaudited = await startGateway({
@@ -229,17 +318,27 @@ async function main(): Promise<void> {
     });
     children.push(unaudited);
     await waitHttpOk(unaudited.process, `${unaudited.url}/readyz`, 120_000);
-    await until('the target ready on the third replica', async () => ((await readyClusterCount(unaudited.url, key)) >= 1 ? true : undefined), 60_000, 50);
+    await until(
+      'the target ready on the third replica',
+      async () => ((await readyClusterCount(unaudited.url, key)) >= 1 ? true : undefined),
+      60_000,
+      50,
+    );
 
     const paths: Path[] = [
-      { label: 'direct', base: targetCp.server, headers: { authorization: `Bearer ${targetCp.token}` }, ca: targetCp.caPem },
+      {
+        label: 'direct',
+        base: targetCp.server,
+        headers: { authorization: `Bearer ${targetCp.token}` },
+        ca: targetCp.caPem,
+      },
       { label: 'kubectl proxy', base: proxy.url, headers: {} },
       { label: 'gateway', base: gateway.url, headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } },
       // kubectl's way through the gateway: the Kubernetes path under /k8s/clusters/<cluster>, no body parsed.
       { label: 'gateway /k8s/clusters', base: gateway.url, headers: { authorization: `Bearer ${key}` } },
     ];
-    const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2]!.headers };
-    const unauditedPath: Path = { label: 'gateway, audit trail off', base: unaudited.url, headers: paths[2]!.headers };
+    const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2].headers };
+    const unauditedPath: Path = { label: 'gateway, audit trail off', base: unaudited.url, headers: paths[2].headers };
     const K8S_PROXY_INDEX = 3;
     // Upstream paths for direct and kubectl proxy (and under /k8s/clusters), the gateway's own
     // /api/v1 path for the gateways.
@@ -257,7 +356,15 @@ async function main(): Promise<void> {
         paths: [...paths, plainPath],
         load: {
           connections: s.connections,
-          request: (i) => ({ method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`) }),
+          request: (i) => ({
+            method: 'GET',
+            headers: accept,
+            path: pick(
+              i,
+              `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`,
+              `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`,
+            ),
+          }),
         },
       },
       {
@@ -266,7 +373,11 @@ async function main(): Promise<void> {
         unit: 'req/s',
         load: {
           connections: s.listConnections,
-          request: (i) => ({ method: 'GET', headers: accept, path: pick(i, `/api/v1/namespaces/${listNamespace}/configmaps`, `/api/v1/configmaps/${listNamespace}`) }),
+          request: (i) => ({
+            method: 'GET',
+            headers: accept,
+            path: pick(i, `/api/v1/namespaces/${listNamespace}/configmaps`, `/api/v1/configmaps/${listNamespace}`),
+          }),
         },
       },
       {
@@ -279,7 +390,11 @@ async function main(): Promise<void> {
           request: (i) => ({
             method: 'PATCH',
             headers: { ...accept, 'content-type': 'application/merge-patch+json' },
-            path: pick(i, `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-patch`, `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-patch?patchType=merge`),
+            path: pick(
+              i,
+              `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-patch`,
+              `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-patch?patchType=merge`,
+            ),
             body: () => JSON.stringify({ data: { counter: String(++patchCounter) } }),
           }),
         },
@@ -288,35 +403,76 @@ async function main(): Promise<void> {
         id: 'watch',
         row: `watch of ${s.watchEvents} events`,
         unit: 'events/s',
-        run: (path, i) => runWatch(path, pick(i, `/api/v1/namespaces/${watchNamespace}/configmaps?watch=true&resourceVersion=0`, `/api/v1/configmaps/${watchNamespace}?watch=true&resourceVersion=0`), s.watchEvents, s.watchRounds),
+        run: (path, i) =>
+          runWatch(
+            path,
+            pick(
+              i,
+              `/api/v1/namespaces/${watchNamespace}/configmaps?watch=true&resourceVersion=0`,
+              `/api/v1/configmaps/${watchNamespace}?watch=true&resourceVersion=0`,
+            ),
+            s.watchEvents,
+            s.watchRounds,
+          ),
       },
     ];
 
     const before = processStats(gateway.process.pid!);
     const proxyBefore = processStats(proxy.process.pid!);
-    const comparison = await compare(paths, rows.filter((r) => s.rows.includes(r.id)), s);
+    const comparison = await compare(
+      paths,
+      rows.filter((r) => s.rows.includes(r.id)),
+      s,
+    );
     const after = processStats(gateway.process.pid!);
     const proxyAfter = processStats(proxy.process.pid!);
     const figures: Figure[] = [
-      { what: 'gateway CPU seconds during the comparison rows', value: `${(after.cpuSeconds - before.cpuSeconds).toFixed(1)} s` },
-      { what: 'kubectl proxy CPU seconds during the comparison rows', value: `${(proxyAfter.cpuSeconds - proxyBefore.cpuSeconds).toFixed(1)} s` },
+      {
+        what: 'gateway CPU seconds during the comparison rows',
+        value: `${(after.cpuSeconds - before.cpuSeconds).toFixed(1)} s`,
+      },
+      {
+        what: 'kubectl proxy CPU seconds during the comparison rows',
+        value: `${(proxyAfter.cpuSeconds - proxyBefore.cpuSeconds).toFixed(1)} s`,
+      },
       { what: 'gateway peak RSS (whole run so far)', value: `${after.peakRssMiB.toFixed(0)} MiB` },
       { what: 'kubectl proxy peak RSS', value: `${proxyAfter.peakRssMiB.toFixed(0)} MiB` },
     ];
 
     if (s.rows.includes('audit')) {
-      figures.push(...(await auditFigures({ s, hostKubeconfig: hostCp.kubeconfigPath, namespace, gatewayUrl: gateway.url, key, log })));
+      figures.push(
+        ...(await auditFigures({
+          s,
+          hostKubeconfig: hostCp.kubeconfigPath,
+          namespace,
+          gatewayUrl: gateway.url,
+          key,
+          log,
+        })),
+      );
     }
 
     if (s.scale) {
-      const scale = await scaleFigures({ s, hostCp, host, namespace, targetKubeconfig, key, logDir, children, gateway });
+      const scale = await scaleFigures({
+        s,
+        hostCp,
+        host,
+        namespace,
+        targetKubeconfig,
+        key,
+        logDir,
+        children,
+        gateway,
+      });
       figures.push(...scale);
     }
 
     const output = [
       `# kiteline benchmark ${new Date().toISOString()}`,
       '',
-      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row and path in ${s.rounds} alternating rounds after ${s.warmupSeconds} s warm-up, watch: median of ${s.watchRounds} rounds`,
+      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row and path ` +
+        `in ${s.rounds} alternating rounds after ${s.warmupSeconds} s warm-up, ` +
+        `watch: median of ${s.watchRounds} rounds`,
       '',
       comparisonTable(comparison),
       '',

@@ -10,7 +10,13 @@ export function clusterObjects(namespace: string, name: string, kubeconfig: stri
   const secret = `${name}-kubeconfig`;
   const labels = id === undefined ? {} : { labels: { [ID_LABEL]: String(id) } };
   return [
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: secret, namespace }, type: 'Opaque', stringData: { kubeconfig } },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: secret, namespace },
+      type: 'Opaque',
+      stringData: { kubeconfig },
+    },
     {
       apiVersion: API_VERSION,
       kind: 'Cluster',
@@ -23,7 +29,12 @@ export function clusterObjects(namespace: string, name: string, kubeconfig: stri
 /** `kubectl apply -f -` of a List of objects; throws with kubectl's message on failure. */
 export function kubectlApply(kubeconfig: string, objects: object[]): void {
   const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
-  const res = spawnSync(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], { input: list, encoding: 'utf8', timeout: 300_000, maxBuffer: 64 * 1024 * 1024 });
+  const res = spawnSync(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+    input: list,
+    encoding: 'utf8',
+    timeout: 300_000,
+    maxBuffer: 64 * 1024 * 1024,
+  });
   if (res.status !== 0) throw new Error(`kubectl apply failed: ${res.stderr || res.error?.message}`);
 }
 

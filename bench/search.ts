@@ -41,7 +41,9 @@ interface SearchAnswer {
 /** One search through the gateway: its answer and how long it took (ms). */
 async function timedSearch(base: string, key: string, query: string): Promise<{ ms: number; answer: SearchAnswer }> {
   const started = performance.now();
-  const res = await callGateway(base, 'GET', `/api/v1/search?${query}`, { headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } });
+  const res = await callGateway(base, 'GET', `/api/v1/search?${query}`, {
+    headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER },
+  });
   const ms = performance.now() - started;
   if (res.status !== 200) throw new Error(`search ${query}: ${res.status} ${JSON.stringify(res.body)}`);
   return { ms, answer: res.body as SearchAnswer };
@@ -57,8 +59,12 @@ async function main(): Promise<void> {
   mkdirSync(logDir, { recursive: true });
 
   const startedHere = [hostDir, targetDir].filter((dir) => !isRunning(dir));
-  log(`control planes: host ${hostDir}, target ${targetDir}${startedHere.length ? ` (starting ${startedHere.length})` : ''}`);
-  const [hostCp, targetCp] = await Promise.all([startControlPlane({ dir: hostDir, name: 'bench-host' }), startControlPlane({ dir: targetDir, name: 'bench-target' })]);
+  const starting = startedHere.length ? ` (starting ${startedHere.length})` : '';
+  log(`control planes: host ${hostDir}, target ${targetDir}${starting}`);
+  const [hostCp, targetCp] = await Promise.all([
+    startControlPlane({ dir: hostDir, name: 'bench-host' }),
+    startControlPlane({ dir: targetDir, name: 'bench-target' }),
+  ]);
   const host = new DirectKube(hostCp);
   const target = new DirectKube(targetCp);
   const installNamespace = `bench-${randomBytes(3).toString('hex')}`;
@@ -71,24 +77,42 @@ async function main(): Promise<void> {
     const want = objects - 1;
     if ((await target.count(collection)) - 1 < want) {
       log(`creating ${want} ConfigMaps in ${objectNamespace} (once; later runs reuse them)`);
-      await target.createMany(collection, 0, want, 32, (i) => ({ metadata: { name: `cm-${i}`, labels: { bench: 'search', shard: `shard-${i % 100}` } }, data: { index: String(i) } }));
+      await target.createMany(collection, 0, want, 32, (i) => ({
+        metadata: { name: `cm-${i}`, labels: { bench: 'search', shard: `shard-${i % 100}` } },
+        data: { index: String(i) },
+      }));
     }
 
     await host.ensureNamespace(installNamespace);
-    gateway = await startGateway({ kubeconfig: hostCp.kubeconfigPath, namespace: installNamespace, logDir, logLevel: s.gatewayLogLevel, nodeArgs: s.gatewayNodeArgs, logName: 'search' });
+    gateway = await startGateway({
+      kubeconfig: hostCp.kubeconfigPath,
+      namespace: installNamespace,
+      logDir,
+      logLevel: s.gatewayLogLevel,
+      nodeArgs: s.gatewayNodeArgs,
+      logName: 'search',
+    });
     await waitHttpOk(gateway.process, `${gateway.url}/readyz`, 120_000);
     const key = await bootstrapAdmin(gateway.url);
     await registerCluster(gateway.url, key, TARGET_CLUSTER, readFileSync(targetCp.kubeconfigPath, 'utf8'));
 
     const first = await timedSearch(gateway.url, key, 'q=cm-1');
     log(`first search (the index's first lists): ${first.ms.toFixed(0)} ms, partial ${first.answer.partial}`);
-    await until('the index to hold every ConfigMap', async () => {
-      const { answer } = await timedSearch(gateway!.url, key, `q=cm-&namespace=${objectNamespace}`);
-      return !answer.partial && answer.total === want ? true : undefined;
-    }, 120_000, 200);
+    await until(
+      'the index to hold every ConfigMap',
+      async () => {
+        const { answer } = await timedSearch(gateway!.url, key, `q=cm-&namespace=${objectNamespace}`);
+        return !answer.partial && answer.total === want ? true : undefined;
+      },
+      120_000,
+      200,
+    );
 
     const kinds: Array<{ what: string; query: (i: number) => string }> = [
-      { what: 'a part of a name (about 11 matches)', query: (i) => `q=cm-${(i * 37) % Math.max(1, Math.floor(want / 10))}` },
+      {
+        what: 'a part of a name (about 11 matches)',
+        query: (i) => `q=cm-${(i * 37) % Math.max(1, Math.floor(want / 10))}`,
+      },
       { what: 'an exact name', query: (i) => `q=cm-${(i * 7919) % want}` },
       { what: 'a label value (1 in 100 match)', query: (i) => `q=shard-${i % 100}` },
       { what: `a name part every ConfigMap matches (${want} matches, limit 50)`, query: () => 'q=cm-' },
@@ -100,7 +124,8 @@ async function main(): Promise<void> {
       const times: number[] = [];
       for (let i = 0; i < queries; i++) times.push((await timedSearch(gateway.url, key, kind.query(i))).ms);
       times.sort((a, b) => a - b);
-      rows.push(`| ${kind.what} | ${objects} | ${queries} | ${percentile(times, 0.5).toFixed(1)} | ${percentile(times, 0.99).toFixed(1)} |`);
+      const [p50, p99] = [percentile(times, 0.5).toFixed(1), percentile(times, 0.99).toFixed(1)];
+      rows.push(`| ${kind.what} | ${objects} | ${queries} | ${p50} | ${p99} |`);
     }
     process.stdout.write(
       [
@@ -115,7 +140,8 @@ async function main(): Promise<void> {
   } finally {
     await gateway?.stop();
     await host.request('DELETE', `/api/v1/namespaces/${installNamespace}`).catch(() => undefined);
-    if (process.env.BENCH_SEARCH_CLEANUP === '1') await target.request('DELETE', `/api/v1/namespaces/${objectNamespace}`).catch(() => undefined);
+    if (process.env.BENCH_SEARCH_CLEANUP === '1')
+      await target.request('DELETE', `/api/v1/namespaces/${objectNamespace}`).catch(() => undefined);
     host.close();
     target.close();
     if (process.env.BENCH_KEEP_CLUSTERS !== '1') for (const dir of startedHere) await stopControlPlane(dir);

@@ -30,7 +30,10 @@ export interface BenchSettings {
   gatewayLogLevel: string;
   /** Extra node flags for the gateway child (e.g. --cpu-prof while optimizing). */
   gatewayNodeArgs: string[];
-  /** Which comparison rows run (get, list, patch, watch) and the audit figures (audit), and whether the scale figures do. */
+  /**
+   * Which comparison rows run (get, list, patch, watch) and the audit figures (audit), and whether the scale
+   * figures do.
+   */
   rows: string[];
   scale: boolean;
 }

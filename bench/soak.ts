@@ -26,7 +26,14 @@ interface Answer {
   headers: Headers;
 }
 
-async function call(base: string, method: string, path: string, headers: Record<string, string>, body?: unknown, contentType = 'application/json'): Promise<Answer> {
+async function call(
+  base: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  contentType = 'application/json',
+): Promise<Answer> {
   try {
     const res = await fetch(base + path, {
       method,
@@ -71,7 +78,11 @@ function record(kind: string, startedAt: number, ok: boolean, detail: string): v
 }
 
 /** Opens a watch, reads it for a moment, then drops the connection. */
-function watchAndDrop(base: string, headers: Record<string, string>, holdMs: number): Promise<{ ok: boolean; detail: string }> {
+function watchAndDrop(
+  base: string,
+  headers: Record<string, string>,
+  holdMs: number,
+): Promise<{ ok: boolean; detail: string }> {
   return new Promise((resolvePromise) => {
     const req = request(new URL('/api/v1/configmaps/default?watch=true', base), { headers, agent: false });
     req.on('response', (res) => {
@@ -102,24 +113,76 @@ function traffic(base: string, key: string): Array<[string, number, Step]> {
   };
   // [kind, weight, step]
   return [
-    ['get', 20, async (w) => void (await timed('get', () => call(base, 'GET', `/api/v1/configmaps/default/soak-seed-${w}`, auth), [200]))],
-    ['list', 15, async () => void (await timed('list', () => call(base, 'GET', '/api/v1/configmaps/default?limit=50', auth), [200]))],
-    ['write', 15, async (w, i) => {
-      const name = `soak-${w}-${i}-${Date.now().toString(36)}`;
-      await timed('create', () => call(base, 'POST', '/api/v1/configmaps/default', auth, { metadata: { name }, data: { n: String(i) } }), [201]);
-      await timed('patch', () => call(base, 'PATCH', `/api/v1/configmaps/default/${name}`, auth, { data: { patched: 'yes' } }, 'application/merge-patch+json'), [200]);
-      await timed('delete', () => call(base, 'DELETE', `/api/v1/configmaps/default/${name}?wait=false`, auth), [200, 202]);
-    }],
-    ['watch', 5, async () => {
-      const started = Date.now();
-      const res = await watchAndDrop(base, auth, 200 + Math.floor(Math.random() * 800));
-      record('watch', started, res.ok, res.detail);
-    }],
-    ['admin', 10, async (_w, i) => {
-      const path = ['/api/v1/admin/users/', '/api/v1/admin/roles/', '/api/v1/admin/apikeys/', '/api/v1/clusters', '/api/v1/overview'][i % 5]!;
-      await timed('admin', () => call(base, 'GET', path, auth), [200]);
-    }],
-    ['login', 2, async () => void (await timed('login', () => call(base, 'POST', '/api/auth/login/password', {}, ADMIN), [204]))],
+    [
+      'get',
+      20,
+      async (w) =>
+        void (await timed('get', () => call(base, 'GET', `/api/v1/configmaps/default/soak-seed-${w}`, auth), [200])),
+    ],
+    [
+      'list',
+      15,
+      async () =>
+        void (await timed('list', () => call(base, 'GET', '/api/v1/configmaps/default?limit=50', auth), [200])),
+    ],
+    [
+      'write',
+      15,
+      async (w, i) => {
+        const name = `soak-${w}-${i}-${Date.now().toString(36)}`;
+        await timed(
+          'create',
+          () => call(base, 'POST', '/api/v1/configmaps/default', auth, { metadata: { name }, data: { n: String(i) } }),
+          [201],
+        );
+        await timed(
+          'patch',
+          () =>
+            call(
+              base,
+              'PATCH',
+              `/api/v1/configmaps/default/${name}`,
+              auth,
+              { data: { patched: 'yes' } },
+              'application/merge-patch+json',
+            ),
+          [200],
+        );
+        await timed(
+          'delete',
+          () => call(base, 'DELETE', `/api/v1/configmaps/default/${name}?wait=false`, auth),
+          [200, 202],
+        );
+      },
+    ],
+    [
+      'watch',
+      5,
+      async () => {
+        const started = Date.now();
+        const res = await watchAndDrop(base, auth, 200 + Math.floor(Math.random() * 800));
+        record('watch', started, res.ok, res.detail);
+      },
+    ],
+    [
+      'admin',
+      10,
+      async (_w, i) => {
+        const path = [
+          '/api/v1/admin/users/',
+          '/api/v1/admin/roles/',
+          '/api/v1/admin/apikeys/',
+          '/api/v1/clusters',
+          '/api/v1/overview',
+        ][i % 5];
+        await timed('admin', () => call(base, 'GET', path, auth), [200]);
+      },
+    ],
+    [
+      'login',
+      2,
+      async () => void (await timed('login', () => call(base, 'POST', '/api/auth/login/password', {}, ADMIN), [204])),
+    ],
   ];
 }
 
@@ -127,7 +190,7 @@ async function worker(id: number, steps: Array<[string, number, Step]>, deadline
   const total = steps.reduce((sum, [, weight]) => sum + weight, 0);
   for (let i = 0; Date.now() < deadline; i++) {
     let pick = Math.random() * total;
-    const step = steps.find(([, weight]) => (pick -= weight) < 0) ?? steps[0]!;
+    const step = steps.find(([, weight]) => (pick -= weight) < 0) ?? steps[0];
     await step[2](id, i);
   }
 }
@@ -143,21 +206,36 @@ async function main(): Promise<void> {
     startControlPlane({ dir: join(DIR, 'host'), name: 'soak-host' }),
     startControlPlane({ dir: join(DIR, 'target'), name: 'soak-target' }),
   ]);
-  const gateway = await startGateway({ kubeconfig: host.kubeconfigPath, namespace: `kl-soak-${randomBytes(3).toString('hex')}`, logDir: DIR, logLevel: 'warn', nodeArgs: [] });
+  const gateway = await startGateway({
+    kubeconfig: host.kubeconfigPath,
+    namespace: `kl-soak-${randomBytes(3).toString('hex')}`,
+    logDir: DIR,
+    logLevel: 'warn',
+    nodeArgs: [],
+  });
   const base = gateway.url;
   try {
     await waitHttpOk(gateway.process, `${base}/healthz`, 60_000);
     const key = await bootstrapAdmin(base);
     await registerCluster(base, key, 'target', readFileSync(target.kubeconfigPath, 'utf8'));
     for (let w = 0; w < WORKERS; w++) {
-      const res = await call(base, 'POST', '/api/v1/configmaps/default', { authorization: key, 'x-cluster-name': 'target' }, { metadata: { name: `soak-seed-${w}` }, data: { w: String(w) } });
-      if (res.status !== 201 && res.status !== 409) throw new Error(`seed config map: expected 201, got ${res.status} ${res.text.slice(0, 300)}`);
+      const res = await call(
+        base,
+        'POST',
+        '/api/v1/configmaps/default',
+        { authorization: key, 'x-cluster-name': 'target' },
+        { metadata: { name: `soak-seed-${w}` }, data: { w: String(w) } },
+      );
+      if (res.status !== 201 && res.status !== 409)
+        throw new Error(`seed config map: expected 201, got ${res.status} ${res.text.slice(0, 300)}`);
     }
 
     const pid = gateway.process.pid!;
     const steps = traffic(base, key);
     // Warm-up (JIT, pools, caches) before the baseline, so growth means growth; not counted.
-    await Promise.all(Array.from({ length: WORKERS }, (_, id) => worker(id, steps, Date.now() + WARMUP_SECONDS * 1000)));
+    await Promise.all(
+      Array.from({ length: WORKERS }, (_, id) => worker(id, steps, Date.now() + WARMUP_SECONDS * 1000)),
+    );
     stats.clear();
     failures.clear();
     const start = { rss: rssBytes(pid), sockets: openSockets(pid) };
@@ -177,12 +255,17 @@ async function main(): Promise<void> {
 
     const lines = [`\nsoak report (${SECONDS} s, ${WORKERS} workers)`, 'kind       requests  errors  mean ms  max ms'];
     for (const [kind, s] of [...stats].sort()) {
-      lines.push(`${kind.padEnd(10)} ${String(s.count).padStart(8)} ${String(s.errors).padStart(7)} ${(s.totalMs / s.count).toFixed(1).padStart(8)} ${String(s.maxMs).padStart(7)}`);
+      const meanMs = (s.totalMs / s.count).toFixed(1);
+      lines.push(
+        `${kind.padEnd(10)} ${String(s.count).padStart(8)} ${String(s.errors).padStart(7)} ` +
+          `${meanMs.padStart(8)} ${String(s.maxMs).padStart(7)}`,
+      );
     }
     const errors = [...stats.values()].reduce((sum, s) => sum + s.errors, 0);
     lines.push(`errors: ${errors}`);
     for (const [detail, n] of failures) lines.push(`  ${n} x ${detail}`);
-    lines.push(`gateway RSS: start ${mib(start.rss)}, end ${mib(end.rss)}, peak ${mib(peak)}, growth ${mib(end.rss - start.rss)}`);
+    const growth = mib(end.rss - start.rss);
+    lines.push(`gateway RSS: start ${mib(start.rss)}, end ${mib(end.rss)}, peak ${mib(peak)}, growth ${growth}`);
     lines.push(`gateway open sockets: start ${start.sockets}, end ${end.sockets}`);
     process.stdout.write(lines.join('\n') + '\n');
     process.exitCode = errors > 0 ? 1 : 0;

@@ -26,8 +26,8 @@ function mib(bytes: number): string {
 }
 
 function markdown(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells: string[]) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
   return [line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
@@ -48,5 +48,8 @@ export function comparisonTable(rows: ComparisonRow[]): string {
 }
 
 export function figureTable(figures: Figure[]): string {
-  return markdown(['figure', 'value'], figures.map((f) => [f.what, f.value]));
+  return markdown(
+    ['figure', 'value'],
+    figures.map((f) => [f.what, f.value]),
+  );
 }

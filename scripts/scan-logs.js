@@ -25,7 +25,10 @@ export const PATTERNS = [
   ['password hash', /scrypt\$\d+\$\d+\$\d+\$/],
   ['API key hash (sha256 hex)', /(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])/g, random],
   ['PEM block', /-----BEGIN [A-Z0-9 ]+-----/],
-  ['kubeconfig credential data', /(client-key-data|client-certificate-data|certificate-authority-data)\\?"?\s*:\s*\\?"?[A-Za-z0-9+/=]{16,}/],
+  [
+    'kubeconfig credential data',
+    /(client-key-data|client-certificate-data|certificate-authority-data)\\?"?\s*:\s*\\?"?[A-Za-z0-9+/=]{16,}/,
+  ],
   ['token field', /\btoken\\?"?\s*[:=]\s*\\?"?(?!\[redacted\])[A-Za-z0-9._~+/-]{16,}/i],
   ['Bearer value', /\bBearer\s+(?!\[redacted\])[A-Za-z0-9._~+/-]{8,}/],
 ];
@@ -39,7 +42,9 @@ export function scanText(text, knownSecrets = []) {
   const known = knownSecrets.filter(([, value]) => typeof value === 'string' && value.length >= 6);
   text.split('\n').forEach((line, index) => {
     for (const [kind, pattern, accept] of PATTERNS) {
-      const matches = pattern.global ? [...line.matchAll(pattern)].map((m) => m[0]) : [line.match(pattern)?.[0]].filter(Boolean);
+      const matches = pattern.global
+        ? [...line.matchAll(pattern)].map((m) => m[0])
+        : [line.match(pattern)?.[0]].filter(Boolean);
       if (matches.some((m) => !accept || accept(m))) findings.push({ line: index + 1, kind });
     }
     for (const [kind, value] of known) if (line.includes(value)) findings.push({ line: index + 1, kind });
@@ -82,7 +87,11 @@ export function testPasswords(testSources = join(ROOT, 'test')) {
 
 function main() {
   const logDir = resolve(process.argv[2] ?? join(TEST_DIR, 'logs'));
-  const files = existsSync(logDir) ? readdirSync(logDir).filter((f) => f.endsWith('.log')).sort() : [];
+  const files = existsSync(logDir)
+    ? readdirSync(logDir)
+        .filter((f) => f.endsWith('.log'))
+        .sort()
+    : [];
   const known = [...controlPlaneTokens(), ...testPasswords()];
   let lines = 0;
   let found = 0;
@@ -94,7 +103,12 @@ function main() {
       if (found <= 200) console.log(`scan-logs: ${relative(ROOT, join(logDir, file))}:${line}: ${kind}`);
     }
   }
-  console.log(`scan-logs: scanned ${files.length} log files (${lines} lines) in ${relative(ROOT, logDir) || '.'} for ${PATTERNS.length} secret shapes and ${known.length} known secret values: ${found === 0 ? 'nothing found' : `${found} findings`}`);
+  const where = relative(ROOT, logDir) || '.';
+  const outcome = found === 0 ? 'nothing found' : `${found} findings`;
+  console.log(
+    `scan-logs: scanned ${files.length} log files (${lines} lines) in ${where} for ${PATTERNS.length} secret shapes ` +
+      `and ${known.length} known secret values: ${outcome}`,
+  );
   if (files.length === 0) {
     console.log('scan-logs: no log files: nothing was scanned');
     return 1;

@@ -24,7 +24,8 @@ lines.on('line', (line) => {
   if (diagnosticsOf) {
     const text = line.slice(diagnosticsIndent);
     if (/^\s*\.\.\.$/.test(line) || !line.startsWith(' '.repeat(diagnosticsIndent))) diagnosticsOf = undefined;
-    else if (text !== '---' && diagnosticsOf.diagnostics.length < MAX_DIAGNOSTIC_LINES) diagnosticsOf.diagnostics.push(text);
+    else if (text !== '---' && diagnosticsOf.diagnostics.length < MAX_DIAGNOSTIC_LINES)
+      diagnosticsOf.diagnostics.push(text);
     if (diagnosticsOf) return;
   }
   const subtest = /^( *)# Subtest: (.*)$/.exec(line);
@@ -38,7 +39,9 @@ lines.on('line', (line) => {
     const depth = depthOf(line);
     const path = [...subtests.slice(0, depth), notOk[2]];
     // A failed subtest reports "not ok" again at each enclosing level: keep only the innermost.
-    const enclosing = failures.findIndex((f) => f.path.length > path.length && path.every((p, i) => f.path[i] === p || i === path.length - 1));
+    const enclosing = failures.findIndex(
+      (f) => f.path.length > path.length && path.every((p, i) => f.path[i] === p || i === path.length - 1),
+    );
     if (enclosing === -1) {
       const failure = { path, diagnostics: [] };
       failures.push(failure);
@@ -61,5 +64,7 @@ lines.on('close', () => {
   }
   const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(summary.rest)?.[1] ?? 0);
   const skipped = count('skip') + count('todo');
-  process.stdout.write(`\ntests: ${count('pass')} passed, ${count('fail')} failed${skipped ? `, ${skipped} skipped` : ''}\n`);
+  process.stdout.write(
+    `\ntests: ${count('pass')} passed, ${count('fail')} failed${skipped ? `, ${skipped} skipped` : ''}\n`,
+  );
 });

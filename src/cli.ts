@@ -41,7 +41,8 @@ async function controlplane(argv: string[]): Promise<void> {
   const flags = parseFlags(rest);
   if (!flags.dir) throw new ConfigError(`--dir is required\n${USAGE}`);
   if (action === 'start') {
-    if (flags.node !== undefined && flags.node !== 'true' && flags.node !== 'false') throw new ConfigError(`--node takes no value\n${USAGE}`);
+    if (flags.node !== undefined && flags.node !== 'true' && flags.node !== 'false')
+      throw new ConfigError(`--node takes no value\n${USAGE}`);
     const node = flags.node === 'true';
     const cp = await startControlPlane({ dir: flags.dir, node, ...(flags.name ? { name: flags.name } : {}) });
     process.stdout.write(`control plane "${cp.name}" ready at ${cp.server}\n`);
@@ -59,18 +60,30 @@ async function terminal(argv: string[]): Promise<void> {
   let parsed;
   try {
     const text = { type: 'string' } as const;
-    parsed = parseArgs({ args: argv, options: { server: text, key: text, cluster: text, container: text, shell: text }, allowPositionals: true });
+    parsed = parseArgs({
+      args: argv,
+      options: { server: text, key: text, cluster: text, container: text, shell: text },
+      allowPositionals: true,
+    });
   } catch (err) {
     throw new ConfigError(`${(err as Error).message}\n${USAGE}`);
   }
   const { values, positionals } = parsed;
-  const [namespace, pod, ...extra] = positionals.length === 1 ? positionals[0]!.split('/') : [];
+  const [namespace, pod, ...extra] = positionals.length === 1 ? positionals[0].split('/') : [];
   if (!namespace || !pod || extra.length > 0) throw new ConfigError(`terminal takes one NAMESPACE/POD\n${USAGE}`);
   if (!values.server) throw new ConfigError(`--server is required\n${USAGE}`);
   const key = values.key || process.env.KITELINE_API_KEY;
   if (!key) throw new ConfigError(`an API key is required: --key or KITELINE_API_KEY\n${USAGE}`);
   const code = await runTerminal(
-    { server: values.server, key, cluster: values.cluster, container: values.container, shell: values.shell, namespace, pod },
+    {
+      server: values.server,
+      key,
+      cluster: values.cluster,
+      container: values.container,
+      shell: values.shell,
+      namespace,
+      pod,
+    },
     { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr },
   );
   // Exit once what was written has gone out.

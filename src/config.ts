@@ -110,14 +110,14 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export function parseFlags(argv: string[]): Source {
   const flags: Source = {};
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
+    const arg = argv[i];
     if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument: ${arg}`);
     const eq = arg.indexOf('=');
     if (eq > 0) {
       flags[arg.slice(2, eq)] = arg.slice(eq + 1);
     } else if (arg.startsWith('--no-')) {
       flags[arg.slice(5)] = 'false';
-    } else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) {
+    } else if (i + 1 < argv.length && !argv[i + 1].startsWith('--')) {
       flags[arg.slice(2)] = argv[++i];
     } else {
       flags[arg.slice(2)] = 'true';
@@ -152,8 +152,10 @@ const PROXY_RANGE_NAMES = ['loopback', 'linklocal', 'uniquelocal'];
  */
 function trustProxy(name: string, raw: string | undefined): false | string[] {
   if (raw === undefined || raw === '' || raw === 'false') return false;
-  const rule = `${name} must be false or a comma-separated list of proxy addresses or CIDRs (or ${PROXY_RANGE_NAMES.join(', ')})`;
-  if (raw === 'true' || /^\d+$/.test(raw)) throw new ConfigError(`${rule}; ${raw} would let a client choose its own address`);
+  const ranges = PROXY_RANGE_NAMES.join(', ');
+  const rule = `${name} must be false or a comma-separated list of proxy addresses or CIDRs (or ${ranges})`;
+  if (raw === 'true' || /^\d+$/.test(raw))
+    throw new ConfigError(`${rule}; ${raw} would let a client choose its own address`);
   const entries = raw.split(',').map((entry) => entry.trim());
   for (const entry of entries) {
     const [address = '', prefix, ...rest] = entry.split('/');
@@ -190,14 +192,36 @@ function caFile(name: string, path: string | undefined): string | undefined {
   return pem;
 }
 
-/** The kubeconfig token lifetimes (seconds; the default must not exceed the maximum) and how long expired keys stay listed. */
+/**
+ * The kubeconfig token lifetimes (seconds; the default must not exceed the maximum) and how long expired keys stay
+ * listed.
+ */
 function kubeconfigTokenTtls(
   pick: (flag: string, envName: string) => string | undefined,
 ): Pick<Config, 'kubeconfigTokenTtlSeconds' | 'kubeconfigTokenMaxTtlSeconds' | 'expiredKeyRetentionSeconds'> {
-  const max = integer('kubeconfig-token-max-ttl', pick('kubeconfig-token-max-ttl', 'KITELINE_KUBECONFIG_TOKEN_MAX_TTL'), 30 * 24 * 3600, 60, 365 * 24 * 3600);
-  const ttl = integer('kubeconfig-token-ttl', pick('kubeconfig-token-ttl', 'KITELINE_KUBECONFIG_TOKEN_TTL'), Math.min(12 * 3600, max), 60, 365 * 24 * 3600);
-  if (ttl > max) throw new ConfigError(`kubeconfig-token-ttl (${ttl}) must not be longer than kubeconfig-token-max-ttl (${max})`);
-  const retention = integer('expired-key-retention', pick('expired-key-retention', 'KITELINE_EXPIRED_KEY_RETENTION'), 24 * 3600, 0, 365 * 24 * 3600);
+  const max = integer(
+    'kubeconfig-token-max-ttl',
+    pick('kubeconfig-token-max-ttl', 'KITELINE_KUBECONFIG_TOKEN_MAX_TTL'),
+    30 * 24 * 3600,
+    60,
+    365 * 24 * 3600,
+  );
+  const ttl = integer(
+    'kubeconfig-token-ttl',
+    pick('kubeconfig-token-ttl', 'KITELINE_KUBECONFIG_TOKEN_TTL'),
+    Math.min(12 * 3600, max),
+    60,
+    365 * 24 * 3600,
+  );
+  if (ttl > max)
+    throw new ConfigError(`kubeconfig-token-ttl (${ttl}) must not be longer than kubeconfig-token-max-ttl (${max})`);
+  const retention = integer(
+    'expired-key-retention',
+    pick('expired-key-retention', 'KITELINE_EXPIRED_KEY_RETENTION'),
+    24 * 3600,
+    0,
+    365 * 24 * 3600,
+  );
   return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max, expiredKeyRetentionSeconds: retention };
 }
 
@@ -206,12 +230,16 @@ function tlsConfig(pick: (flag: string, envName: string) => string | undefined):
   const rawPort = pick('tls-port', 'KITELINE_TLS_PORT');
   const certFile = pick('tls-cert-file', 'KITELINE_TLS_CERT_FILE') || undefined;
   const keyFile = pick('tls-key-file', 'KITELINE_TLS_KEY_FILE') || undefined;
-  if ((certFile === undefined) !== (keyFile === undefined)) throw new ConfigError('tls-cert-file and tls-key-file go together: set both or neither');
+  if ((certFile === undefined) !== (keyFile === undefined))
+    throw new ConfigError('tls-cert-file and tls-key-file go together: set both or neither');
   if (rawPort === undefined || rawPort === '') {
     if (certFile) throw new ConfigError('tls-cert-file needs tls-port: the port of the https listener');
     return undefined;
   }
-  for (const [name, path] of [['tls-cert-file', certFile], ['tls-key-file', keyFile]] as const) {
+  for (const [name, path] of [
+    ['tls-cert-file', certFile],
+    ['tls-key-file', keyFile],
+  ] as const) {
     if (path !== undefined && !existsSync(path)) throw new ConfigError(`${name}: file not found: ${path}`);
   }
   return { port: integer('tls-port', rawPort, 8443, 0, 65535), certFile, keyFile };
@@ -234,11 +262,35 @@ function auditTrailConfig(pick: (flag: string, envName: string) => string | unde
     }
   }
   return {
-    flushIntervalMs: integer('audit-flush-interval-ms', pick('audit-flush-interval-ms', 'KITELINE_AUDIT_FLUSH_INTERVAL_MS'), 2000, 100, 60_000),
+    flushIntervalMs: integer(
+      'audit-flush-interval-ms',
+      pick('audit-flush-interval-ms', 'KITELINE_AUDIT_FLUSH_INTERVAL_MS'),
+      2000,
+      100,
+      60_000,
+    ),
     chunkSize: integer('audit-chunk-size', pick('audit-chunk-size', 'KITELINE_AUDIT_CHUNK_SIZE'), 500, 1, 5000),
-    maxAgeSeconds: integer('audit-max-age', pick('audit-max-age', 'KITELINE_AUDIT_MAX_AGE'), 30 * 24 * 3600, 60, 10 * 365 * 24 * 3600),
-    maxRecords: integer('audit-max-records', pick('audit-max-records', 'KITELINE_AUDIT_MAX_RECORDS'), 100_000, 1, 10_000_000),
-    pruneIntervalMs: integer('audit-prune-interval-ms', pick('audit-prune-interval-ms', 'KITELINE_AUDIT_PRUNE_INTERVAL_MS'), 60_000, 100, 3_600_000),
+    maxAgeSeconds: integer(
+      'audit-max-age',
+      pick('audit-max-age', 'KITELINE_AUDIT_MAX_AGE'),
+      30 * 24 * 3600,
+      60,
+      10 * 365 * 24 * 3600,
+    ),
+    maxRecords: integer(
+      'audit-max-records',
+      pick('audit-max-records', 'KITELINE_AUDIT_MAX_RECORDS'),
+      100_000,
+      1,
+      10_000_000,
+    ),
+    pruneIntervalMs: integer(
+      'audit-prune-interval-ms',
+      pick('audit-prune-interval-ms', 'KITELINE_AUDIT_PRUNE_INTERVAL_MS'),
+      60_000,
+      100,
+      3_600_000,
+    ),
     webhookUrl: rawUrl,
     webhookCa: caFile('audit-webhook-ca-file', pick('audit-webhook-ca-file', 'KITELINE_AUDIT_WEBHOOK_CA_FILE')),
   };
@@ -250,13 +302,35 @@ function inPodNamespace(serviceAccountDir: string): string | undefined {
 }
 
 /** The HTTP server's timeouts; the headers must be due before the whole request is. */
-function serverTimeouts(pick: (flag: string, envName: string) => string | undefined): Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs'> {
-  const headersTimeoutMs = integer('headers-timeout-ms', pick('headers-timeout-ms', 'KITELINE_HEADERS_TIMEOUT_MS'), 10_000, 100, 600_000);
-  const requestTimeoutMs = integer('request-timeout-ms', pick('request-timeout-ms', 'KITELINE_REQUEST_TIMEOUT_MS'), 60_000, 100, 3_600_000);
+function serverTimeouts(
+  pick: (flag: string, envName: string) => string | undefined,
+): Pick<Config, 'headersTimeoutMs' | 'requestTimeoutMs' | 'idleTimeoutMs'> {
+  const headersTimeoutMs = integer(
+    'headers-timeout-ms',
+    pick('headers-timeout-ms', 'KITELINE_HEADERS_TIMEOUT_MS'),
+    10_000,
+    100,
+    600_000,
+  );
+  const requestTimeoutMs = integer(
+    'request-timeout-ms',
+    pick('request-timeout-ms', 'KITELINE_REQUEST_TIMEOUT_MS'),
+    60_000,
+    100,
+    3_600_000,
+  );
   if (headersTimeoutMs > requestTimeoutMs) {
-    throw new ConfigError(`headers-timeout-ms (${headersTimeoutMs}) must not be longer than request-timeout-ms (${requestTimeoutMs})`);
+    throw new ConfigError(
+      `headers-timeout-ms (${headersTimeoutMs}) must not be longer than request-timeout-ms (${requestTimeoutMs})`,
+    );
   }
-  const idleTimeoutMs = integer('idle-timeout-ms', pick('idle-timeout-ms', 'KITELINE_IDLE_TIMEOUT_MS'), 120_000, 1000, 3_600_000);
+  const idleTimeoutMs = integer(
+    'idle-timeout-ms',
+    pick('idle-timeout-ms', 'KITELINE_IDLE_TIMEOUT_MS'),
+    120_000,
+    1000,
+    3_600_000,
+  );
   return { headersTimeoutMs, requestTimeoutMs, idleTimeoutMs };
 }
 
@@ -270,9 +344,11 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
   const inPod = podNamespace !== undefined;
   const kubeconfig = pick('kubeconfig', 'KUBECONFIG') || undefined;
   if (!kubeconfig && !inPod) {
-    throw new ConfigError('no host cluster: set KUBECONFIG or --kubeconfig, or run in a pod (make run starts an embedded one)');
+    throw new ConfigError(
+      'no host cluster: set KUBECONFIG or --kubeconfig, or run in a pod (make run starts an embedded one)',
+    );
   }
-  if (kubeconfig && !existsSync(kubeconfig.split(':')[0]!)) {
+  if (kubeconfig && !existsSync(kubeconfig.split(':')[0])) {
     throw new ConfigError(`kubeconfig file not found: ${kubeconfig}`);
   }
 
@@ -293,24 +369,78 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     serviceAccountDir,
     installCrds: boolean('install-crds', pick('install-crds', 'KITELINE_INSTALL_CRDS'), true),
     crdDir: pick('crd-dir', 'KITELINE_CRD_DIR') || join(PACKAGE_ROOT, 'crds'),
-    bodyLimitBytes: integer('body-limit', pick('body-limit', 'KITELINE_BODY_LIMIT'), 3 * 1024 * 1024, 1024, 64 * 1024 * 1024),
-    sessionTtlSeconds: integer('session-ttl', pick('session-ttl', 'KITELINE_SESSION_TTL'), 24 * 3600, 60, 30 * 24 * 3600),
-    sessionMaxLifetimeSeconds: integer('session-max-lifetime', pick('session-max-lifetime', 'KITELINE_SESSION_MAX_LIFETIME'), 7 * 24 * 3600, 1, 365 * 24 * 3600),
+    bodyLimitBytes: integer(
+      'body-limit',
+      pick('body-limit', 'KITELINE_BODY_LIMIT'),
+      3 * 1024 * 1024,
+      1024,
+      64 * 1024 * 1024,
+    ),
+    sessionTtlSeconds: integer(
+      'session-ttl',
+      pick('session-ttl', 'KITELINE_SESSION_TTL'),
+      24 * 3600,
+      60,
+      30 * 24 * 3600,
+    ),
+    sessionMaxLifetimeSeconds: integer(
+      'session-max-lifetime',
+      pick('session-max-lifetime', 'KITELINE_SESSION_MAX_LIFETIME'),
+      7 * 24 * 3600,
+      1,
+      365 * 24 * 3600,
+    ),
     secureCookies: boolean('secure-cookies', pick('secure-cookies', 'KITELINE_SECURE_COOKIES'), false),
-    loginMaxFailures: integer('login-max-failures', pick('login-max-failures', 'KITELINE_LOGIN_MAX_FAILURES'), 10, 1, 10000),
+    loginMaxFailures: integer(
+      'login-max-failures',
+      pick('login-max-failures', 'KITELINE_LOGIN_MAX_FAILURES'),
+      10,
+      1,
+      10000,
+    ),
     loginWindowSeconds: integer('login-window', pick('login-window', 'KITELINE_LOGIN_WINDOW'), 300, 1, 86400),
-    passwordHashConcurrency: integer('password-hash-concurrency', pick('password-hash-concurrency', 'KITELINE_PASSWORD_HASH_CONCURRENCY'), 2, 1, 64),
+    passwordHashConcurrency: integer(
+      'password-hash-concurrency',
+      pick('password-hash-concurrency', 'KITELINE_PASSWORD_HASH_CONCURRENCY'),
+      2,
+      1,
+      64,
+    ),
     trustProxy: trustProxy('trust-proxy', pick('trust-proxy', 'KITELINE_TRUST_PROXY')),
-    clusterProbeIntervalMs: integer('probe-interval-ms', pick('probe-interval-ms', 'KITELINE_PROBE_INTERVAL_MS'), 5000, 100, 600000),
-    upstreamConnectTimeoutMs: integer('connect-timeout-ms', pick('connect-timeout-ms', 'KITELINE_CONNECT_TIMEOUT_MS'), 5000, 100, 120000),
+    clusterProbeIntervalMs: integer(
+      'probe-interval-ms',
+      pick('probe-interval-ms', 'KITELINE_PROBE_INTERVAL_MS'),
+      5000,
+      100,
+      600000,
+    ),
+    upstreamConnectTimeoutMs: integer(
+      'connect-timeout-ms',
+      pick('connect-timeout-ms', 'KITELINE_CONNECT_TIMEOUT_MS'),
+      5000,
+      100,
+      120000,
+    ),
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
     auditTrail: auditTrailConfig(pick),
     coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
     writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
-    maxWatchesPerPrincipal: integer('max-watches-per-principal', pick('max-watches-per-principal', 'KITELINE_MAX_WATCHES_PER_PRINCIPAL'), 100, 1, 100_000),
-    maxRequestsPerPrincipal: integer('max-requests-per-principal', pick('max-requests-per-principal', 'KITELINE_MAX_REQUESTS_PER_PRINCIPAL'), 64, 1, 100_000),
+    maxWatchesPerPrincipal: integer(
+      'max-watches-per-principal',
+      pick('max-watches-per-principal', 'KITELINE_MAX_WATCHES_PER_PRINCIPAL'),
+      100,
+      1,
+      100_000,
+    ),
+    maxRequestsPerPrincipal: integer(
+      'max-requests-per-principal',
+      pick('max-requests-per-principal', 'KITELINE_MAX_REQUESTS_PER_PRINCIPAL'),
+      64,
+      1,
+      100_000,
+    ),
     ...serverTimeouts(pick),
     externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),
     ...kubeconfigTokenTtls(pick),

@@ -30,7 +30,11 @@ export const REDACT_PATHS = [
   '*.annotations["kubectl.kubernetes.io/last-applied-configuration"]',
 ];
 
-export function createLogger(level: string, options: Partial<LoggerOptions> = {}, destination?: DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  options: Partial<LoggerOptions> = {},
+  destination?: DestinationStream,
+): Logger {
   const opts: LoggerOptions = {
     level,
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },

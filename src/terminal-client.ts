@@ -43,7 +43,8 @@ export function terminalUrl(target: TerminalTarget): string {
   } catch {
     throw new ConfigError(`--server must be a URL such as http://127.0.0.1:8080, got "${target.server}"`);
   }
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new ConfigError(`--server must be an http or https URL, got "${target.server}"`);
+  if (base.protocol !== 'http:' && base.protocol !== 'https:')
+    throw new ConfigError(`--server must be an http or https URL, got "${target.server}"`);
   const path = `api/v1/terminal/${encodeURIComponent(target.namespace)}/${encodeURIComponent(target.pod)}/ws`;
   const url = new URL(path, base.href.endsWith('/') ? base.href : `${base.href}/`);
   url.protocol = base.protocol === 'https:' ? 'wss:' : 'ws:';
@@ -117,7 +118,10 @@ export function runTerminal(target: TerminalTarget, io: TerminalIo): Promise<num
       response.on('data', (chunk: string) => (body += chunk));
       response.on('end', () => {
         const message = refusalMessage(body);
-        fail(`the gateway refused the terminal: ${response.statusCode} ${response.statusMessage ?? ''}`.trim() + (message ? `: ${message}` : ''));
+        fail(
+          `the gateway refused the terminal: ${response.statusCode} ${response.statusMessage ?? ''}`.trim() +
+            (message ? `: ${message}` : ''),
+        );
         finish(1);
       });
     });
@@ -138,7 +142,7 @@ export function runTerminal(target: TerminalTarget, io: TerminalIo): Promise<num
     ws.on('message', (data) => {
       let message: { type?: string; data?: string; exitCode?: number };
       try {
-        message = JSON.parse(String(data)) as typeof message;
+        message = JSON.parse((data as Buffer).toString()) as typeof message; // binaryType: ws's default, 'nodebuffer'
       } catch {
         return fail('the gateway sent a message that is not JSON');
       }
@@ -163,7 +167,8 @@ export function runTerminal(target: TerminalTarget, io: TerminalIo): Promise<num
       }
     });
     ws.once('close', (code, reason) => {
-      if (exitCode === undefined && !failed) fail(`the terminal closed without the shell's exit code (${code}${reason.length ? ` ${String(reason)}` : ''})`);
+      if (exitCode === undefined && !failed)
+        fail(`the terminal closed without the shell's exit code (${code}${reason.length ? ` ${String(reason)}` : ''})`);
       finish(exitCode ?? 1);
     });
   });

@@ -174,4 +174,26 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
     return res.statusCode === 200 || undefined;
   }, 60_000, 100);
   t.pass('with deploy/optional/in-cluster-admin.yaml the host cluster is administrable');
+
+  // An operator breaks kiteline's own RBAC: its writes to the host are refused (403). Each admin
+  // write then answers a clear 503 naming what kiteline may not do (never a 500), and nothing is
+  // written; reads keep coming from the caches.
+  const binding = manifests.find((d) => d.kind === 'RoleBinding')!;
+  t.equal(kubectl(host.kubeconfigPath, ['-n', ns, 'delete', 'rolebinding', binding.metadata.name]).status, 0);
+  // Restored before the gateway closes (teardowns run last first), so it releases its lease.
+  t.teardown(() => void kubectl(host.kubeconfigPath, ['apply', '-f', '-'], stringify(binding)));
+  const refused = await eventually('the host refuses kiteline', async () => {
+    const r = await call(server.url, 'POST', '/api/v1/admin/users/', { headers: { cookie }, body: { username: 'after-rbac', password: 'correct-horse-2' } });
+    return r.status !== 201 ? r : undefined;
+  }, 30_000, 200);
+  t.equal(refused.status, 503, `a host 403 is a 503: ${refused.text}`);
+  t.match(refused.body, { reason: 'ServiceUnavailable', code: 503, error: /kiteline is not allowed to .* on the host cluster/ });
+  const role = await call(server.url, 'POST', '/api/v1/admin/roles/', { headers: { cookie }, body: { name: 'after-rbac', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['get'] } });
+  t.equal(role.status, 503, `a role write too: ${role.text}`);
+  const cluster = await call(server.url, 'PUT', `/api/v1/admin/clusters/${created.body.id}`, { headers: { cookie }, body: { description: 'after rbac' } });
+  t.equal(cluster.status, 503, `a cluster write too: ${cluster.text}`);
+  t.equal(kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'users.kiteline.io', '-o', 'name']).stdout.includes('after-rbac'), false, 'nothing was written');
+  t.equal((await call(server.url, 'GET', '/api/v1/admin/users/', { headers: { cookie } })).status, 200, 'reads are served from the caches');
+  const log = readFileSync(join(TEST_DIR, 'logs', `${ns}.log`), 'utf8');
+  t.match(log, /"call":"[a-z]+ [^"]+".*the host cluster refused kiteline its own RBAC/, 'the log says which call was refused');
 });

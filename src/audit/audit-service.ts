@@ -46,7 +46,9 @@ export class AuditService {
       kind === 'user'
         ? this.operators.users.byUsername(name)
         : kind === 'apikey'
-          ? this.operators.apiKeys.index.byKey(name.startsWith(API_KEY_PREFIX) ? name.slice(API_KEY_PREFIX.length) : name)
+          ? this.operators.apiKeys.index.byKey(
+              name.startsWith(API_KEY_PREFIX) ? name.slice(API_KEY_PREFIX.length) : name,
+            )
           : undefined;
     return (found && resourceId(found)) ?? 0;
   }

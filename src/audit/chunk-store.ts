@@ -8,7 +8,8 @@ import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { customResourceSource, WatchedCache } from '../host/informer.js';
-import { apiStatus } from '../host/kube.js';
+import { isAlreadyExists, isNotFound } from '../host/host-errors.js';
+import { hostApiClient } from '../host/kube.js';
 import { API_VERSION, GROUP, MANAGED_BY, MANAGED_BY_LABEL, VERSION } from '../host/resources.js';
 import type { AuditRecord } from './record.js';
 
@@ -70,7 +71,7 @@ export class AuditChunkStore {
     readonly replica: string,
     log: Logger,
   ) {
-    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.api = hostApiClient(kc, k8s.CustomObjectsApi, log);
     this.cache = new WatchedCache(kc, customResourceSource<AuditChunkResource>(kc, namespace, AUDIT_CHUNK_PLURAL), log);
   }
 
@@ -108,7 +109,7 @@ export class AuditChunkStore {
     try {
       await this.api.createNamespacedCustomObject({ ...this.target, body: chunk });
     } catch (err) {
-      if (apiStatus(err) !== 409) throw err;
+      if (!isAlreadyExists(err)) throw err;
     }
   }
 
@@ -117,7 +118,7 @@ export class AuditChunkStore {
     try {
       await this.api.deleteNamespacedCustomObject({ ...this.target, name });
     } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+      if (!isNotFound(err)) throw err;
     }
   }
 

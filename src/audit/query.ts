@@ -32,7 +32,8 @@ const TEXT_FILTERS = ['search', 'operation', 'cluster', 'resourceType', 'resourc
 
 function whole(name: string, raw: unknown, min: number, max: number): number | undefined {
   if (raw === undefined) return undefined;
-  const value = String(raw).trim();
+  // Anything but a string (a repeated parameter: an array) is not a whole number.
+  const value = (typeof raw === 'string' ? raw : JSON.stringify(raw)).trim();
   if (value === '') return undefined;
   if (!/^\d{1,16}$/.test(value) || Number(value) < min || Number(value) > max) {
     throw new BadRequestError(`invalid ${name} parameter: a whole number from ${min} to ${max}`);
@@ -53,7 +54,8 @@ export function parseAuditQuery(raw: Record<string, unknown>): AuditQuery {
     if (value === undefined) continue;
     if (typeof value !== 'string') throw new BadRequestError(`invalid ${name} parameter: give it once`);
     const trimmed = value.trim();
-    if (trimmed.length > MAX_FILTER_LENGTH) throw new BadRequestError(`invalid ${name} parameter: at most ${MAX_FILTER_LENGTH} characters`);
+    if (trimmed.length > MAX_FILTER_LENGTH)
+      throw new BadRequestError(`invalid ${name} parameter: at most ${MAX_FILTER_LENGTH} characters`);
     if (trimmed !== '') query[name] = trimmed;
   }
   return query;
@@ -83,7 +85,10 @@ export interface AuditOperatorView {
 }
 
 /** The record's own fields the view passes on as they are stored. */
-type StoredFields = Pick<AuditRecord, 'status' | 'requestId' | 'clientAddress' | 'path' | 'objectId' | 'subject' | 'dryRun' | 'bytesIn' | 'bytesOut'>;
+type StoredFields = Pick<
+  AuditRecord,
+  'status' | 'requestId' | 'clientAddress' | 'path' | 'objectId' | 'subject' | 'dryRun' | 'bytesIn' | 'bytesOut'
+>;
 
 /** One record in Kite's ResourceHistory shape, plus kiteline's fields (status, requestId, ...). */
 export interface AuditLogView extends StoredFields {
@@ -120,7 +125,9 @@ export function auditLogView({ id, record }: IndexedRecord): AuditLogView {
     resourceYaml: '',
     previousYaml: '',
     success,
-    errorMessage: success ? '' : `HTTP ${record.status}${STATUS_CODES[record.status] ? ` ${STATUS_CODES[record.status]}` : ''}`,
+    errorMessage: success
+      ? ''
+      : `HTTP ${record.status}${STATUS_CODES[record.status] ? ` ${STATUS_CODES[record.status]}` : ''}`,
     operatorId: record.operator.id,
     operator: {
       id: record.operator.id,
@@ -152,7 +159,7 @@ function retainedCount(records: readonly IndexedRecord[], notBefore: string, max
   let high = Math.min(records.length, max);
   while (low < high) {
     const mid = (low + high) >>> 1;
-    if (records[mid]!.record.time < notBefore) high = mid;
+    if (records[mid].record.time < notBefore) high = mid;
     else low = mid + 1;
   }
   return low;
@@ -172,13 +179,18 @@ export function queryAudit(
   const first = (query.page - 1) * query.size;
   const filtered = TEXT_FILTERS.some((name) => query[name] !== undefined) || query.operatorId !== undefined;
   if (!filtered) {
-    return { data: records.slice(Math.min(first, end), Math.min(first + query.size, end)).map(auditLogView), total: end, page: query.page, size: query.size };
+    return {
+      data: records.slice(Math.min(first, end), Math.min(first + query.size, end)).map(auditLogView),
+      total: end,
+      page: query.page,
+      size: query.size,
+    };
   }
   const matches = auditFilter(query);
   const data: AuditLogView[] = [];
   let total = 0;
   const take = (position: number) => {
-    const entry = records[position]!;
+    const entry = records[position];
     if (!matches(entry)) return;
     if (total >= first && data.length < query.size) data.push(auditLogView(entry));
     total++;
@@ -206,7 +218,10 @@ const EXACT_FILTERS: ReadonlyArray<[keyof AuditQuery, IndexedField]> = [
 ];
 
 /** The shortest position list among the query's exact filters; undefined when it has none (a search alone). */
-function fewestCandidates(query: AuditQuery, positionsOf: (field: IndexedField, value: string | number) => readonly number[]): readonly number[] | undefined {
+function fewestCandidates(
+  query: AuditQuery,
+  positionsOf: (field: IndexedField, value: string | number) => readonly number[],
+): readonly number[] | undefined {
   let fewest: readonly number[] | undefined;
   for (const [name, field] of EXACT_FILTERS) {
     const value = query[name];

@@ -64,7 +64,8 @@ export class AuditRecordIndex {
   remove(name: string): void {
     if (!this.chunks.delete(name)) return;
     this.pendingDeletes.add(name);
-    if (this.pendingAdds.some((e) => e.chunk === name)) this.pendingAdds = this.pendingAdds.filter((e) => e.chunk !== name);
+    if (this.pendingAdds.some((e) => e.chunk === name))
+      this.pendingAdds = this.pendingAdds.filter((e) => e.chunk !== name);
   }
 
   /** Records in the index, all chunks. */
@@ -90,7 +91,7 @@ export class AuditRecordIndex {
     if (!byValue) {
       byValue = new Map();
       for (let i = 0; i < this.sorted.length; i++) {
-        const key = fieldValue(this.sorted[i]!.record, field);
+        const key = fieldValue(this.sorted[i].record, field);
         const list = byValue.get(key);
         if (list) list.push(i);
         else byValue.set(key, [i]);
@@ -119,12 +120,12 @@ export class AuditRecordIndex {
 function merge(a: IndexedRecord[], b: IndexedRecord[]): IndexedRecord[] {
   if (b.length === 0) return a;
   // The usual case: everything new is newer than everything known.
-  if (byNewest(a[a.length - 1]!, b[0]!) <= 0) return a.concat(b);
-  const out: IndexedRecord[] = new Array(a.length + b.length);
+  if (byNewest(a[a.length - 1], b[0]) <= 0) return a.concat(b);
+  const out = new Array<IndexedRecord>(a.length + b.length);
   let i = 0;
   let j = 0;
   let k = 0;
-  while (i < a.length && j < b.length) out[k++] = byNewest(a[i]!, b[j]!) <= 0 ? a[i++]! : b[j++]!;
+  while (i < a.length && j < b.length) out[k++] = byNewest(a[i], b[j]) <= 0 ? a[i++] : b[j++];
   while (i < a.length) out[k++] = a[i++]!;
   while (j < b.length) out[k++] = b[j++]!;
   return out;

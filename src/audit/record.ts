@@ -43,14 +43,19 @@ export interface AuditEntry {
   path?: string;
 }
 
-/** The entry of a long-running session (a kubectl exec or port-forward, a terminal): it has a start, an end and byte counts. */
+/**
+ * The entry of a long-running session (a kubectl exec or port-forward, a terminal): it has a start, an end and byte
+ * counts.
+ */
 export type SessionEntry = AuditEntry & Required<Pick<AuditEntry, 'start' | 'end' | 'bytesIn' | 'bytesOut'>>;
 
 /**
  * A session's entry as the session starts: a refusal until the producer says otherwise, no bytes
  * yet, the path without its query. The producer fills in what it learns as the session goes.
  */
-export function sessionEntry(fields: Pick<AuditEntry, 'who' | 'whoKind' | 'requestId'> & Partial<AuditEntry> & { path: string }): SessionEntry {
+export function sessionEntry(
+  fields: Pick<AuditEntry, 'who' | 'whoKind' | 'requestId'> & Partial<AuditEntry> & { path: string },
+): SessionEntry {
   return {
     cluster: '',
     verb: '',
@@ -63,7 +68,7 @@ export function sessionEntry(fields: Pick<AuditEntry, 'who' | 'whoKind' | 'reque
     bytesIn: 0,
     bytesOut: 0,
     ...fields,
-    path: fields.path.split('?')[0]!,
+    path: fields.path.split('?')[0],
     start: new Date().toISOString(),
   };
 }
@@ -112,7 +117,11 @@ function isoTime(value: string | undefined, fallback: Date): string {
  * The stored form of an entry. `operatorId` finds the id of a named operator when the entry has
  * none (0 when unknown: anonymous callers, deleted users). Unknown fields of the entry are dropped.
  */
-export function toAuditRecord(entry: AuditEntry, operatorId: (kind: OperatorKind, name: string) => number, now = new Date()): AuditRecord {
+export function toAuditRecord(
+  entry: AuditEntry,
+  operatorId: (kind: OperatorKind, name: string) => number,
+  now = new Date(),
+): AuditRecord {
   const kind = operatorKind(entry.whoKind);
   const name = text(entry.who) || 'anonymous';
   const id = kind === 'anonymous' ? 0 : (entry.whoId ?? operatorId(kind, name));

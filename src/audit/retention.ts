@@ -23,7 +23,9 @@ export function retainedSince(retention: Retention, now = Date.now()): string {
 /** Names of the chunks to delete, oldest first. */
 export function chunksToPrune(chunks: readonly ChunkSummary[], retention: Retention, now = Date.now()): string[] {
   const notBefore = retainedSince(retention, now);
-  const newestFirst = [...chunks].sort((a, b) => (a.newest !== b.newest ? (a.newest < b.newest ? 1 : -1) : a.name < b.name ? 1 : -1));
+  const newestFirst = [...chunks].sort((a, b) =>
+    a.newest !== b.newest ? (a.newest < b.newest ? 1 : -1) : a.name < b.name ? 1 : -1,
+  );
   const prune: string[] = [];
   let newer = 0;
   for (const chunk of newestFirst) {

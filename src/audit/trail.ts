@@ -104,7 +104,10 @@ export class AuditTrail {
           this.buffer.splice(0, dropped);
           this.log.error({ dropped }, 'audit records dropped: the host cluster has not taken them for too long');
         }
-        this.log.warn({ err: describeApiError(err), buffered: this.buffer.length }, 'could not write audit records; retrying with the next flush');
+        this.log.warn(
+          { err: describeApiError(err), buffered: this.buffer.length },
+          'could not write audit records; retrying with the next flush',
+        );
         return;
       }
     }
@@ -113,7 +116,9 @@ export class AuditTrail {
   /** The leader deletes the chunks past the retention; other replicas do nothing. */
   async prune(now = Date.now()): Promise<string[]> {
     if (this.closed || !this.isLeader()) return [];
-    const chunks = this.store.cache.list().map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));
+    const chunks = this.store.cache
+      .list()
+      .map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));
     const names = chunksToPrune(chunks, this.options, now);
     for (const name of names) {
       try {
@@ -129,8 +134,11 @@ export class AuditTrail {
 
   /** One page of Kite's audit-log query over every replica's records the retention keeps. */
   query(query: AuditQuery, now = Date.now()): AuditPage {
-    return queryAudit(this.index.newestFirst(), query, { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) }, (field, value) =>
-      this.index.positionsOf(field, value),
+    return queryAudit(
+      this.index.newestFirst(),
+      query,
+      { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) },
+      (field, value) => this.index.positionsOf(field, value),
     );
   }
 
@@ -141,7 +149,11 @@ export class AuditTrail {
     clearInterval(this.flushTimer);
     clearInterval(this.pruneTimer);
     await this.flush();
-    if (this.buffer.length > 0) this.log.error({ lost: this.buffer.length }, 'audit records not written at shutdown: the host cluster did not take them');
+    if (this.buffer.length > 0)
+      this.log.error(
+        { lost: this.buffer.length },
+        'audit records not written at shutdown: the host cluster did not take them',
+      );
     await this.webhook?.close();
     await this.store.stop();
   }

@@ -23,7 +23,10 @@ function microTime(iso: string): string {
 /** `widgets.example.com` is resource `widgets` of group `example.com`; `pods` is core. */
 function objectRef(record: AuditRecord): Record<string, string> {
   const dot = record.resourceType.indexOf('.');
-  const ref: Record<string, string> = dot > 0 ? { resource: record.resourceType.slice(0, dot), apiGroup: record.resourceType.slice(dot + 1) } : { resource: record.resourceType };
+  const ref: Record<string, string> =
+    dot > 0
+      ? { resource: record.resourceType.slice(0, dot), apiGroup: record.resourceType.slice(dot + 1) }
+      : { resource: record.resourceType };
   if (record.namespace) ref.namespace = record.namespace;
   if (record.name) ref.name = record.name;
   return ref;
@@ -107,7 +110,10 @@ export class AuditWebhook {
         this.failures++;
         if (this.closed) return;
         const delay = Math.min(MAX_BACKOFF_MS, 500 * 2 ** Math.min(this.failures - 1, 6));
-        this.log.warn({ err: (err as Error).message, retryInMs: delay, queued: this.queue.length }, 'audit webhook failed; retrying');
+        this.log.warn(
+          { err: (err as Error).message, retryInMs: delay, queued: this.queue.length },
+          'audit webhook failed; retrying',
+        );
         this.retryTimer = setTimeout(() => {
           this.retryTimer = undefined;
           this.kick();
@@ -144,7 +150,10 @@ export class AuditWebhook {
         this.queue.splice(0, BATCH);
       }
     } catch (err) {
-      this.log.warn({ err: (err as Error).message, lost: this.queue.length }, 'audit webhook unreachable at shutdown; records not exported');
+      this.log.warn(
+        { err: (err as Error).message, lost: this.queue.length },
+        'audit webhook unreachable at shutdown; records not exported',
+      );
     }
     await this.dispatcher.close();
   }

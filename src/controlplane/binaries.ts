@@ -111,7 +111,10 @@ function ensure<T>(names: Record<keyof T, string>, env: NodeJS.ProcessEnv): T {
   if (missing.length === 0) return found as T;
 
   if (env.KITELINE_NO_BUILD === '1') {
-    throw new Error(`missing binaries: ${missing.join(', ')} (set KUBEBUILDER_ASSETS or PATH, or unset KITELINE_NO_BUILD to build them)`);
+    throw new Error(
+      `missing binaries: ${missing.join(', ')} ` +
+        '(set KUBEBUILDER_ASSETS or PATH, or unset KITELINE_NO_BUILD to build them)',
+    );
   }
   const script = join(PACKAGE_ROOT, 'scripts', 'build-kubernetes.sh');
   const built = spawnSync('bash', [script, binaryCacheDir(env)], { stdio: ['ignore', 'inherit', 'inherit'], env });

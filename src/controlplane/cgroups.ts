@@ -13,13 +13,14 @@ function hierarchies(types = ['cgroup', 'cgroup2']): string[] {
   return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .map((line) => line.split(' '))
-    .filter((fields) => types.includes(fields[fields.indexOf('-') + 1]!))
-    .map((fields) => fields[4]!);
+    .filter((fields) => types.includes(fields[fields.indexOf('-') + 1]))
+    .map((fields) => fields[4]);
 }
 
 /** Creates /<name> in every hierarchy (the kubelet refuses a cgroup root that does not exist). */
 export function createCgroupRoot(name: string): void {
-  if (hierarchies(['cgroup']).length === 0) throw new Error('a node needs cgroup v1 hierarchies mounted under /sys/fs/cgroup');
+  if (hierarchies(['cgroup']).length === 0)
+    throw new Error('a node needs cgroup v1 hierarchies mounted under /sys/fs/cgroup');
   for (const mount of hierarchies()) {
     const dir = join(mount, name);
     mkdirSync(dir, { recursive: true });
@@ -85,5 +86,6 @@ export async function killCgroup(name: string, timeoutMs = 15_000): Promise<void
 
 /** Removes /<name> from every hierarchy; its processes must be gone. */
 export function removeCgroupRoot(name: string): void {
-  for (const mount of hierarchies()) for (const dir of subtree(join(mount, name))) unlessVanished(() => rmdirSync(dir), undefined);
+  for (const mount of hierarchies())
+    for (const dir of subtree(join(mount, name))) unlessVanished(() => rmdirSync(dir), undefined);
 }

@@ -60,7 +60,13 @@ const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
 const SERVICE_CIDR = '10.0.0.0/24';
 /** The `kubernetes` Service's cluster IP: the first address of SERVICE_CIDR. */
 const KUBERNETES_SERVICE_IP = '10.0.0.1';
-const SERVING_DNS_NAMES = ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'];
+const SERVING_DNS_NAMES = [
+  'localhost',
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
+];
 const START_TIMEOUT_MS = 120_000;
 /** A node adds containerd, image imports and the kubelet's registration. */
 const START_WITH_NODE_TIMEOUT_MS = 300_000;
@@ -95,7 +101,7 @@ function ensureCredentials(p: ReturnType<typeof paths>): string {
   if (!existsSync(p.tokens)) {
     writeFileSync(p.tokens, `${randomBytes(32).toString('hex')},admin,admin,system:masters\n`, { mode: 0o600 });
   }
-  return readFileSync(p.tokens, 'utf8').split(',')[0]!;
+  return readFileSync(p.tokens, 'utf8').split(',')[0];
 }
 
 async function choosePort(previous: number | undefined): Promise<number> {
@@ -108,7 +114,7 @@ function handle(dir: string, state: ControlPlaneState): ControlPlaneHandle {
   return {
     ...state,
     kubeconfigPath: p.kubeconfig,
-    token: readFileSync(p.tokens, 'utf8').split(',')[0]!,
+    token: readFileSync(p.tokens, 'utf8').split(',')[0],
     caPem: readFileSync(p.caCert, 'utf8'),
   };
 }
@@ -127,7 +133,10 @@ export function isRunning(dir: string): boolean {
 export async function startControlPlane(options: StartOptions): Promise<ControlPlaneHandle> {
   const dir = resolve(options.dir);
   mkdirSync(dir, { recursive: true });
-  const release = await acquireStartLock(dir, options.timeoutMs ?? (options.node ? START_WITH_NODE_TIMEOUT_MS : START_TIMEOUT_MS));
+  const release = await acquireStartLock(
+    dir,
+    options.timeoutMs ?? (options.node ? START_WITH_NODE_TIMEOUT_MS : START_TIMEOUT_MS),
+  );
   try {
     return await startLocked(dir, options);
   } finally {
@@ -163,7 +172,8 @@ async function acquireStartLock(dir: string, timeoutMs: number): Promise<() => v
         rmSync(lock, { force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`another process (pid ${holder}) is starting the control plane in ${dir}`);
+      if (Date.now() > deadline)
+        throw new Error(`another process (pid ${holder}) is starting the control plane in ${dir}`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
@@ -186,8 +196,15 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   // host end of its link, which is also the address the `kubernetes` Service sends pods to.
   const link = options.node ? networkFor(claimSlot(dir, previous?.node?.slot)) : undefined;
   const ca = ensureCa(p.pki, name);
-  const serving = ensureServingCert(p.pki, ca, ['127.0.0.1', KUBERNETES_SERVICE_IP, ...(link ? [link.hostAddress] : [])], SERVING_DNS_NAMES);
-  const kubeletClient = ensureClientCert(p.pki, ca, 'apiserver-kubelet-client', { user: 'kube-apiserver-kubelet-client' });
+  const serving = ensureServingCert(
+    p.pki,
+    ca,
+    ['127.0.0.1', KUBERNETES_SERVICE_IP, ...(link ? [link.hostAddress] : [])],
+    SERVING_DNS_NAMES,
+  );
+  const kubeletClient = ensureClientCert(p.pki, ca, 'apiserver-kubelet-client', {
+    user: 'kube-apiserver-kubelet-client',
+  });
 
   const ports = {
     etcdClient: await choosePort(previous?.ports.etcdClient),
@@ -198,68 +215,101 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   const server = `https://127.0.0.1:${ports.apiserver}`;
   const pids = { etcd: 0, apiserver: 0, controllerManager: 0 };
   let node: NodeState | undefined;
-  const saveState = () => writeFileSync(p.state, JSON.stringify({ name, dir, server, ports, pids, ...(node ? { node } : {}) }, null, 2));
+  const saveState = () =>
+    writeFileSync(p.state, JSON.stringify({ name, dir, server, ports, pids, ...(node ? { node } : {}) }, null, 2));
 
   try {
     const etcdLog = join(p.logs, 'etcd.log');
-    pids.etcd = launch([
-      bins.etcd,
-      '--name', name,
-      '--data-dir', p.etcdData,
-      '--listen-client-urls', etcdUrl,
-      '--advertise-client-urls', etcdUrl,
-      '--listen-peer-urls', `http://127.0.0.1:${ports.etcdPeer}`,
-      '--initial-advertise-peer-urls', `http://127.0.0.1:${ports.etcdPeer}`,
-      '--initial-cluster', `${name}=http://127.0.0.1:${ports.etcdPeer}`,
-      '--log-level', 'warn',
-    ], etcdLog, env);
+    pids.etcd = launch(
+      [
+        bins.etcd,
+        '--name',
+        name,
+        '--data-dir',
+        p.etcdData,
+        '--listen-client-urls',
+        etcdUrl,
+        '--advertise-client-urls',
+        etcdUrl,
+        '--listen-peer-urls',
+        `http://127.0.0.1:${ports.etcdPeer}`,
+        '--initial-advertise-peer-urls',
+        `http://127.0.0.1:${ports.etcdPeer}`,
+        '--initial-cluster',
+        `${name}=http://127.0.0.1:${ports.etcdPeer}`,
+        '--log-level',
+        'warn',
+      ],
+      etcdLog,
+      env,
+    );
     saveState();
-    await waitFor('etcd', deadline, pids.etcd, etcdLog, async () => (await get(`${etcdUrl}/health`, {})).status === 200);
+    await waitFor(
+      'etcd',
+      deadline,
+      pids.etcd,
+      etcdLog,
+      async () => (await get(`${etcdUrl}/health`, {})).status === 200,
+    );
 
     const apiLog = join(p.logs, 'kube-apiserver.log');
-    pids.apiserver = launch([
-      bins.kubeApiserver,
-      `--etcd-servers=${etcdUrl}`,
-      `--bind-address=${link ? '0.0.0.0' : '127.0.0.1'}`,
-      `--advertise-address=${link ? link.hostAddress : '127.0.0.1'}`,
-      `--secure-port=${ports.apiserver}`,
-      '--insecure-port=0',
-      `--tls-cert-file=${serving.cert}`,
-      `--tls-private-key-file=${serving.key}`,
-      `--token-auth-file=${p.tokens}`,
-      // Node components authenticate with client certificates signed by the control plane's CA.
-      `--client-ca-file=${ca.cert}`,
-      '--authorization-mode=Node,RBAC',
-      '--enable-admission-plugins=NodeRestriction',
-      // logs, exec, port-forward: the API server calls the kubelet at its InternalIP (the kubelet
-      // refuses a loopback node IP) with its own client certificate.
-      '--kubelet-preferred-address-types=InternalIP',
-      `--kubelet-client-certificate=${kubeletClient.cert}`,
-      `--kubelet-client-key=${kubeletClient.key}`,
-      `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
-      `--service-account-key-file=${p.saPub}`,
-      `--service-account-signing-key-file=${p.saKey}`,
-      `--service-cluster-ip-range=${SERVICE_CIDR}`,
-      '--allow-privileged=true',
-      '--v=1',
-    ], apiLog, env);
+    pids.apiserver = launch(
+      [
+        bins.kubeApiserver,
+        `--etcd-servers=${etcdUrl}`,
+        `--bind-address=${link ? '0.0.0.0' : '127.0.0.1'}`,
+        `--advertise-address=${link ? link.hostAddress : '127.0.0.1'}`,
+        `--secure-port=${ports.apiserver}`,
+        '--insecure-port=0',
+        `--tls-cert-file=${serving.cert}`,
+        `--tls-private-key-file=${serving.key}`,
+        `--token-auth-file=${p.tokens}`,
+        // Node components authenticate with client certificates signed by the control plane's CA.
+        `--client-ca-file=${ca.cert}`,
+        '--authorization-mode=Node,RBAC',
+        '--enable-admission-plugins=NodeRestriction',
+        // logs, exec, port-forward: the API server calls the kubelet at its InternalIP (the kubelet
+        // refuses a loopback node IP) with its own client certificate.
+        '--kubelet-preferred-address-types=InternalIP',
+        `--kubelet-client-certificate=${kubeletClient.cert}`,
+        `--kubelet-client-key=${kubeletClient.key}`,
+        `--service-account-issuer=${SERVICE_ACCOUNT_ISSUER}`,
+        `--service-account-key-file=${p.saPub}`,
+        `--service-account-signing-key-file=${p.saKey}`,
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
+        '--allow-privileged=true',
+        '--v=1',
+      ],
+      apiLog,
+      env,
+    );
     saveState();
     const caPem = readFileSync(ca.cert, 'utf8');
-    await waitFor('kube-apiserver', deadline, pids.apiserver, apiLog, async () => (await get(`${server}/readyz`, { ca: caPem, token })).status === 200);
+    await waitFor(
+      'kube-apiserver',
+      deadline,
+      pids.apiserver,
+      apiLog,
+      async () => (await get(`${server}/readyz`, { ca: caPem, token })).status === 200,
+    );
     writeFileSync(p.kubeconfig, kubeconfigYaml(name, server, caPem, { token }), { mode: 0o600 });
 
     const kcmLog = join(p.logs, 'kube-controller-manager.log');
-    pids.controllerManager = launch([
-      bins.kubeControllerManager,
-      `--kubeconfig=${p.kubeconfig}`,
-      `--service-account-private-key-file=${p.saKey}`,
-      `--root-ca-file=${ca.cert}`,
-      '--leader-elect=false',
-      '--port=0',
-      '--secure-port=0',
-      '--controllers=*',
-      '--v=1',
-    ], kcmLog, env);
+    pids.controllerManager = launch(
+      [
+        bins.kubeControllerManager,
+        `--kubeconfig=${p.kubeconfig}`,
+        `--service-account-private-key-file=${p.saKey}`,
+        `--root-ca-file=${ca.cert}`,
+        '--leader-elect=false',
+        '--port=0',
+        '--secure-port=0',
+        '--controllers=*',
+        '--v=1',
+      ],
+      kcmLog,
+      env,
+    );
     saveState();
     // The default service account is created by the controller manager: proof that it runs.
     await waitFor('kube-controller-manager', deadline, pids.controllerManager, kcmLog, async () => {
@@ -272,7 +322,20 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
       await ensureKubernetesEndpoint(bins.kubectl, p.kubeconfig, link.hostAddress, ports.apiserver, deadline);
       const { images, archives } = ensureImages(env);
       node = await startNode(
-        { dir, planeName: name, slot: link.slot, apiserverPort: ports.apiserver, ca, adminToken: token, bins: ensureNodeBinaries(env), images, archives, env, deadline, logs: p.logs },
+        {
+          dir,
+          planeName: name,
+          slot: link.slot,
+          apiserverPort: ports.apiserver,
+          ca,
+          adminToken: token,
+          bins: ensureNodeBinaries(env),
+          images,
+          archives,
+          env,
+          deadline,
+          logs: p.logs,
+        },
         (current) => {
           node = current;
           saveState();
@@ -296,7 +359,10 @@ function grantKubeletAccess(kubectl: string, kubeconfig: string): void {
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:kubelet-api-admin' },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'kube-apiserver-kubelet-client' }],
   };
-  const res = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], { input: JSON.stringify(binding), encoding: 'utf8' });
+  const res = spawnSync(kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
+    input: JSON.stringify(binding),
+    encoding: 'utf8',
+  });
   if (res.status !== 0) throw new Error(`granting the API server access to the kubelet failed: ${res.stderr.trim()}`);
 }
 

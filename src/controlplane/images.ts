@@ -27,7 +27,11 @@ export function imageCacheDir(env: NodeJS.ProcessEnv = process.env): string {
 }
 
 function read(dir: string): ImageArchive[] | undefined {
-  const archives = NAMES.map((name) => ({ name, archive: join(dir, `${name}.tar`), refFile: join(dir, `${name}.ref`) }));
+  const archives = NAMES.map((name) => ({
+    name,
+    archive: join(dir, `${name}.tar`),
+    refFile: join(dir, `${name}.ref`),
+  }));
   if (!archives.every((a) => existsSync(a.archive) && existsSync(a.refFile))) return undefined;
   return archives.map((a) => ({ ref: readFileSync(a.refFile, 'utf8').trim(), archive: a.archive }));
 }
@@ -40,7 +44,9 @@ export function ensureImages(env: NodeJS.ProcessEnv = process.env): { images: No
   const built = spawnSync('bash', [script, dir], { stdio: ['ignore', 'inherit', 'inherit'], env });
   const archives = read(dir);
   if (built.status !== 0 || !archives) {
-    throw new Error(`building the node's images failed (exit ${built.status}); run ${script} by hand as root to see why`);
+    throw new Error(
+      `building the node's images failed (exit ${built.status}); run ${script} by hand as root to see why`,
+    );
   }
   const [pause, busybox] = archives.map((a) => a.ref) as [string, string];
   return { images: { pause, busybox }, archives };
@@ -49,7 +55,9 @@ export function ensureImages(env: NodeJS.ProcessEnv = process.env): { images: No
 /** Imports the archives into containerd's k8s.io namespace (where the CRI plugin looks). */
 export function importImages(ctr: string, socket: string, archives: ImageArchive[]): void {
   for (const { ref, archive } of archives) {
-    const res = spawnSync(ctr, ['--address', socket, '--namespace', 'k8s.io', 'images', 'import', archive], { encoding: 'utf8' });
+    const res = spawnSync(ctr, ['--address', socket, '--namespace', 'k8s.io', 'images', 'import', archive], {
+      encoding: 'utf8',
+    });
     if (res.status !== 0) throw new Error(`importing ${ref} into the node's containerd failed: ${res.stderr.trim()}`);
   }
 }

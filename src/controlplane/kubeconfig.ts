@@ -4,7 +4,13 @@ import { stringify } from 'yaml';
 
 export type KubeconfigUser = { token: string } | { 'client-certificate-data': string; 'client-key-data': string };
 
-export function kubeconfigYaml(name: string, server: string, caPem: string, user: KubeconfigUser, userName = `${name}-admin`): string {
+export function kubeconfigYaml(
+  name: string,
+  server: string,
+  caPem: string,
+  user: KubeconfigUser,
+  userName = `${name}-admin`,
+): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',

@@ -18,11 +18,27 @@ function run(kubectl: string, kubeconfig: string, args: string[]): { status: num
 }
 
 /** Resolves once `default/kubernetes` lists exactly address:port; throws at the deadline. */
-export async function ensureKubernetesEndpoint(kubectl: string, kubeconfig: string, address: string, port: number, deadline: number): Promise<void> {
+export async function ensureKubernetesEndpoint(
+  kubectl: string,
+  kubeconfig: string,
+  address: string,
+  port: number,
+  deadline: number,
+): Promise<void> {
   let seen = '';
   while (Date.now() < deadline) {
-    const got = run(kubectl, kubeconfig, ['get', 'endpoints', 'kubernetes', '-n', 'default', '-o', 'json', '--ignore-not-found']);
-    const subsets = got.status === 0 && got.stdout ? ((JSON.parse(got.stdout) as { subsets?: EndpointsSubset[] }).subsets ?? []) : [];
+    const got = run(kubectl, kubeconfig, [
+      'get',
+      'endpoints',
+      'kubernetes',
+      '-n',
+      'default',
+      '-o',
+      'json',
+      '--ignore-not-found',
+    ]);
+    const subsets =
+      got.status === 0 && got.stdout ? ((JSON.parse(got.stdout) as { subsets?: EndpointsSubset[] }).subsets ?? []) : [];
     const addresses = subsets.flatMap((s) => s.addresses ?? []).map((a) => a.ip);
     const ports = subsets.flatMap((s) => s.ports ?? []).map((p) => p.port);
     seen = `${addresses.join(',')}:${ports.join(',')}`;

@@ -22,7 +22,7 @@ const NAMESPACES_DIR = '/run/kiteline/node-mounts';
 export const NODE_LOG_DIRS = ['/var/log/pods', '/var/log/containers'] as const;
 
 function run(args: string[]): void {
-  const res = spawnSync(args[0]!, args.slice(1), { encoding: 'utf8' });
+  const res = spawnSync(args[0], args.slice(1), { encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`${args.join(' ')} failed: ${(res.stderr || res.stdout || '').trim()}`);
 }
 

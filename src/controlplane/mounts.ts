@@ -17,7 +17,7 @@ export function mountsUnder(dir: string): string[] {
   return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((line) => unescape(line.split(' ')[4]!))
+    .map((line) => unescape(line.split(' ')[4]))
     .filter((point) => point === dir || point.startsWith(dir + '/'))
     .reverse();
 }

@@ -113,7 +113,13 @@ function run(cmd: string, args: string[], allowFailure = false): string {
 
 /** Writes a sysctl inside the node's network namespace (net.* sysctls are per namespace). */
 function nodeSysctl(net: NodeNetwork, key: string, value: string): void {
-  run('nsenter', [`--net=/run/netns/${net.netns}`, '--', 'sh', '-c', `echo ${value} > /proc/sys/${key.replaceAll('.', '/')}`]);
+  run('nsenter', [
+    `--net=/run/netns/${net.netns}`,
+    '--',
+    'sh',
+    '-c',
+    `echo ${value} > /proc/sys/${key.replaceAll('.', '/')}`,
+  ]);
 }
 
 /** Creates the namespace, the link and the host's route to the pods. Call on a clean slot. */
@@ -133,7 +139,8 @@ export function createNetwork(net: NodeNetwork): void {
   // The node routes between its pods' bridge and the link; kube-proxy's rules need bridged pod
   // traffic to pass iptables (when the kernel has br_netfilter).
   nodeSysctl(net, 'net.ipv4.ip_forward', '1');
-  if (existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) nodeSysctl(net, 'net.bridge.bridge-nf-call-iptables', '1');
+  if (existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables'))
+    nodeSysctl(net, 'net.bridge.bridge-nf-call-iptables', '1');
 }
 
 /**
@@ -151,4 +158,3 @@ export function removeNetwork(net: NodeNetwork): void {
 function hostLinkExists(net: NodeNetwork): boolean {
   return run('ip', ['-o', 'link', 'show', 'dev', net.hostLink], true).trim() !== '';
 }
-

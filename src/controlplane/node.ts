@@ -89,7 +89,12 @@ function containerdConfig(p: ReturnType<typeof nodePaths>, images: NodeImages): 
 version = 2
 root = "${p.containerdRoot}"
 state = "${p.containerdState}"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.aufs",
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.zfs",
+]
 
 [grpc]
   address = "${p.socket}"
@@ -146,11 +151,19 @@ function cniConfig(p: ReturnType<typeof nodePaths>, net: NodeNetwork): string {
 }
 
 /** A kubeconfig with a client certificate of its own, for one node component. */
-function componentKubeconfig(p: ReturnType<typeof nodePaths>, ca: CertFiles, component: string, server: string, identity: { user: string; groups?: string[] }): string {
+function componentKubeconfig(
+  p: ReturnType<typeof nodePaths>,
+  ca: CertFiles,
+  component: string,
+  server: string,
+  identity: { user: string; groups?: string[] },
+): string {
   const cert = ensureClientCert(p.pki, ca, component, identity);
   const file = p.kubeconfig(component);
   const user = certificateUser(readFileSync(cert.cert, 'utf8'), readFileSync(cert.key, 'utf8'));
-  writeFileSync(file, kubeconfigYaml('kiteline', server, readFileSync(ca.cert, 'utf8'), user, identity.user), { mode: 0o600 });
+  writeFileSync(file, kubeconfigYaml('kiteline', server, readFileSync(ca.cert, 'utf8'), user, identity.user), {
+    mode: 0o600,
+  });
   return file;
 }
 
@@ -170,8 +183,10 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   const net = networkFor(ctx.slot);
   const node: NodeState = { name: nodeName(ctx.planeName), slot: ctx.slot, pids: { ...STOPPED_NODE_PIDS } };
   const caPem = readFileSync(ctx.ca.cert, 'utf8');
-  if (p.socket.length > MAX_SOCKET_PATH) throw new Error(`the directory ${ctx.dir} is too deep for containerd's socket ${p.socket}; use a shorter path`);
-  for (const d of [p.containerdRoot, p.containerdState, p.runcRoot, p.cniConf, p.ipam, p.kubeletRoot, p.pki]) mkdirSync(d, { recursive: true });
+  if (p.socket.length > MAX_SOCKET_PATH)
+    throw new Error(`the directory ${ctx.dir} is too deep for containerd's socket ${p.socket}; use a shorter path`);
+  for (const d of [p.containerdRoot, p.containerdState, p.runcRoot, p.cniConf, p.ipam, p.kubeletRoot, p.pki])
+    mkdirSync(d, { recursive: true });
   writeFileSync(p.containerdConfig, containerdConfig(p, ctx.images));
   writeFileSync(join(p.cniConf, '10-kiteline.conflist'), cniConfig(p, net));
   save(node); // from here on, a failed start is cleaned up by stopNode
@@ -181,7 +196,11 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   const inNode = inNodeNamespaces(net, createMountNamespace(net.netns, p.logRoot));
 
   const containerdLog = join(ctx.logs, 'containerd.log');
-  node.pids.containerd = launch([...inNode, ctx.bins.containerd, '--config', p.containerdConfig], containerdLog, ctx.env);
+  node.pids.containerd = launch(
+    [...inNode, ctx.bins.containerd, '--config', p.containerdConfig],
+    containerdLog,
+    ctx.env,
+  );
   save(node);
   await waitFor('containerd', ctx.deadline, node.pids.containerd, containerdLog, async () => existsSync(p.socket));
   importImages(ctx.bins.ctr, p.socket, ctx.archives);
@@ -189,76 +208,99 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   // Inside the node's namespace the API server is at the host end of the link; beside it, on loopback.
   const linkServer = `https://${net.hostAddress}:${ctx.apiserverPort}`;
   const loopbackServer = `https://127.0.0.1:${ctx.apiserverPort}`;
-  const kubeletConfig = componentKubeconfig(p, ctx.ca, 'kubelet', linkServer, { user: `system:node:${node.name}`, groups: ['system:nodes'] });
+  const kubeletConfig = componentKubeconfig(p, ctx.ca, 'kubelet', linkServer, {
+    user: `system:node:${node.name}`,
+    groups: ['system:nodes'],
+  });
   const proxyConfig = componentKubeconfig(p, ctx.ca, 'kube-proxy', linkServer, { user: 'system:kube-proxy' });
-  const schedulerConfig = componentKubeconfig(p, ctx.ca, 'kube-scheduler', loopbackServer, { user: 'system:kube-scheduler' });
+  const schedulerConfig = componentKubeconfig(p, ctx.ca, 'kube-scheduler', loopbackServer, {
+    user: 'system:kube-scheduler',
+  });
 
   const kubeletLog = join(ctx.logs, 'kubelet.log');
-  node.pids.kubelet = launch([
-    ...inNode, ctx.bins.kubelet,
-    `--kubeconfig=${kubeletConfig}`,
-    `--root-dir=${p.kubeletRoot}`,
-    `--cert-dir=${join(p.kubeletRoot, 'pki')}`,
-    '--container-runtime=remote',
-    `--container-runtime-endpoint=unix://${p.socket}`,
-    `--containerd=${p.socket}`,
-    `--hostname-override=${node.name}`,
-    `--node-ip=${net.nodeAddress}`,
-    '--cgroup-driver=cgroupfs',
-    `--cgroup-root=/${cgroupRoot(net)}`,
-    `--volume-plugin-dir=${join(p.kubeletRoot, 'volume-plugins')}`,
-    // Only the API server may use the kubelet's API: its client certificate (signed by the
-    // control plane's CA), checked by a webhook against RBAC; no anonymous access.
-    '--anonymous-auth=false',
-    `--client-ca-file=${ctx.ca.cert}`,
-    '--authentication-token-webhook',
-    '--authorization-mode=Webhook',
-    '--read-only-port=0',
-    // No DNS server runs, and pods must not reach the host's resolvers.
-    '--resolv-conf=',
-    '--fail-swap-on=false',
-    // Images cannot be pulled again, so never collect them; evict only when really out of space.
-    '--image-gc-high-threshold=100',
-    '--image-gc-low-threshold=99',
-    '--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%',
-    // A pod whose kill raced with the removal of its container is retried at the next sync
-    // (default every minute): deletions then take a minute instead of seconds.
-    '--sync-frequency=5s',
-    '--v=1',
-  ], kubeletLog, ctx.env);
+  node.pids.kubelet = launch(
+    [
+      ...inNode,
+      ctx.bins.kubelet,
+      `--kubeconfig=${kubeletConfig}`,
+      `--root-dir=${p.kubeletRoot}`,
+      `--cert-dir=${join(p.kubeletRoot, 'pki')}`,
+      '--container-runtime=remote',
+      `--container-runtime-endpoint=unix://${p.socket}`,
+      `--containerd=${p.socket}`,
+      `--hostname-override=${node.name}`,
+      `--node-ip=${net.nodeAddress}`,
+      '--cgroup-driver=cgroupfs',
+      `--cgroup-root=/${cgroupRoot(net)}`,
+      `--volume-plugin-dir=${join(p.kubeletRoot, 'volume-plugins')}`,
+      // Only the API server may use the kubelet's API: its client certificate (signed by the
+      // control plane's CA), checked by a webhook against RBAC; no anonymous access.
+      '--anonymous-auth=false',
+      `--client-ca-file=${ctx.ca.cert}`,
+      '--authentication-token-webhook',
+      '--authorization-mode=Webhook',
+      '--read-only-port=0',
+      // No DNS server runs, and pods must not reach the host's resolvers.
+      '--resolv-conf=',
+      '--fail-swap-on=false',
+      // Images cannot be pulled again, so never collect them; evict only when really out of space.
+      '--image-gc-high-threshold=100',
+      '--image-gc-low-threshold=99',
+      '--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%',
+      // A pod whose kill raced with the removal of its container is retried at the next sync
+      // (default every minute): deletions then take a minute instead of seconds.
+      '--sync-frequency=5s',
+      '--v=1',
+    ],
+    kubeletLog,
+    ctx.env,
+  );
   save(node);
 
   const proxyLog = join(ctx.logs, 'kube-proxy.log');
-  node.pids.kubeProxy = launch([
-    ...inNode, ctx.bins.kubeProxy,
-    `--kubeconfig=${proxyConfig}`,
-    '--proxy-mode=iptables',
-    `--hostname-override=${node.name}`,
-    `--bind-address=${net.nodeAddress}`,
-    `--cluster-cidr=${net.podCidr}`,
-    '--healthz-bind-address=127.0.0.1:10256',
-    '--metrics-bind-address=127.0.0.1:10249',
-    // conntrack limits are machine-wide sysctls: leave them alone.
-    '--conntrack-max-per-core=0',
-    '--conntrack-tcp-timeout-established=0',
-    '--conntrack-tcp-timeout-close-wait=0',
-    '--v=1',
-  ], proxyLog, ctx.env);
+  node.pids.kubeProxy = launch(
+    [
+      ...inNode,
+      ctx.bins.kubeProxy,
+      `--kubeconfig=${proxyConfig}`,
+      '--proxy-mode=iptables',
+      `--hostname-override=${node.name}`,
+      `--bind-address=${net.nodeAddress}`,
+      `--cluster-cidr=${net.podCidr}`,
+      '--healthz-bind-address=127.0.0.1:10256',
+      '--metrics-bind-address=127.0.0.1:10249',
+      // conntrack limits are machine-wide sysctls: leave them alone.
+      '--conntrack-max-per-core=0',
+      '--conntrack-tcp-timeout-established=0',
+      '--conntrack-tcp-timeout-close-wait=0',
+      '--v=1',
+    ],
+    proxyLog,
+    ctx.env,
+  );
   save(node);
 
   const schedulerLog = join(ctx.logs, 'kube-scheduler.log');
-  node.pids.scheduler = launch([
-    ctx.bins.kubeScheduler,
-    `--kubeconfig=${schedulerConfig}`,
-    '--leader-elect=false',
-    '--port=0',
-    '--secure-port=0',
-    '--v=1',
-  ], schedulerLog, ctx.env);
+  node.pids.scheduler = launch(
+    [
+      ctx.bins.kubeScheduler,
+      `--kubeconfig=${schedulerConfig}`,
+      '--leader-elect=false',
+      '--port=0',
+      '--secure-port=0',
+      '--v=1',
+    ],
+    schedulerLog,
+    ctx.env,
+  );
   save(node);
 
   await waitFor(`kubelet (Node ${node.name} Ready)`, ctx.deadline, node.pids.kubelet, kubeletLog, async () => {
-    for (const [what, pid] of [['kube-proxy', node.pids.kubeProxy], ['kube-scheduler', node.pids.scheduler], ['containerd', node.pids.containerd]] as const) {
+    for (const [what, pid] of [
+      ['kube-proxy', node.pids.kubeProxy],
+      ['kube-scheduler', node.pids.scheduler],
+      ['containerd', node.pids.containerd],
+    ] as const) {
       if (!isAlive(pid)) throw new Error(`${what} exited; see ${ctx.logs}/${what}.log`);
     }
     return nodeIsReady(loopbackServer, caPem, ctx.adminToken, node.name);
@@ -271,9 +313,22 @@ export function importIntoNode(dir: string, archives: ImageArchive[], env: NodeJ
   importImages(ensureNodeBinaries(env).ctr, nodePaths(dir).socket, archives);
 }
 
-/** SIGKILLs a container's process on the node of the control plane in dir (id: a pod's containerID without `containerd://`). */
+/**
+ * SIGKILLs a container's process on the node of the control plane in dir (id: a pod's containerID without
+ * `containerd://`).
+ */
 export function killContainer(dir: string, containerId: string, env: NodeJS.ProcessEnv = process.env): void {
-  const args = ['--address', nodePaths(dir).socket, '--namespace', 'k8s.io', 'tasks', 'kill', '--signal', 'SIGKILL', containerId];
+  const args = [
+    '--address',
+    nodePaths(dir).socket,
+    '--namespace',
+    'k8s.io',
+    'tasks',
+    'kill',
+    '--signal',
+    'SIGKILL',
+    containerId,
+  ];
   const res = spawnSync(ensureNodeBinaries(env).ctr, args, { encoding: 'utf8' });
   if (res.status !== 0) throw new Error(`killing container ${containerId} failed: ${res.stderr.trim()}`);
 }
@@ -317,7 +372,9 @@ export async function stopNode(dir: string, node: NodeState): Promise<void> {
 function taskIds(p: ReturnType<typeof nodePaths>): { namespace: string; id: string }[] {
   const tasks = join(p.containerdState, 'io.containerd.runtime.v2.task');
   if (!existsSync(tasks)) return [];
-  return readdirSync(tasks).flatMap((namespace) => readdirSync(join(tasks, namespace)).map((id) => ({ namespace, id })));
+  return readdirSync(tasks).flatMap((namespace) =>
+    readdirSync(join(tasks, namespace)).map((id) => ({ namespace, id })),
+  );
 }
 
 /**
@@ -325,7 +382,9 @@ function taskIds(p: ReturnType<typeof nodePaths>): { namespace: string; id: stri
  * dir; a killed shim leaves its socket there.
  */
 function shimSocket(p: ReturnType<typeof nodePaths>, task: { namespace: string; id: string }): string {
-  return `/run/containerd/s/${createHash('sha256').update(join(p.socket, task.namespace, task.id)).digest('hex')}`;
+  return `/run/containerd/s/${createHash('sha256')
+    .update(join(p.socket, task.namespace, task.id))
+    .digest('hex')}`;
 }
 
 /**
@@ -346,4 +405,3 @@ function removeCniResults(slot: number | undefined, tasks: { id: string }[]): vo
 function inNodeNamespaces(net: NodeNetwork, mountNamespace: string): string[] {
   return ['nsenter', `--net=/run/netns/${net.netns}`, `--mount=${mountNamespace}`, '--'];
 }
-

@@ -37,10 +37,25 @@ export function ensureCa(pkiDir: string, name: string): CertFiles {
   const ca = { cert: join(pkiDir, 'ca.crt'), key: join(pkiDir, 'ca.key') };
   if (existsSync(ca.cert) && existsSync(ca.key)) return ca;
   openssl([
-    'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-sha256', '-days', DAYS,
-    '-keyout', ca.key, '-out', ca.cert, '-subj', `/CN=kiteline-${name}-ca`,
-    '-addext', 'basicConstraints=critical,CA:TRUE',
-    '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    'req',
+    '-x509',
+    '-new',
+    '-nodes',
+    '-newkey',
+    'rsa:2048',
+    '-sha256',
+    '-days',
+    DAYS,
+    '-keyout',
+    ca.key,
+    '-out',
+    ca.cert,
+    '-subj',
+    `/CN=kiteline-${name}-ca`,
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign,cRLSign',
   ]);
   return ca;
 }
@@ -50,16 +65,40 @@ function current(path: string, ca: CertFiles, subject: string, sans: string | un
   if (!existsSync(path)) return false;
   const cert = new X509Certificate(readFileSync(path));
   const issuer = new X509Certificate(readFileSync(ca.cert));
-  return cert.checkIssued(issuer) && cert.verify(issuer.publicKey) && cert.subject === subject && cert.subjectAltName === sans;
+  return (
+    cert.checkIssued(issuer) &&
+    cert.verify(issuer.publicKey) &&
+    cert.subject === subject &&
+    cert.subjectAltName === sans
+  );
 }
 
 function issue(ca: CertFiles, files: CertFiles, subj: string, extensions: string[]): void {
   rmSync(files.cert, { force: true });
   openssl([
-    'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-sha256', '-days', DAYS,
-    '-CA', ca.cert, '-CAkey', ca.key, '-keyout', files.key, '-out', files.cert, '-subj', subj,
-    '-addext', 'basicConstraints=critical,CA:FALSE',
-    '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment',
+    'req',
+    '-x509',
+    '-new',
+    '-nodes',
+    '-newkey',
+    'rsa:2048',
+    '-sha256',
+    '-days',
+    DAYS,
+    '-CA',
+    ca.cert,
+    '-CAkey',
+    ca.key,
+    '-keyout',
+    files.key,
+    '-out',
+    files.cert,
+    '-subj',
+    subj,
+    '-addext',
+    'basicConstraints=critical,CA:FALSE',
+    '-addext',
+    'keyUsage=critical,digitalSignature,keyEncipherment',
     ...extensions.flatMap((e) => ['-addext', e]),
   ]);
 }
@@ -88,7 +127,9 @@ export function ensureClientCert(pkiDir: string, ca: CertFiles, file: string, id
   // X509Certificate.subject lists one attribute per line, in the order of the subject string.
   const subject = [...groups.map((g) => `O=${g}`), `CN=${identity.user}`].join('\n');
   if (!current(files.cert, ca, subject, undefined)) {
-    issue(ca, files, [...groups.map((g) => `/O=${g}`), `/CN=${identity.user}`].join(''), ['extendedKeyUsage=clientAuth']);
+    issue(ca, files, [...groups.map((g) => `/O=${g}`), `/CN=${identity.user}`].join(''), [
+      'extendedKeyUsage=clientAuth',
+    ]);
   }
   return files;
 }
@@ -103,12 +144,29 @@ export function selfSignedServingCert(ips: string[], dnsNames: string[]): { cert
   try {
     const files = { cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key') };
     openssl([
-      'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048', '-sha256', '-days', DAYS,
-      '-keyout', files.key, '-out', files.cert, '-subj', '/CN=kiteline',
-      '-addext', 'basicConstraints=critical,CA:TRUE',
-      '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign',
-      '-addext', 'extendedKeyUsage=serverAuth',
-      '-addext', `subjectAltName=${[...dnsNames.map((d) => `DNS:${d}`), ...ips.map((ip) => `IP:${ip}`)].join(',')}`,
+      'req',
+      '-x509',
+      '-new',
+      '-nodes',
+      '-newkey',
+      'rsa:2048',
+      '-sha256',
+      '-days',
+      DAYS,
+      '-keyout',
+      files.key,
+      '-out',
+      files.cert,
+      '-subj',
+      '/CN=kiteline',
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign',
+      '-addext',
+      'extendedKeyUsage=serverAuth',
+      '-addext',
+      `subjectAltName=${[...dnsNames.map((d) => `DNS:${d}`), ...ips.map((ip) => `IP:${ip}`)].join(',')}`,
     ]);
     return { certPem: readFileSync(files.cert, 'utf8'), keyPem: readFileSync(files.key, 'utf8') };
   } finally {

@@ -23,7 +23,13 @@ export function tail(file: string, lines = 15): string {
 }
 
 /** Polls check until it holds; fails early when the process dies, with its log's tail. */
-export async function waitFor(what: string, deadline: number, pid: number, logFile: string, check: () => Promise<boolean>): Promise<void> {
+export async function waitFor(
+  what: string,
+  deadline: number,
+  pid: number,
+  logFile: string,
+  check: () => Promise<boolean>,
+): Promise<void> {
   let lastError = '';
   while (Date.now() < deadline) {
     if (!isAlive(pid)) {

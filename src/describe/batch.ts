@@ -1,7 +1,20 @@
 // kubectl describe for Jobs (parallelism, completions, times, pod counts, template) and CronJobs
 // (schedule, policies, the job template, the last schedule and the active jobs).
 import { describeEvents } from './events.js';
-import { arr, controllerOf, goValue, humanDuration, obj, printAnnotationsMultiline, printBoolPtr, printLabelsMultiline, rfc1123z, selectorString, str, type Json } from './format.js';
+import {
+  arr,
+  controllerOf,
+  goValue,
+  humanDuration,
+  obj,
+  printAnnotationsMultiline,
+  printBoolPtr,
+  printLabelsMultiline,
+  rfc1123z,
+  selectorString,
+  str,
+  type Json,
+} from './format.js';
 import { describePodTemplate } from './pods.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
@@ -26,8 +39,10 @@ export function describeJob(job: Json, events: Json[] | undefined): string {
     if (status.startTime && status.completionTime) {
       w.write(0, `Duration:\t${humanDuration(Date.parse(status.completionTime) - Date.parse(status.startTime))}\n`);
     }
-    if (isSet(spec.activeDeadlineSeconds)) w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
-    w.write(0, `Pods Statuses:\t${goValue(status.active ?? 0)} Running / ${goValue(status.succeeded ?? 0)} Succeeded / ${goValue(status.failed ?? 0)} Failed\n`);
+    if (isSet(spec.activeDeadlineSeconds))
+      w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
+    const [active, succeeded, failed] = [status.active, status.succeeded, status.failed].map((n) => goValue(n ?? 0));
+    w.write(0, `Pods Statuses:\t${active} Running / ${succeeded} Succeeded / ${failed} Failed\n`);
     describePodTemplate(w, obj(spec.template));
     describeEvents(w, events);
   });
@@ -38,7 +53,8 @@ function describeJobTemplate(w: DescribeWriter, template: Json): void {
   w.write(0, `Selector:\t${isSet(spec.selector) ? selectorString(spec.selector) : '<unset>'}\n`);
   w.write(0, `Parallelism:\t${isSet(spec.parallelism) ? goValue(spec.parallelism) : '<unset>'}\n`);
   w.write(0, `Completions:\t${isSet(spec.completions) ? goValue(spec.completions) : '<unset>'}\n`);
-  if (isSet(spec.activeDeadlineSeconds)) w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
+  if (isSet(spec.activeDeadlineSeconds))
+    w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
   describePodTemplate(w, obj(spec.template));
 }
 
@@ -54,9 +70,10 @@ export function describeCronJob(cronJob: Json, events: Json[] | undefined): stri
     w.write(0, `Schedule:\t${str(spec.schedule)}\n`);
     w.write(0, `Concurrency Policy:\t${str(spec.concurrencyPolicy)}\n`);
     w.write(0, `Suspend:\t${printBoolPtr(spec.suspend)}\n`);
-    w.write(0, `Successful Job History Limit:\t${isSet(spec.successfulJobsHistoryLimit) ? goValue(spec.successfulJobsHistoryLimit) : '<unset>'}\n`);
-    w.write(0, `Failed Job History Limit:\t${isSet(spec.failedJobsHistoryLimit) ? goValue(spec.failedJobsHistoryLimit) : '<unset>'}\n`);
-    w.write(0, `Starting Deadline Seconds:\t${isSet(spec.startingDeadlineSeconds) ? `${goValue(spec.startingDeadlineSeconds)}s` : '<unset>'}\n`);
+    const orUnset = (value: unknown, unit = '') => (isSet(value) ? `${goValue(value)}${unit}` : '<unset>');
+    w.write(0, `Successful Job History Limit:\t${orUnset(spec.successfulJobsHistoryLimit)}\n`);
+    w.write(0, `Failed Job History Limit:\t${orUnset(spec.failedJobsHistoryLimit)}\n`);
+    w.write(0, `Starting Deadline Seconds:\t${orUnset(spec.startingDeadlineSeconds, 's')}\n`);
     describeJobTemplate(w, obj(spec.jobTemplate));
     w.write(0, `Last Schedule Time:\t${status.lastScheduleTime ? rfc1123z(status.lastScheduleTime) : '<unset>'}\n`);
     w.write(0, 'Active Jobs:\t');

@@ -2,7 +2,19 @@
 // A Go map has no order, so kubectl lists ConfigMap and Secret keys in a random order; kiteline
 // lists them sorted (the same lines, in a stable order).
 import { describeEvents } from './events.js';
-import { arr, byteOrder, goList, obj, printAnnotationsMultiline, printLabelsMultiline, printPodsMultiline, rfc1123z, since, str, type Json } from './format.js';
+import {
+  arr,
+  byteOrder,
+  goList,
+  obj,
+  printAnnotationsMultiline,
+  printLabelsMultiline,
+  printPodsMultiline,
+  rfc1123z,
+  since,
+  str,
+  type Json,
+} from './format.js';
 import { Quantity } from './quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
@@ -49,7 +61,8 @@ export function describeSecret(secret: Json): string {
 /** storageutil.GetPersistentVolumeClaimClass. */
 function claimClass(pvc: Json): string {
   const annotations = obj(pvc.metadata?.annotations);
-  if ('volume.beta.kubernetes.io/storage-class' in annotations) return str(annotations['volume.beta.kubernetes.io/storage-class']);
+  if ('volume.beta.kubernetes.io/storage-class' in annotations)
+    return str(annotations['volume.beta.kubernetes.io/storage-class']);
   return str(pvc.spec?.storageClassName);
 }
 
@@ -124,7 +137,8 @@ export function describePersistentVolumeClaim(pvc: Json, events: Json[] | undefi
       w.write(1, 'Type\tStatus\tLastProbeTime\tLastTransitionTime\tReason\tMessage\n');
       w.write(1, '----\t------\t-----------------\t------------------\t------\t-------\n');
       for (const c of conditions) {
-        w.write(1, `${str(c.type)} \t${str(c.status)} \t${rfc1123z(c.lastProbeTime)} \t${rfc1123z(c.lastTransitionTime)} \t${str(c.reason)} \t${str(c.message)}\n`);
+        const times = `${rfc1123z(c.lastProbeTime)} \t${rfc1123z(c.lastTransitionTime)}`;
+        w.write(1, `${str(c.type)} \t${str(c.status)} \t${times} \t${str(c.reason)} \t${str(c.message)}\n`);
       }
     }
     describeEvents(w, events);

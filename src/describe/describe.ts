@@ -12,7 +12,14 @@ import { describeNamespace, describeNode, type LeaseResult } from './nodes.js';
 import { describePod, podEventRef } from './pods.js';
 import type { RelatedReader } from './related.js';
 import { describeIngress, describeService } from './services.js';
-import { countPods, describeDaemonSet, describeDeployment, describeReplicaSet, describeStatefulSet, type PodCounts } from './workloads.js';
+import {
+  countPods,
+  describeDaemonSet,
+  describeDeployment,
+  describeReplicaSet,
+  describeStatefulSet,
+  type PodCounts,
+} from './workloads.js';
 
 type Describer = (object: Json, related: RelatedReader) => Promise<string>;
 
@@ -25,14 +32,20 @@ function rethrowIfAborted(related: RelatedReader, err: unknown): void {
 
 /** The pods a controller selects, counted by phase (kubectl's getPodStatusForController). */
 async function controllerPods(object: Json, related: RelatedReader): Promise<PodCounts> {
-  const pods = await related.list('pods', str(object.metadata?.namespace), { labelSelector: selectorString(object.spec?.selector) });
+  const pods = await related.list('pods', str(object.metadata?.namespace), {
+    labelSelector: selectorString(object.spec?.selector),
+  });
   return countPods(pods, str(object.metadata?.uid));
 }
 
 const events = (object: Json, related: RelatedReader) => eventsOrNothing(related, refOf(object));
 
 /** A list that a cluster may not serve: undefined on 404 (kubectl leaves the section out). */
-async function listUnlessMissing(related: RelatedReader, kind: 'resourcequotas' | 'limitranges', namespace: string): Promise<Json[] | undefined> {
+async function listUnlessMissing(
+  related: RelatedReader,
+  kind: 'resourcequotas' | 'limitranges',
+  namespace: string,
+): Promise<Json[] | undefined> {
   try {
     return await related.list(kind, namespace);
   } catch (err) {
@@ -46,7 +59,9 @@ const pod: Describer = async (p, related) => describePod(p, await eventsOrNothin
 const deployment: Describer = async (d, related) => {
   let replicaSets: Json[] | undefined;
   try {
-    replicaSets = await related.list('replicasets', str(d.metadata?.namespace), { labelSelector: selectorString(d.spec?.selector) });
+    replicaSets = await related.list('replicasets', str(d.metadata?.namespace), {
+      labelSelector: selectorString(d.spec?.selector),
+    });
   } catch (err) {
     rethrowIfAborted(related, err);
   }
@@ -64,8 +79,10 @@ const replicaSet: Describer = async (rs, related) => {
   return describeReplicaSet(rs, pods, await events(rs, related));
 };
 
-const statefulSet: Describer = async (s, related) => describeStatefulSet(s, await controllerPods(s, related), await events(s, related));
-const daemonSet: Describer = async (d, related) => describeDaemonSet(d, await controllerPods(d, related), await events(d, related));
+const statefulSet: Describer = async (s, related) =>
+  describeStatefulSet(s, await controllerPods(s, related), await events(s, related));
+const daemonSet: Describer = async (d, related) =>
+  describeDaemonSet(d, await controllerPods(d, related), await events(d, related));
 
 const service: Describer = async (svc, related) => {
   let endpoints: Json = {};
@@ -81,7 +98,9 @@ const node: Describer = async (n, related) => {
   const name = str(n.metadata?.name);
   let pods: Json[] | undefined;
   try {
-    pods = await related.list('pods', undefined, { fieldSelector: `spec.nodeName=${name},status.phase!=Succeeded,status.phase!=Failed` });
+    pods = await related.list('pods', undefined, {
+      fieldSelector: `spec.nodeName=${name},status.phase!=Succeeded,status.phase!=Failed`,
+    });
   } catch (err) {
     if (!(err instanceof HttpError) || err.status !== 403) throw err;
   }
@@ -99,7 +118,11 @@ const node: Describer = async (n, related) => {
 
 const namespace: Describer = async (ns, related) => {
   const name = str(ns.metadata?.name);
-  return describeNamespace(ns, await listUnlessMissing(related, 'resourcequotas', name), await listUnlessMissing(related, 'limitranges', name));
+  return describeNamespace(
+    ns,
+    await listUnlessMissing(related, 'resourcequotas', name),
+    await listUnlessMissing(related, 'limitranges', name),
+  );
 };
 
 const configMap: Describer = async (cm, related) => describeConfigMap(cm, await searchEvents(related, refOf(cm)));
@@ -150,5 +173,8 @@ export async function describe(group: string, object: Json, related: RelatedRead
   const describer = DESCRIBERS[`${group}/${kind}`];
   if (describer) return describer(object, related);
   const ref = refOf(object);
-  return describeGeneric(object, await eventsOrNothing(related, { ...ref, namespace: str(obj(object.metadata).namespace) }));
+  return describeGeneric(
+    object,
+    await eventsOrNothing(related, { ...ref, namespace: str(obj(object.metadata).namespace) }),
+  );
 }

@@ -21,7 +21,12 @@ function escapeFieldValue(value: string): string {
 
 /** The reference kubectl builds for an object (reference.GetReference). */
 export function refOf(object: Json): EventRef {
-  return { kind: str(object.kind), name: str(object.metadata?.name), namespace: str(object.metadata?.namespace), uid: str(object.metadata?.uid) };
+  return {
+    kind: str(object.kind),
+    name: str(object.metadata?.name),
+    namespace: str(object.metadata?.namespace),
+    uid: str(object.metadata?.uid),
+  };
 }
 
 /** The object's events (throws when the caller may not list events there). */
@@ -80,4 +85,3 @@ export function describeEvents(w: DescribeWriter, events: Json[] | undefined): v
     w.write(1, `${str(e.type)}\t${str(e.reason)}\t${interval}\t${source}\t${str(e.message).trim()}\n`);
   }
 }
-

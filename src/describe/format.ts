@@ -19,7 +19,8 @@ export function rfc1123z(value: unknown): string {
   const d = new Date(ms);
   const offset = -d.getTimezoneOffset();
   const zone = `${offset < 0 ? '-' : '+'}${two(Math.floor(Math.abs(offset) / 60))}${two(Math.abs(offset) % 60)}`;
-  return `${DAYS[d.getDay()]}, ${two(d.getDate())} ${MONTHS[d.getMonth()]} ${d.getFullYear()} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())} ${zone}`;
+  const time = `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
+  return `${DAYS[d.getDay()]}, ${two(d.getDate())} ${MONTHS[d.getMonth()]} ${d.getFullYear()} ${time} ${zone}`;
 }
 
 /** apimachinery's duration.HumanDuration. */
@@ -77,7 +78,7 @@ export function goValue(value: unknown): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `[${value.map(goValue).join(' ')}]`;
-  const entries = Object.keys(value as object)
+  const entries = Object.keys(value)
     .sort()
     .map((k) => `${k}:${goValue((value as Record<string, unknown>)[k])}`);
   return `map[${entries.join(' ')}]`;
@@ -116,7 +117,7 @@ export function num(value: unknown): number {
 export type Json = Record<string, any>;
 
 export function obj(value: unknown): Json {
-  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : {};
+  return value && typeof value === 'object' && !Array.isArray(value) ? value : {};
 }
 
 export function arr(value: unknown): Json[] {
@@ -184,7 +185,13 @@ export function formatLabelSelector(selector: unknown): string {
 // ---- kubectl's multi-line printers ----------------------------------------------------------
 
 /** kubectl's printLabelsMultilineWithIndent. */
-export function printLabelsMultiline(w: DescribeWriter, title: string, labels: unknown, initialIndent = '', innerIndent = '\t'): void {
+export function printLabelsMultiline(
+  w: DescribeWriter,
+  title: string,
+  labels: unknown,
+  initialIndent = '',
+  innerIndent = '\t',
+): void {
   w.write(0, `${initialIndent}${title}:${innerIndent}`);
   const map = obj(labels);
   const keys = Object.keys(map).sort(byteOrder);

@@ -22,13 +22,13 @@ export function camelcaseSplit(src: string): string[] {
   let lastClass = 0;
   for (const ch of src) {
     const cls = charClass(ch);
-    if (cls === lastClass && runs.length > 0) runs[runs.length - 1]!.push(ch);
+    if (cls === lastClass && runs.length > 0) runs[runs.length - 1].push(ch);
     else runs.push([ch]);
     lastClass = cls;
   }
   for (let i = 0; i < runs.length - 1; i++) {
-    if (charClass(runs[i]![0]!) === 2 && charClass(runs[i + 1]![0]!) === 1) {
-      runs[i + 1]!.unshift(runs[i]!.pop()!);
+    if (charClass(runs[i][0]) === 2 && charClass(runs[i + 1][0]) === 1) {
+      runs[i + 1].unshift(runs[i].pop()!);
     }
   }
   return runs.filter((r) => r.length > 0).map((r) => r.join(''));
@@ -49,7 +49,13 @@ export function smartLabelFor(field: string): string {
 const isMap = (v: unknown): v is Json => !!v && typeof v === 'object' && !Array.isArray(v);
 
 /** kubectl's printUnstructuredContent. */
-export function printUnstructuredContent(w: DescribeWriter, level: number, content: Json, skipPrefix: string, skip: ReadonlySet<string>): void {
+export function printUnstructuredContent(
+  w: DescribeWriter,
+  level: number,
+  content: Json,
+  skipPrefix: string,
+  skip: ReadonlySet<string>,
+): void {
   for (const field of Object.keys(content).sort(byteOrder)) {
     const value = content[field];
     const skipExpr = `${skipPrefix}.${field}`;

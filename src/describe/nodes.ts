@@ -2,7 +2,18 @@
 // node and what they request, the node's Lease) and Namespaces (with their resource quotas and
 // limit ranges).
 import { describeEvents } from './events.js';
-import { arr, byteOrder, obj, printAnnotationsMultiline, printLabelsMultiline, printTaintsMultiline, rfc1123z, since, str, type Json } from './format.js';
+import {
+  arr,
+  byteOrder,
+  obj,
+  printAnnotationsMultiline,
+  printLabelsMultiline,
+  printTaintsMultiline,
+  rfc1123z,
+  since,
+  str,
+  type Json,
+} from './format.js';
 import { podRequestsAndLimits, Quantity, resourceList, type ResourceList } from './quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
@@ -26,7 +37,12 @@ function nodeRoles(node: Json): string[] {
 export type LeaseResult = { lease: Json } | { error: string };
 
 /** The pods on the node, or undefined when the caller may not list them. */
-export function describeNode(node: Json, pods: Json[] | undefined, lease: LeaseResult, events: Json[] | undefined): string {
+export function describeNode(
+  node: Json,
+  pods: Json[] | undefined,
+  lease: LeaseResult,
+  events: Json[] | undefined,
+): string {
   return tabbed((w) => {
     const meta = obj(node.metadata);
     const spec = obj(node.spec);
@@ -42,7 +58,8 @@ export function describeNode(node: Json, pods: Json[] | undefined, lease: LeaseR
     if ('lease' in lease) {
       const ls = obj(lease.lease.spec);
       w.write(0, 'Lease:\n');
-      w.write(1, `HolderIdentity:\t${ls.holderIdentity === undefined || ls.holderIdentity === null ? '<unset>' : str(ls.holderIdentity)}\n`);
+      const holder = ls.holderIdentity === undefined || ls.holderIdentity === null ? '<unset>' : str(ls.holderIdentity);
+      w.write(1, `HolderIdentity:\t${holder}\n`);
       w.write(1, `AcquireTime:\t${ls.acquireTime ? rfc1123z(ls.acquireTime) : '<unset>'}\n`);
       w.write(1, `RenewTime:\t${ls.renewTime ? rfc1123z(ls.renewTime) : '<unset>'}\n`);
     } else {
@@ -53,7 +70,8 @@ export function describeNode(node: Json, pods: Json[] | undefined, lease: LeaseR
       w.write(0, 'Conditions:\n  Type\tStatus\tLastHeartbeatTime\tLastTransitionTime\tReason\tMessage\n');
       w.write(1, '----\t------\t-----------------\t------------------\t------\t-------\n');
       for (const c of conditions) {
-        w.write(1, `${str(c.type)} \t${str(c.status)} \t${rfc1123z(c.lastHeartbeatTime)} \t${rfc1123z(c.lastTransitionTime)} \t${str(c.reason)} \t${str(c.message)}\n`);
+        const times = `${rfc1123z(c.lastHeartbeatTime)} \t${rfc1123z(c.lastTransitionTime)}`;
+        w.write(1, `${str(c.type)} \t${str(c.status)} \t${times} \t${str(c.reason)} \t${str(c.message)}\n`);
       }
     }
     w.write(0, 'Addresses:\n');
@@ -120,15 +138,17 @@ function describeNodeResource(w: DescribeWriter, pods: Json[], allocatable: Reso
     const cpuLim = limits.get('cpu') ?? zero;
     const memReq = requests.get('memory') ?? zero;
     const memLim = limits.get('memory') ?? zero;
-    w.write(
-      1,
-      `${str(pod.metadata?.namespace)}\t${str(pod.metadata?.name)}\t\t${cpuReq} (${percent(cpuReq.milliValue(), cpuAlloc.milliValue())}%)\t${cpuLim} (${percent(cpuLim.milliValue(), cpuAlloc.milliValue())}%)\t${memReq} (${percent(memReq.value(), memAlloc.value())}%)\t${memLim} (${percent(memLim.value(), memAlloc.value())}%)\t${since(pod.metadata?.creationTimestamp)}\n`,
-    );
+    const cpu = (q: Quantity) => `${q} (${percent(q.milliValue(), cpuAlloc.milliValue())}%)`;
+    const memory = (q: Quantity) => `${q} (${percent(q.value(), memAlloc.value())}%)`;
+    const name = `${str(pod.metadata?.namespace)}\t${str(pod.metadata?.name)}`;
+    const age = since(pod.metadata?.creationTimestamp);
+    w.write(1, `${name}\t\t${cpu(cpuReq)}\t${cpu(cpuLim)}\t${memory(memReq)}\t${memory(memLim)}\t${age}\n`);
   }
   w.write(0, 'Allocated resources:\n  (Total limits may be over 100 percent, i.e., overcommitted.)\n');
   w.write(1, 'Resource\tRequests\tLimits\n');
   w.write(1, '--------\t--------\t------\n');
-  const share = (q: Quantity, whole: number, milli: boolean) => (whole !== 0 ? Math.trunc(((milli ? q.milliValue() : q.value()) / whole) * 100) : 0);
+  const share = (q: Quantity, whole: number, milli: boolean) =>
+    whole !== 0 ? Math.trunc(((milli ? q.milliValue() : q.value()) / whole) * 100) : 0;
   const row = (name: string, whole: Quantity, milli: boolean) => {
     const req = totalRequests.get(name) ?? zero;
     const lim = totalLimits.get(name) ?? zero;
@@ -148,10 +168,17 @@ function describeNodeResource(w: DescribeWriter, pods: Json[], allocatable: Reso
 // ---- Namespace ------------------------------------------------------------------------------
 
 const SCOPE_HELP: Record<string, string> = {
-  Terminating: 'Matches all pods that have an active deadline. These pods have a limited lifespan on a node before being actively terminated by the system.',
-  NotTerminating: 'Matches all pods that do not have an active deadline. These pods usually include long running pods whose container command is not expected to terminate.',
-  BestEffort: 'Matches all pods that do not have resource requirements set. These pods have a best effort quality of service.',
-  NotBestEffort: 'Matches all pods that have at least one resource requirement set. These pods have a burstable or guaranteed quality of service.',
+  Terminating:
+    'Matches all pods that have an active deadline. ' +
+    'These pods have a limited lifespan on a node before being actively terminated by the system.',
+  NotTerminating:
+    'Matches all pods that do not have an active deadline. ' +
+    'These pods usually include long running pods whose container command is not expected to terminate.',
+  BestEffort:
+    'Matches all pods that do not have resource requirements set. These pods have a best effort quality of service.',
+  NotBestEffort:
+    'Matches all pods that have at least one resource requirement set. ' +
+    'These pods have a burstable or guaranteed quality of service.',
 };
 
 function describeResourceQuotas(w: DescribeWriter, quotas: Json[]): void {
@@ -171,7 +198,8 @@ function describeResourceQuotas(w: DescribeWriter, quotas: Json[]): void {
     w.write(0, ' --------\t---\t---\n');
     const hard = resourceList(q.status?.hard);
     const used = resourceList(q.status?.used);
-    for (const name of [...hard.keys()].sort(byteOrder)) w.write(0, ` ${name}\t${used.get(name) ?? Quantity.zero()}\t${hard.get(name)}\n`);
+    for (const name of [...hard.keys()].sort(byteOrder))
+      w.write(0, ` ${name}\t${used.get(name) ?? Quantity.zero()}\t${hard.get(name)}\n`);
   }
 }
 
@@ -184,7 +212,9 @@ function describeLimitRanges(w: DescribeWriter, limitRanges: Json[]): void {
   w.write(0, ' ----\t--------\t---\t---\t---------------\t-------------\t-----------------------\n');
   for (const lr of limitRanges) {
     for (const item of arr(lr.spec?.limits)) {
-      const lists = [item.min, item.max, item.defaultRequest, item.default, item.maxLimitRequestRatio].map(resourceList);
+      const lists = [item.min, item.max, item.defaultRequest, item.default, item.maxLimitRequestRatio].map(
+        resourceList,
+      );
       const names = new Set(lists.flatMap((l) => [...l.keys()]));
       for (const name of names) {
         const values = lists.map((l) => (l.has(name) ? l.get(name)!.toString() : '-'));
@@ -195,7 +225,11 @@ function describeLimitRanges(w: DescribeWriter, limitRanges: Json[]): void {
 }
 
 /** `quotas` / `limitRanges` undefined: the cluster does not serve them (the section is left out). */
-export function describeNamespace(namespace: Json, quotas: Json[] | undefined, limitRanges: Json[] | undefined): string {
+export function describeNamespace(
+  namespace: Json,
+  quotas: Json[] | undefined,
+  limitRanges: Json[] | undefined,
+): string {
   return tabbed((w) => {
     const meta = obj(namespace.metadata);
     w.write(0, `Name:\t${str(meta.name)}\n`);
@@ -212,4 +246,3 @@ export function describeNamespace(namespace: Json, quotas: Json[] | undefined, l
     }
   });
 }
-

@@ -27,7 +27,12 @@ import { NestedWriter, tabbed, type DescribeWriter } from './text.js';
 /** How a pod's events are referenced: no kind, and a mirror pod's UID from its annotation (as kubectl). */
 export function podEventRef(pod: Json): EventRef {
   const mirror = obj(pod.metadata?.annotations)['kubernetes.io/config.mirror'];
-  return { kind: '', name: str(pod.metadata?.name), namespace: str(pod.metadata?.namespace), uid: typeof mirror === 'string' ? mirror : str(pod.metadata?.uid) };
+  return {
+    kind: '',
+    name: str(pod.metadata?.name),
+    namespace: str(pod.metadata?.namespace),
+    uid: typeof mirror === 'string' ? mirror : str(pod.metadata?.uid),
+  };
 }
 
 export function describePod(pod: Json, events: Json[] | undefined): string {
@@ -59,10 +64,25 @@ export function describePod(pod: Json, events: Json[] | undefined): string {
     if (str(status.nominatedNodeName)) w.write(0, `NominatedNodeName:\t${str(status.nominatedNodeName)}\n`);
 
     const resolve = envValueResolver(pod);
-    if (arr(spec.initContainers).length > 0) describeContainers(w, 'Init Containers', arr(spec.initContainers), arr(status.initContainerStatuses), resolve, '');
+    if (arr(spec.initContainers).length > 0)
+      describeContainers(
+        w,
+        'Init Containers',
+        arr(spec.initContainers),
+        arr(status.initContainerStatuses),
+        resolve,
+        '',
+      );
     describeContainers(w, 'Containers', arr(spec.containers), arr(status.containerStatuses), resolve, '');
     if (arr(spec.ephemeralContainers).length > 0) {
-      describeContainers(w, 'Ephemeral Containers', arr(spec.ephemeralContainers), arr(status.ephemeralContainerStatuses), resolve, '');
+      describeContainers(
+        w,
+        'Ephemeral Containers',
+        arr(spec.ephemeralContainers),
+        arr(status.ephemeralContainerStatuses),
+        resolve,
+        '',
+      );
     }
     const conditions = arr(status.conditions);
     if (arr(spec.readinessGates).length > 0) {
@@ -118,7 +138,14 @@ function podQosClass(pod: Json): string {
 
 type EnvResolver = ((env: Json) => string) | undefined;
 
-export function describeContainers(w: DescribeWriter, label: string, containers: Json[], statuses: Json[], resolve: EnvResolver, space: string): void {
+export function describeContainers(
+  w: DescribeWriter,
+  label: string,
+  containers: Json[],
+  statuses: Json[],
+  resolve: EnvResolver,
+  space: string,
+): void {
   const byName = new Map(statuses.map((s) => [str(s.name), s]));
   w.write(0, `${space}${label}:${containers.length === 0 ? ' <none>' : ''}\n`);
   for (const container of containers) {
@@ -211,7 +238,9 @@ function joinHostPort(host: string, port: string): string {
 /** kubectl's DescribeProbe. */
 export function describeProbe(probe: Json): string {
   const n = (v: unknown) => goValue(v ?? 0);
-  const attrs = `delay=${n(probe.initialDelaySeconds)}s timeout=${n(probe.timeoutSeconds)}s period=${n(probe.periodSeconds)}s #success=${n(probe.successThreshold)} #failure=${n(probe.failureThreshold)}`;
+  const attrs =
+    `delay=${n(probe.initialDelaySeconds)}s timeout=${n(probe.timeoutSeconds)}s period=${n(probe.periodSeconds)}s ` +
+    `#success=${n(probe.successThreshold)} #failure=${n(probe.failureThreshold)}`;
   if (probe.exec) return `exec ${goList(probe.exec.command)} ${attrs}`;
   if (probe.httpGet) {
     const h = obj(probe.httpGet);
@@ -245,14 +274,20 @@ function describeContainerVolumes(w: DescribeWriter, container: Json): void {
   const devices = arr(container.volumeDevices);
   if (devices.length > 0) {
     w.write(2, `Devices:${none}\n`);
-    for (const d of [...devices].sort((a, b) => byteOrder(str(a.devicePath), str(b.devicePath)))) w.write(3, `${str(d.devicePath)} from ${str(d.name)}\n`);
+    for (const d of [...devices].sort((a, b) => byteOrder(str(a.devicePath), str(b.devicePath))))
+      w.write(3, `${str(d.devicePath)} from ${str(d.name)}\n`);
   }
 }
 
 /** The value of a resourceFieldRef (resourcehelper.ExtractContainerResourceValue), "" when unknown. */
 function containerResourceValue(ref: Json, container: Json): string {
   const [kind, name] = str(ref.resource).split('.', 2) as [string, string | undefined];
-  const list = kind === 'limits' ? obj(container.resources?.limits) : kind === 'requests' ? obj(container.resources?.requests) : undefined;
+  const list =
+    kind === 'limits'
+      ? obj(container.resources?.limits)
+      : kind === 'requests'
+        ? obj(container.resources?.requests)
+        : undefined;
   if (!list || !name || !['cpu', 'memory', 'ephemeral-storage'].includes(name)) return '';
   const quantity = Quantity.parse(list[name]);
   // An absent or zero divisor means 1 (the API server defaults it to "0").
@@ -288,10 +323,16 @@ function describeContainerEnvVars(w: DescribeWriter, container: Json, resolve: E
       w.write(3, `${name}:\t${value} (${resource})\n`);
     } else if (from.secretKeyRef) {
       const r = obj(from.secretKeyRef);
-      w.write(3, `${name}:\t<set to the key '${str(r.key)}' in secret '${str(r.name)}'>\tOptional: ${r.optional === true}\n`);
+      w.write(
+        3,
+        `${name}:\t<set to the key '${str(r.key)}' in secret '${str(r.name)}'>\tOptional: ${r.optional === true}\n`,
+      );
     } else if (from.configMapKeyRef) {
       const r = obj(from.configMapKeyRef);
-      w.write(3, `${name}:\t<set to the key '${str(r.key)}' of config map '${str(r.name)}'>\tOptional: ${r.optional === true}\n`);
+      w.write(
+        3,
+        `${name}:\t<set to the key '${str(r.key)}' of config map '${str(r.name)}'>\tOptional: ${r.optional === true}\n`,
+      );
     }
   }
 }
@@ -322,7 +363,7 @@ function envValueResolver(pod: Json): (env: Json) => string {
     const path = str(env.valueFrom?.fieldRef?.fieldPath);
     const meta = obj(pod.metadata);
     const subscript = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(path);
-    if (subscript) return str(obj(meta[subscript[1]!])[subscript[2]!]);
+    if (subscript) return str(obj(meta[subscript[1]])[subscript[2]]);
     switch (path) {
       case 'metadata.name':
         return str(meta.name);
@@ -365,34 +406,102 @@ export function describeVolumes(w: DescribeWriter, volumes: Json[], space: strin
 }
 
 function describeVolumeSource(w: DescribeWriter, v: Json): void {
-  const f = (pairs: Array<[string, unknown]>) => pairs.map(([k, value]) => `    ${k}:\t${typeof value === 'string' ? value : goValue(value)}\n`).join('');
+  const f = (pairs: Array<[string, unknown]>) =>
+    pairs.map(([k, value]) => `    ${k}:\t${typeof value === 'string' ? value : goValue(value)}\n`).join('');
   if (v.hostPath) {
-    w.write(2, `Type:\tHostPath (bare host directory volume)\n${f([['Path', str(v.hostPath.path)], ['HostPathType', v.hostPath.type === undefined ? '<none>' : str(v.hostPath.type)]])}`);
+    w.write(
+      2,
+      `Type:\tHostPath (bare host directory volume)\n${f([
+        ['Path', str(v.hostPath.path)],
+        ['HostPathType', v.hostPath.type === undefined ? '<none>' : str(v.hostPath.type)],
+      ])}`,
+    );
   } else if (v.emptyDir) {
     const limit = v.emptyDir.sizeLimit !== undefined ? Quantity.parse(v.emptyDir.sizeLimit) : undefined;
     const sizeLimit = limit && limit.cmp(Quantity.zero()) > 0 ? limit.toString() : '<unset>';
-    w.write(2, `Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n${f([['Medium', str(v.emptyDir.medium)], ['SizeLimit', sizeLimit]])}`);
+    w.write(
+      2,
+      `Type:\tEmptyDir (a temporary directory that shares a pod's lifetime)\n${f([
+        ['Medium', str(v.emptyDir.medium)],
+        ['SizeLimit', sizeLimit],
+      ])}`,
+    );
   } else if (v.gcePersistentDisk) {
     const g = obj(v.gcePersistentDisk);
-    w.write(2, `Type:\tGCEPersistentDisk (a Persistent Disk resource in Google Compute Engine)\n${f([['PDName', str(g.pdName)], ['FSType', str(g.fsType)], ['Partition', g.partition ?? 0], ['ReadOnly', g.readOnly === true]])}`);
+    w.write(
+      2,
+      `Type:\tGCEPersistentDisk (a Persistent Disk resource in Google Compute Engine)\n${f([
+        ['PDName', str(g.pdName)],
+        ['FSType', str(g.fsType)],
+        ['Partition', g.partition ?? 0],
+        ['ReadOnly', g.readOnly === true],
+      ])}`,
+    );
   } else if (v.awsElasticBlockStore) {
     const a = obj(v.awsElasticBlockStore);
-    w.write(2, `Type:\tAWSElasticBlockStore (a Persistent Disk resource in AWS)\n${f([['VolumeID', str(a.volumeID)], ['FSType', str(a.fsType)], ['Partition', a.partition ?? 0], ['ReadOnly', a.readOnly === true]])}`);
+    w.write(
+      2,
+      `Type:\tAWSElasticBlockStore (a Persistent Disk resource in AWS)\n${f([
+        ['VolumeID', str(a.volumeID)],
+        ['FSType', str(a.fsType)],
+        ['Partition', a.partition ?? 0],
+        ['ReadOnly', a.readOnly === true],
+      ])}`,
+    );
   } else if (v.gitRepo) {
-    w.write(2, `Type:\tGitRepo (a volume that is pulled from git when the pod is created)\n${f([['Repository', str(v.gitRepo.repository)], ['Revision', str(v.gitRepo.revision)]])}`);
+    w.write(
+      2,
+      `Type:\tGitRepo (a volume that is pulled from git when the pod is created)\n${f([
+        ['Repository', str(v.gitRepo.repository)],
+        ['Revision', str(v.gitRepo.revision)],
+      ])}`,
+    );
   } else if (v.secret) {
-    w.write(2, `Type:\tSecret (a volume populated by a Secret)\n${f([['SecretName', str(v.secret.secretName)], ['Optional', v.secret.optional === true]])}`);
+    w.write(
+      2,
+      `Type:\tSecret (a volume populated by a Secret)\n${f([
+        ['SecretName', str(v.secret.secretName)],
+        ['Optional', v.secret.optional === true],
+      ])}`,
+    );
   } else if (v.configMap) {
-    w.write(2, `Type:\tConfigMap (a volume populated by a ConfigMap)\n${f([['Name', str(v.configMap.name)], ['Optional', v.configMap.optional === true]])}`);
+    w.write(
+      2,
+      `Type:\tConfigMap (a volume populated by a ConfigMap)\n${f([
+        ['Name', str(v.configMap.name)],
+        ['Optional', v.configMap.optional === true],
+      ])}`,
+    );
   } else if (v.nfs) {
-    w.write(2, `Type:\tNFS (an NFS mount that lasts the lifetime of a pod)\n${f([['Server', str(v.nfs.server)], ['Path', str(v.nfs.path)], ['ReadOnly', v.nfs.readOnly === true]])}`);
+    w.write(
+      2,
+      `Type:\tNFS (an NFS mount that lasts the lifetime of a pod)\n${f([
+        ['Server', str(v.nfs.server)],
+        ['Path', str(v.nfs.path)],
+        ['ReadOnly', v.nfs.readOnly === true],
+      ])}`,
+    );
   } else if (v.persistentVolumeClaim) {
     const c = obj(v.persistentVolumeClaim);
-    w.write(2, `Type:\tPersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)\n${f([['ClaimName', str(c.claimName)], ['ReadOnly', c.readOnly === true]])}`);
+    w.write(
+      2,
+      `Type:\tPersistentVolumeClaim (a reference to a PersistentVolumeClaim in the same namespace)\n${f([
+        ['ClaimName', str(c.claimName)],
+        ['ReadOnly', c.readOnly === true],
+      ])}`,
+    );
   } else if (v.ephemeral) {
-    w.write(2, 'Type:\tEphemeralVolume (an inline specification for a volume that gets created and deleted with the pod)\n');
+    w.write(
+      2,
+      'Type:\tEphemeralVolume (an inline specification for a volume that gets created and deleted with the pod)\n',
+    );
     const template = v.ephemeral.volumeClaimTemplate;
-    if (template) printPersistentVolumeClaim(new NestedWriter(w, 2), { metadata: obj(template.metadata), spec: obj(template.spec) }, false);
+    if (template)
+      printPersistentVolumeClaim(
+        new NestedWriter(w, 2),
+        { metadata: obj(template.metadata), spec: obj(template.spec) },
+        false,
+      );
     w.write(2, `ReadOnly:\t${v.ephemeral.readOnly === true}\n`);
   } else if (v.downwardAPI) {
     w.write(2, 'Type:\tDownwardAPI (a volume populated by information about the pod)\n    Items:\n');
@@ -404,18 +513,32 @@ function describeVolumeSource(w: DescribeWriter, v: Json): void {
     w.write(2, 'Type:\tProjected (a volume that contains injected data from multiple sources)\n');
     for (const source of arr(v.projected.sources)) {
       if (source.secret) {
-        w.write(2, `SecretName:\t${str(source.secret.name)}\n    SecretOptionalName:\t${ptrValue(source.secret.optional)}\n`);
+        w.write(
+          2,
+          `SecretName:\t${str(source.secret.name)}\n    SecretOptionalName:\t${ptrValue(source.secret.optional)}\n`,
+        );
       } else if (source.downwardAPI) {
         w.write(2, 'DownwardAPI:\ttrue\n');
       } else if (source.configMap) {
-        w.write(2, `ConfigMapName:\t${str(source.configMap.name)}\n    ConfigMapOptional:\t${ptrValue(source.configMap.optional)}\n`);
+        w.write(
+          2,
+          `ConfigMapName:\t${str(source.configMap.name)}\n` +
+            `    ConfigMapOptional:\t${ptrValue(source.configMap.optional)}\n`,
+        );
       } else if (source.serviceAccountToken) {
         w.write(2, `TokenExpirationSeconds:\t${goValue(source.serviceAccountToken.expirationSeconds ?? 0)}\n`);
       }
     }
   } else if (v.csi) {
     const c = obj(v.csi);
-    w.write(2, `Type:\tCSI (a Container Storage Interface (CSI) volume source)\n${f([['Driver', str(c.driver)], ['FSType', str(c.fsType)], ['ReadOnly', c.readOnly === true]])}`);
+    w.write(
+      2,
+      `Type:\tCSI (a Container Storage Interface (CSI) volume source)\n${f([
+        ['Driver', str(c.driver)],
+        ['FSType', str(c.fsType)],
+        ['ReadOnly', c.readOnly === true],
+      ])}`,
+    );
     const attributes = obj(c.volumeAttributes);
     const keys = Object.keys(attributes).sort(byteOrder);
     w.write(2, 'VolumeAttributes:\t');
@@ -445,7 +568,8 @@ export function describePodTemplate(w: DescribeWriter, template: Json | undefine
   printLabelsMultiline(w, '  Labels', meta.labels);
   if (Object.keys(obj(meta.annotations)).length > 0) printAnnotationsMultiline(w, '  Annotations', meta.annotations);
   if (str(spec.serviceAccountName)) w.write(1, `Service Account:\t${str(spec.serviceAccountName)}\n`);
-  if (arr(spec.initContainers).length > 0) describeContainers(w, 'Init Containers', arr(spec.initContainers), [], undefined, '  ');
+  if (arr(spec.initContainers).length > 0)
+    describeContainers(w, 'Init Containers', arr(spec.initContainers), [], undefined, '  ');
   describeContainers(w, 'Containers', arr(spec.containers), [], undefined, '  ');
   describeVolumes(w, arr(spec.volumes), '  ');
   if (str(spec.priorityClassName)) w.write(1, `Priority Class Name:\t${str(spec.priorityClassName)}\n`);

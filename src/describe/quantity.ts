@@ -44,7 +44,7 @@ export class Quantity {
       else denominator *= 10n ** BigInt(-e);
     } else if (suffix in BINARY_SUFFIX) {
       format = 'BinarySI';
-      numerator *= 2n ** BigInt(BINARY_SUFFIX[suffix]!);
+      numerator *= 2n ** BigInt(BINARY_SUFFIX[suffix]);
     } else {
       const e = DECIMAL_SUFFIX[suffix] ?? 0;
       if (e >= 0) numerator *= 10n ** BigInt(e);

@@ -24,10 +24,31 @@ export const RELATED = {
   events: { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true, verbs: [] },
   endpoints: { group: '', version: 'v1', resource: 'endpoints', kind: 'Endpoints', namespaced: true, verbs: [] },
   services: { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true, verbs: [] },
-  resourcequotas: { group: '', version: 'v1', resource: 'resourcequotas', kind: 'ResourceQuota', namespaced: true, verbs: [] },
+  resourcequotas: {
+    group: '',
+    version: 'v1',
+    resource: 'resourcequotas',
+    kind: 'ResourceQuota',
+    namespaced: true,
+    verbs: [],
+  },
   limitranges: { group: '', version: 'v1', resource: 'limitranges', kind: 'LimitRange', namespaced: true, verbs: [] },
-  replicasets: { group: 'apps', version: 'v1', resource: 'replicasets', kind: 'ReplicaSet', namespaced: true, verbs: [] },
-  leases: { group: 'coordination.k8s.io', version: 'v1', resource: 'leases', kind: 'Lease', namespaced: true, verbs: [] },
+  replicasets: {
+    group: 'apps',
+    version: 'v1',
+    resource: 'replicasets',
+    kind: 'ReplicaSet',
+    namespaced: true,
+    verbs: [],
+  },
+  leases: {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    resource: 'leases',
+    kind: 'Lease',
+    namespaced: true,
+    verbs: [],
+  },
 } satisfies Record<string, ResolvedResource>;
 
 export type RelatedKind = keyof typeof RELATED;
@@ -45,11 +66,18 @@ export interface RelatedAccess {
 }
 
 /** The access of a caller: kiteline's roles for the caller, the host guard for the cluster. */
-export function callerAccess(auth: Authorizer, hostGuard: HostGuard, conn: ClusterConnection, principal: Principal, signal: AbortSignal): RelatedAccess {
+export function callerAccess(
+  auth: Authorizer,
+  hostGuard: HostGuard,
+  conn: ClusterConnection,
+  principal: Principal,
+  signal: AbortSignal,
+): RelatedAccess {
   return {
     conn,
     signal,
-    allowed: (resource, namespace, verb) => auth.authorize(principal, { cluster: conn.name, namespace: namespace ?? ALL_NAMESPACES, resource, verb }),
+    allowed: (resource, namespace, verb) =>
+      auth.authorize(principal, { cluster: conn.name, namespace: namespace ?? ALL_NAMESPACES, resource, verb }),
     guard: (kind, namespace, name, verb) => hostGuard.check(conn, { resolved: kind, namespace, name, verb }),
     allNamespacesSelector: (kind, fieldSelector) => hostGuard.listFieldSelector(conn, kind, fieldSelector),
   };
@@ -88,7 +116,8 @@ export class RelatedReader {
   /** Whether the caller may read the object (`get` or `list` on its kind there) and the host guard lets it through. */
   async mayRead(resolved: ResolvedResource, namespace: string | undefined, name: string): Promise<boolean> {
     const resource = canonicalResourceName(resolved);
-    if (!this.access.allowed(resource, namespace, 'get') && !this.access.allowed(resource, namespace, 'list')) return false;
+    if (!this.access.allowed(resource, namespace, 'get') && !this.access.allowed(resource, namespace, 'list'))
+      return false;
     try {
       await this.access.guard(resolved, namespace, name, 'get');
       return true;
@@ -103,7 +132,10 @@ export class RelatedReader {
     const resource = canonicalResourceName(resolved);
     if (!this.access.allowed(resource, namespace, 'list')) throw forbidden(resource, 'list', namespace);
     await this.access.guard(resolved, namespace, undefined, 'list');
-    const fieldSelector = namespace === undefined ? await this.access.allNamespacesSelector(resolved, query.fieldSelector) : query.fieldSelector;
+    const fieldSelector =
+      namespace === undefined
+        ? await this.access.allNamespacesSelector(resolved, query.fieldSelector)
+        : query.fieldSelector;
     const search = new URLSearchParams();
     if (query.labelSelector) search.set('labelSelector', query.labelSelector);
     if (fieldSelector) search.set('fieldSelector', fieldSelector);

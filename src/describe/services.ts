@@ -2,7 +2,18 @@
 // endpoints of its Service; an Ingress without a default backend shows kube-system's
 // default-http-backend, as kubectl does).
 import { describeEvents } from './events.js';
-import { arr, formatLabels, obj, printAnnotationsMultiline, printLabelsMultiline, str, strings, byteOrder, goValue, type Json } from './format.js';
+import {
+  arr,
+  formatLabels,
+  obj,
+  printAnnotationsMultiline,
+  printLabelsMultiline,
+  str,
+  strings,
+  byteOrder,
+  goValue,
+  type Json,
+} from './format.js';
 import type { RelatedReader } from './related.js';
 import { tabbed } from './text.js';
 
@@ -52,7 +63,8 @@ export function describeService(service: Json, endpoints: Json, events: Json[] |
     printAnnotationsMultiline(w, 'Annotations', meta.annotations);
     w.write(0, `Selector:\t${formatLabels(spec.selector)}\n`);
     w.write(0, `Type:\t${str(spec.type)}\n`);
-    if (spec.ipFamilyPolicy !== undefined && spec.ipFamilyPolicy !== null) w.write(0, `IP Family Policy:\t${str(spec.ipFamilyPolicy)}\n`);
+    if (spec.ipFamilyPolicy !== undefined && spec.ipFamilyPolicy !== null)
+      w.write(0, `IP Family Policy:\t${str(spec.ipFamilyPolicy)}\n`);
     const families = strings(spec.ipFamilies);
     w.write(0, `IP Families:\t${families.length > 0 ? families.join(',') : '<none>'}\n`);
     w.write(0, `IP:\t${str(spec.clusterIP)}\n`);
@@ -62,20 +74,24 @@ export function describeService(service: Json, endpoints: Json, events: Json[] |
     if (str(spec.loadBalancerIP)) w.write(0, `IP:\t${str(spec.loadBalancerIP)}\n`);
     if (str(spec.externalName)) w.write(0, `External Name:\t${str(spec.externalName)}\n`);
     const ingress = arr(service.status?.loadBalancer?.ingress);
-    if (ingress.length > 0) w.write(0, `LoadBalancer Ingress:\t${ingress.map((i) => str(i.ip) || str(i.hostname)).join(', ')}\n`);
+    if (ingress.length > 0)
+      w.write(0, `LoadBalancer Ingress:\t${ingress.map((i) => str(i.ip) || str(i.hostname)).join(', ')}\n`);
     for (const sp of arr(spec.ports)) {
       const name = str(sp.name) || '<unset>';
       const protocol = str(sp.protocol);
       w.write(0, `Port:\t${name}\t${goValue(sp.port ?? 0)}/${protocol}\n`);
       if (typeof sp.targetPort === 'string') w.write(0, `TargetPort:\t${sp.targetPort}/${protocol}\n`);
       else w.write(0, `TargetPort:\t${goValue(sp.targetPort ?? 0)}/${protocol}\n`);
-      if (typeof sp.nodePort === 'number' && sp.nodePort !== 0) w.write(0, `NodePort:\t${name}\t${sp.nodePort}/${protocol}\n`);
+      if (typeof sp.nodePort === 'number' && sp.nodePort !== 0)
+        w.write(0, `NodePort:\t${name}\t${sp.nodePort}/${protocol}\n`);
       w.write(0, `Endpoints:\t${formatEndpoints(endpoints, new Set([str(sp.name)]))}\n`);
     }
     w.write(0, `Session Affinity:\t${str(spec.sessionAffinity)}\n`);
     if (str(spec.externalTrafficPolicy)) w.write(0, `External Traffic Policy:\t${str(spec.externalTrafficPolicy)}\n`);
-    if (typeof spec.healthCheckNodePort === 'number' && spec.healthCheckNodePort !== 0) w.write(0, `HealthCheck NodePort:\t${spec.healthCheckNodePort}\n`);
-    if (strings(spec.loadBalancerSourceRanges).length > 0) w.write(0, `LoadBalancer Source Ranges:\t${strings(spec.loadBalancerSourceRanges).join(',')}\n`);
+    if (typeof spec.healthCheckNodePort === 'number' && spec.healthCheckNodePort !== 0)
+      w.write(0, `HealthCheck NodePort:\t${spec.healthCheckNodePort}\n`);
+    if (strings(spec.loadBalancerSourceRanges).length > 0)
+      w.write(0, `LoadBalancer Source Ranges:\t${strings(spec.loadBalancerSourceRanges).join(',')}\n`);
     describeEvents(w, events);
   });
 }
@@ -97,7 +113,12 @@ function errorText(err: unknown): string {
 }
 
 /** A Service's endpoints for one of its ports ("" name: the unnamed one), or the read's error. */
-async function serviceEndpoints(related: RelatedReader, namespace: string, serviceName: string, portMatches: (sp: Json) => boolean): Promise<{ ok: true; text: string } | { ok: false; step: 'endpoints' | 'service'; error: string }> {
+async function serviceEndpoints(
+  related: RelatedReader,
+  namespace: string,
+  serviceName: string,
+  portMatches: (sp: Json) => boolean,
+): Promise<{ ok: true; text: string } | { ok: false; step: 'endpoints' | 'service'; error: string }> {
   let endpoints: Json;
   try {
     endpoints = await related.get('endpoints', namespace, serviceName);
@@ -124,13 +145,20 @@ async function backendV1(related: RelatedReader, namespace: string, backend: Jso
     const number = typeof svc.port?.number === 'number' ? svc.port.number : 0;
     const portName = str(svc.port?.name);
     const sb = `${str(svc.name)}:${number !== 0 ? number : portName}`;
-    const found = await serviceEndpoints(related, namespace, str(svc.name), (sp) => (number !== 0 && number === sp.port) || (number === 0 && portName !== '' && portName === sp.name));
-    if (!found.ok) return found.step === 'endpoints' ? `${sb} (<error: ${found.error}>)` : `${sb}(<error: ${found.error}>)`;
+    const found = await serviceEndpoints(
+      related,
+      namespace,
+      str(svc.name),
+      (sp) => (number !== 0 && number === sp.port) || (number === 0 && portName !== '' && portName === sp.name),
+    );
+    if (!found.ok)
+      return found.step === 'endpoints' ? `${sb} (<error: ${found.error}>)` : `${sb}(<error: ${found.error}>)`;
     return `${sb} (${found.text})`;
   }
   if (backend.resource) {
     const r = obj(backend.resource);
-    return `APIGroup: ${r.apiGroup === undefined || r.apiGroup === null ? '' : str(r.apiGroup)}, Kind: ${str(r.kind)}, Name: ${str(r.name)}`;
+    const group = r.apiGroup === undefined || r.apiGroup === null ? '' : str(r.apiGroup);
+    return `APIGroup: ${group}, Kind: ${str(r.kind)}, Name: ${str(r.name)}`;
   }
   return '';
 }
@@ -138,11 +166,14 @@ async function backendV1(related: RelatedReader, namespace: string, backend: Jso
 /** describeBackendV1beta1: the endpoints of serviceName's port (or the error). */
 async function backendV1beta1(related: RelatedReader, namespace: string, backend: Json): Promise<string> {
   const port = backend.servicePort;
-  const found = await serviceEndpoints(related, namespace, str(backend.serviceName), (sp) => (typeof port === 'number' ? port === sp.port : str(port) === sp.name));
+  const found = await serviceEndpoints(related, namespace, str(backend.serviceName), (sp) =>
+    typeof port === 'number' ? port === sp.port : str(port) === sp.name,
+  );
   return found.ok ? found.text : `<error: ${found.error}>`;
 }
 
-const backendString = (b: Json) => `${str(b.serviceName)}:${typeof b.servicePort === 'number' ? b.servicePort : str(b.servicePort)}`;
+const backendString = (b: Json) =>
+  `${str(b.serviceName)}:${typeof b.servicePort === 'number' ? b.servicePort : str(b.servicePort)}`;
 
 export async function describeIngress(ing: Json, events: Json[] | undefined, related: RelatedReader): Promise<string> {
   const v1beta1 = str(ing.apiVersion).endsWith('/v1beta1');
@@ -152,11 +183,16 @@ export async function describeIngress(ing: Json, events: Json[] | undefined, rel
   let def = obj(v1beta1 ? spec.backend : spec.defaultBackend);
   let defNamespace = namespace;
   if (!(v1beta1 ? spec.backend : spec.defaultBackend)) {
-    def = v1beta1 ? { serviceName: 'default-http-backend', servicePort: 80 } : { service: { name: 'default-http-backend', port: { number: 80 } } };
+    def = v1beta1
+      ? { serviceName: 'default-http-backend', servicePort: 80 }
+      : { service: { name: 'default-http-backend', port: { number: 80 } } };
     defNamespace = 'kube-system';
   }
-  const describeBackend = (ns: string, b: Json) => (v1beta1 ? backendV1beta1(related, ns, b) : backendV1(related, ns, b));
-  const defText = v1beta1 ? `${backendString(def)} (${await describeBackend(defNamespace, def)})` : await describeBackend(defNamespace, def);
+  const describeBackend = (ns: string, b: Json) =>
+    v1beta1 ? backendV1beta1(related, ns, b) : backendV1(related, ns, b);
+  const defText = v1beta1
+    ? `${backendString(def)} (${await describeBackend(defNamespace, def)})`
+    : await describeBackend(defNamespace, def);
 
   const rules: Array<{ host: string; paths: Array<{ path: string; backend: string }> }> = [];
   for (const rule of arr(spec.rules)) {
@@ -164,7 +200,9 @@ export async function describeIngress(ing: Json, events: Json[] | undefined, rel
     const paths = [];
     for (const p of arr(rule.http.paths)) {
       const b = obj(p.backend);
-      const text = v1beta1 ? `${backendString(b)} (${await describeBackend(namespace, b)})` : await describeBackend(namespace, b);
+      const text = v1beta1
+        ? `${backendString(b)} (${await describeBackend(namespace, b)})`
+        : await describeBackend(namespace, b);
       paths.push({ path: str(p.path), backend: text });
     }
     rules.push({ host: str(rule.host) || '*', paths });

@@ -93,10 +93,10 @@ export function formatColumns(text: string): string {
 
   const writeLines = (from: number, to: number) => {
     for (let i = from; i < to; i++) {
-      const cells = lines[i]!;
+      const cells = lines[i];
       cells.forEach((cell, j) => {
         out.push(cell);
-        if (j < widths.length) out.push(' '.repeat(Math.max(0, widths[j]! - width(cell))));
+        if (j < widths.length) out.push(' '.repeat(Math.max(0, widths[j] - width(cell))));
       });
       if (i + 1 < lines.length) out.push('\n');
     }
@@ -105,14 +105,14 @@ export function formatColumns(text: string): string {
   const format = (line0: number, line1: number) => {
     const column = widths.length;
     for (let i = line0; i < line1; i++) {
-      if (column >= lines[i]!.length - 1) continue;
+      if (column >= lines[i].length - 1) continue;
       writeLines(line0, i);
       line0 = i;
       let blockWidth = 0;
       for (; i < line1; i++) {
-        const cells = lines[i]!;
+        const cells = lines[i];
         if (column >= cells.length - 1) break;
-        blockWidth = Math.max(blockWidth, width(cells[column]!) + PADDING);
+        blockWidth = Math.max(blockWidth, width(cells[column]) + PADDING);
       }
       widths.push(blockWidth);
       format(line0, i);

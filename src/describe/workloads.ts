@@ -54,7 +54,8 @@ export function countPods(pods: Json[], uid: string): PodCounts {
   return counts;
 }
 
-const podsStatus = (c: PodCounts) => `${c.running} Running / ${c.waiting} Waiting / ${c.succeeded} Succeeded / ${c.failed} Failed`;
+const podsStatus = (c: PodCounts) =>
+  `${c.running} Running / ${c.waiting} Waiting / ${c.succeeded} Succeeded / ${c.failed} Failed`;
 const int = (value: unknown) => goValue(value ?? 0);
 
 /** The "Type Status Reason" conditions table of Deployments and ReplicaSets. */
@@ -97,7 +98,9 @@ function byCreation(a: Json, b: Json): number {
 /** deploymentutil.GetAllReplicaSets: the old ReplicaSets still scaled up, and the new one. */
 export function splitReplicaSets(deployment: Json, replicaSets: Json[]): { old: Json[]; current: Json | undefined } {
   const uid = str(deployment.metadata?.uid);
-  const owned = replicaSets.filter((rs) => arr(rs.metadata?.ownerReferences).some((r) => r.controller === true && r.uid === uid)).sort(byCreation);
+  const owned = replicaSets
+    .filter((rs) => arr(rs.metadata?.ownerReferences).some((r) => r.controller === true && r.uid === uid))
+    .sort(byCreation);
   const wanted = templateKey(deployment.spec?.template);
   const current = owned.find((rs) => templateKey(rs.spec?.template) === wanted);
   const old = owned.filter((rs) => rs !== current && (rs.spec?.replicas ?? 1) !== 0);
@@ -105,7 +108,9 @@ export function splitReplicaSets(deployment: Json, replicaSets: Json[]): { old: 
 }
 
 function replicaSetsByLabels(list: Json[]): string {
-  const text = list.map((rs) => `${str(rs.metadata?.name)} (${int(rs.status?.replicas)}/${int(rs.spec?.replicas)} replicas created)`).join(', ');
+  const text = list
+    .map((rs) => `${str(rs.metadata?.name)} (${int(rs.status?.replicas)}/${int(rs.spec?.replicas)} replicas created)`)
+    .join(', ');
   return text || '<none>';
 }
 
@@ -123,12 +128,17 @@ export function describeDeployment(d: Json, replicaSets: Json[] | undefined, eve
     w.write(0, `Selector:\t${selectorString(spec.selector)}\n`);
     w.write(
       0,
-      `Replicas:\t${int(spec.replicas)} desired | ${int(status.updatedReplicas)} updated | ${int(status.replicas)} total | ${int(status.availableReplicas)} available | ${int(status.unavailableReplicas)} unavailable\n`,
+      `Replicas:\t${int(spec.replicas)} desired | ${int(status.updatedReplicas)} updated | ` +
+        `${int(status.replicas)} total | ${int(status.availableReplicas)} available | ` +
+        `${int(status.unavailableReplicas)} unavailable\n`,
     );
     w.write(0, `StrategyType:\t${str(spec.strategy?.type)}\n`);
     w.write(0, `MinReadySeconds:\t${int(spec.minReadySeconds)}\n`);
     const ru = spec.strategy?.rollingUpdate;
-    if (ru) w.write(0, `RollingUpdateStrategy:\t${goValue(ru.maxUnavailable ?? 0)} max unavailable, ${goValue(ru.maxSurge ?? 0)} max surge\n`);
+    if (ru) {
+      const [maxUnavailable, maxSurge] = [goValue(ru.maxUnavailable ?? 0), goValue(ru.maxSurge ?? 0)];
+      w.write(0, `RollingUpdateStrategy:\t${maxUnavailable} max unavailable, ${maxSurge} max surge\n`);
+    }
     describePodTemplate(w, obj(spec.template));
     describeConditions(w, arr(status.conditions));
     if (replicaSets) {
@@ -173,7 +183,9 @@ function describeVolumeClaimTemplates(w: DescribeWriter, templates: Json[]): voi
     const meta = obj(pvc.metadata);
     const annotations = obj(meta.annotations);
     const storageClass =
-      'volume.beta.kubernetes.io/storage-class' in annotations ? str(annotations['volume.beta.kubernetes.io/storage-class']) : str(pvc.spec?.storageClassName);
+      'volume.beta.kubernetes.io/storage-class' in annotations
+        ? str(annotations['volume.beta.kubernetes.io/storage-class'])
+        : str(pvc.spec?.storageClassName);
     w.write(1, `Name:\t${str(meta.name)}\n`);
     w.write(1, `StorageClass:\t${storageClass}\n`);
     printLabelsMultiline(w, 'Labels', meta.labels, '  ', '\t');

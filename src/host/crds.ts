@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { apiStatus, describeApiError } from './host-errors.js';
 
 const HASH_ANNOTATION = 'kiteline.io/crd-hash';
 
@@ -26,7 +26,10 @@ function established(crd: k8s.V1CustomResourceDefinition): boolean {
   return !!crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
 }
 
-/** Creates missing CRDs, replaces changed ones, and waits until all are established. */
+/**
+ * Creates missing CRDs, replaces changed ones, and waits until all are established. Runs before
+ * anything else, with an untranslated client: a 403 here is expected (a pod may not manage CRDs).
+ */
 export async function ensureCrds(kc: k8s.KubeConfig, dir: string, install: boolean, log: Logger, timeoutMs = 30_000): Promise<void> {
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   for (const desired of readCrds(dir).map(withHash)) {

@@ -6,7 +6,8 @@
 import { EventEmitter } from 'node:events';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { describeApiError, isAlreadyExists, isNotFound, isStale } from './host-errors.js';
+import { hostApiClient } from './kube.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 
 export const LEADER_LEASE_NAME = 'kiteline-leader';
@@ -58,7 +59,7 @@ export class LeaderElector extends EventEmitter {
     options: LeaseOptions = {},
   ) {
     super();
-    this.api = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.api = hostApiClient(kc, k8s.CustomObjectsApi, log);
     this.name = options.name ?? LEADER_LEASE_NAME;
     this.durationMs = (options.leaseDurationSeconds ?? 15) * 1000;
     this.renewIntervalMs = options.renewIntervalMs ?? 5000;
@@ -99,7 +100,7 @@ export class LeaderElector extends EventEmitter {
     try {
       current = (await this.api.getNamespacedCustomObject({ ...this.path(), name: this.name })) as LeaseObject;
     } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+      if (!isNotFound(err)) throw err;
     }
     const spec = {
       holderIdentity: this.identity,
@@ -119,7 +120,7 @@ export class LeaderElector extends EventEmitter {
         });
         this.renewed();
       } catch (err) {
-        if (apiStatus(err) !== 409) throw err; // another replica created it first
+        if (!isAlreadyExists(err)) throw err; // another replica created it first
       }
       return;
     }
@@ -147,7 +148,7 @@ export class LeaderElector extends EventEmitter {
       await this.api.replaceNamespacedCustomObject({ ...this.path(), name: this.name, body });
       this.renewed();
     } catch (err) {
-      if (apiStatus(err) === 409) return; // someone else wrote it: look again next tick
+      if (isStale(err)) return; // someone else wrote it: look again next tick
       throw err;
     }
   }

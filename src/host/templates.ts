@@ -9,7 +9,7 @@ import { creationTime, oldestFirst } from './cache-index.js';
 import { CustomResources } from './crud.js';
 import { ensureId } from './id-assign.js';
 import { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { isAlreadyExists, isNotFound } from './host-errors.js';
 import { objectNameFor } from './names.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId } from './resources.js';
 import type { HostStore } from './store.js';
@@ -105,7 +105,7 @@ export class TemplateStore {
         spec,
       });
     } catch (err) {
-      if (apiStatus(err) === 409) throw new ConflictError(`template already exists: ${spec.name}`, 'AlreadyExists');
+      if (isAlreadyExists(err)) throw new ConflictError(`template already exists: ${spec.name}`, 'AlreadyExists');
       throw err;
     }
   }
@@ -115,7 +115,7 @@ export class TemplateStore {
     try {
       return await this.crs.patch(template.metadata.name, { metadata: { annotations: { [UPDATED_AT_ANNOTATION]: now() } }, spec: changes });
     } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError('template not found');
+      if (isNotFound(err)) throw new NotFoundError('template not found');
       throw err;
     }
   }
@@ -124,7 +124,7 @@ export class TemplateStore {
     try {
       await this.crs.delete(template.metadata.name, template.metadata.uid);
     } catch (err) {
-      if (apiStatus(err) === 404 || apiStatus(err) === 409) throw new NotFoundError('template not found');
+      if (isNotFound(err) || err instanceof ConflictError) throw new NotFoundError('template not found');
       throw err;
     }
   }

@@ -24,7 +24,6 @@ export interface MetricsSources {
 /** Why a login failed: wrong username or password, too many failures, or a disabled user. */
 export type LoginFailureReason = 'bad_credentials' | 'throttled' | 'disabled' | 'bad_request';
 
-
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const UPSTREAM_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -54,14 +53,18 @@ export class Metrics {
     });
     this.upstreamDuration = new Histogram({
       name: 'kiteline_upstream_request_duration_seconds',
-      help: "Time until a target cluster's response headers, by cluster, method and response code (health probes and discovery included)",
+      help:
+        "Time until a target cluster's response headers, by cluster, method and response code " +
+        '(health probes and discovery included)',
       labelNames: ['cluster', 'method', 'code'],
       buckets: UPSTREAM_BUCKETS,
       registers,
     });
     this.sharedReads = new Counter({
       name: 'kiteline_upstream_shared_reads_total',
-      help: 'Object reads answered by an upstream read another identical request also waited for (read coalescing), by cluster',
+      help:
+        'Object reads answered by an upstream read another identical request also waited for ' +
+        '(read coalescing), by cluster',
       labelNames: ['cluster'],
       registers,
     });
@@ -88,7 +91,8 @@ export class Metrics {
       registers,
       collect() {
         this.reset();
-        for (const c of sources.clusters()) this.set({ cluster: c.name, version: c.version, enabled: String(c.enabled) }, 1);
+        for (const c of sources.clusters())
+          this.set({ cluster: c.name, version: c.version, enabled: String(c.enabled) }, 1);
       },
     });
     new Gauge({

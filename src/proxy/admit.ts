@@ -48,15 +48,22 @@ export async function admitProxyRequest(
   named?: (request: NamedRequest) => void,
 ): Promise<AdmittedRequest> {
   const parsed = parseProxyUrl(url);
-  const conn = await selectCluster(services.clusters, { headers: { [CLUSTER_SELECTOR]: parsed.cluster }, query: {} }, (cluster) =>
-    services.auth.canAccessCluster(principal, cluster),
+  const conn = await selectCluster(
+    services.clusters,
+    { headers: { [CLUSTER_SELECTOR]: parsed.cluster }, query: {} },
+    (cluster) => services.auth.canAccessCluster(principal, cluster),
   );
   const info = parseRequestInfo(method, parsed.path, parsed.query);
   const dryRun = new URLSearchParams(parsed.query).has('dryRun');
   named?.({ conn, info, access: namedAccess(info), dryRun });
   const access = await authorizeProxyRequest(services, principal, conn, info, contentType);
   let query = parsed.query;
-  if (LIST_VERBS.has(info.verb) && info.namespace === '' && info.isResourceRequest && (await services.hostGuard.reachesHost(conn))) {
+  if (
+    LIST_VERBS.has(info.verb) &&
+    info.namespace === '' &&
+    info.isResourceRequest &&
+    (await services.hostGuard.reachesHost(conn))
+  ) {
     const given = new URLSearchParams(query).get('fieldSelector') ?? undefined;
     const selector = await services.hostGuard.listFieldSelector(conn, await scopeOf(conn, info), given);
     if (selector !== undefined) query = withFieldSelector(query, selector);
@@ -72,7 +79,10 @@ export async function admitProxyRequest(
   };
 }
 
-/** What a resource request touches; undefined for a non-resource URL or a verb roles do not know (authorization refuses it). */
+/**
+ * What a resource request touches; undefined for a non-resource URL or a verb roles do not know (authorization
+ * refuses it).
+ */
 function namedAccess(info: RequestInfo): ProxyAccess | undefined {
   if (!info.isResourceRequest) return undefined;
   try {
@@ -82,7 +92,10 @@ function namedAccess(info: RequestInfo): ProxyAccess | undefined {
   }
 }
 
-/** The resource with its scope from discovery; one the cluster does not list counts as namespaced (the guard fails closed). */
+/**
+ * The resource with its scope from discovery; one the cluster does not list counts as namespaced (the guard fails
+ * closed).
+ */
 async function scopeOf(conn: ClusterConnection, info: RequestInfo): Promise<ResolvedResource> {
   const found = await conn.resolveResource(info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource);
   if (found && found.group === info.apiGroup) return found;

@@ -36,7 +36,8 @@ const LONG_RUNNING_VERBS: ReadonlySet<string> = new Set(['watch', 'proxy']);
 const LONG_RUNNING_SUBRESOURCES: ReadonlySet<string> = new Set(['attach', 'exec', 'proxy', 'log', 'portforward']);
 
 /** Non-resource paths anyone who may use the cluster may GET: what kubectl needs to start. */
-const OPEN_NON_RESOURCE = /^\/(api|apis(\/[^/]+){0,2}|api\/[^/]+|version|openapi\/v2|openapi\/v3(\/.*)?|healthz|livez|readyz)\/?$/;
+const OPEN_NON_RESOURCE =
+  /^\/(api|apis(\/[^/]+){0,2}|api\/[^/]+|version|openapi\/v2|openapi\/v3(\/.*)?|healthz|livez|readyz)\/?$/;
 
 export interface ProxyAuthorizer {
   auth: Authorizer;
@@ -44,7 +45,9 @@ export interface ProxyAuthorizer {
 }
 
 export function isLongRunning(info: RequestInfo): boolean {
-  return LONG_RUNNING_VERBS.has(info.verb) || (info.isResourceRequest && LONG_RUNNING_SUBRESOURCES.has(info.subresource));
+  return (
+    LONG_RUNNING_VERBS.has(info.verb) || (info.isResourceRequest && LONG_RUNNING_SUBRESOURCES.has(info.subresource))
+  );
 }
 
 /**
@@ -60,17 +63,27 @@ export async function authorizeProxyRequest(
 ): Promise<ProxyAccess | undefined> {
   if (!info.isResourceRequest) {
     if ((info.verb === 'get' || info.verb === 'head') && OPEN_NON_RESOURCE.test(info.path)) return undefined;
-    throw new ForbiddenError(`${info.path} is not served through kiteline: only resources, discovery, /version, /openapi and the health paths are`);
+    throw new ForbiddenError(
+      `${info.path} is not served through kiteline: ` +
+        'only resources, discovery, /version, /openapi and the health paths are',
+    );
   }
   const access = proxyAccess(info);
   requireAccess(deps.auth, principal, conn.name, access.resource, access.namespace, access.verb);
   if (access.verb === 'patch' && contentType?.toLowerCase().startsWith('application/apply-patch')) {
     requireAccess(deps.auth, principal, conn.name, access.resource, access.namespace, 'create');
   }
-  await deps.hostGuard.check(conn, { resolved: guardedResource(info), namespace: access.namespace, name: access.name, verb: access.verb });
+  await deps.hostGuard.check(conn, {
+    resolved: guardedResource(info),
+    namespace: access.namespace,
+    name: access.name,
+    verb: access.verb,
+  });
   const refused = refusedOnHost(info, access);
   if (refused && (await deps.hostGuard.reachesHost(conn))) {
-    throw new ForbiddenError(`${refused} is not reachable through kiteline on cluster ${conn.name} (it is kiteline's own host cluster)`);
+    throw new ForbiddenError(
+      `${refused} is not reachable through kiteline on cluster ${conn.name} (it is kiteline's own host cluster)`,
+    );
   }
   return access;
 }
@@ -84,7 +97,8 @@ function refusedOnHost(info: RequestInfo, access: ProxyAccess): string | undefin
   if (access.resource === 'nodes/proxy') return 'nodes/proxy';
   if (info.verb !== 'deletecollection') return undefined;
   if (isNamespaceObject(info)) return 'deleting every namespace';
-  if (info.apiGroup === 'apiextensions.k8s.io' && info.resource === 'customresourcedefinitions') return 'deleting every CRD';
+  if (info.apiGroup === 'apiextensions.k8s.io' && info.resource === 'customresourcedefinitions')
+    return 'deleting every CRD';
   return undefined;
 }
 

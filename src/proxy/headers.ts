@@ -7,8 +7,23 @@
 // (a pod's HTML through a proxy subresource) runs as kiteline's origin in a browser.
 import type { IncomingHttpHeaders } from 'node:http';
 
-const HOP_BY_HOP: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-const NEVER_UPSTREAM: ReadonlySet<string> = new Set(['authorization', 'cookie', 'host', 'proxy-authorization', 'expect', 'x-cluster-name']);
+const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+const NEVER_UPSTREAM: ReadonlySet<string> = new Set([
+  'authorization',
+  'cookie',
+  'host',
+  'proxy-authorization',
+  'expect',
+  'x-cluster-name',
+]);
 const NEVER_UPSTREAM_PREFIXES = ['impersonate-', 'x-remote-'];
 
 export type HeaderMap = Record<string, string | string[]>;
@@ -17,7 +32,12 @@ export type HeaderMap = Record<string, string | string[]>;
 export function upstreamRequestHeaders(client: IncomingHttpHeaders, keepUpgrade = false): HeaderMap {
   const out: HeaderMap = {};
   for (const [name, value] of Object.entries(client)) {
-    if (value === undefined || NEVER_UPSTREAM.has(name) || NEVER_UPSTREAM_PREFIXES.some((prefix) => name.startsWith(prefix))) continue;
+    if (
+      value === undefined ||
+      NEVER_UPSTREAM.has(name) ||
+      NEVER_UPSTREAM_PREFIXES.some((prefix) => name.startsWith(prefix))
+    )
+      continue;
     if (HOP_BY_HOP.has(name) && !(keepUpgrade && (name === 'upgrade' || name === 'connection'))) continue;
     out[name] = value;
   }

@@ -24,7 +24,8 @@ export function parseProxyUrl(url: string): ProxyUrl {
   const mark = url.indexOf('?');
   const rawFull = mark < 0 ? url : url.slice(0, mark);
   const query = mark < 0 ? '' : url.slice(mark + 1);
-  if (!rawFull.startsWith(PROXY_PREFIX)) throw new BadRequestError(`not a cluster proxy path: use ${PROXY_PREFIX}<cluster>/<Kubernetes API path>`);
+  if (!rawFull.startsWith(PROXY_PREFIX))
+    throw new BadRequestError(`not a cluster proxy path: use ${PROXY_PREFIX}<cluster>/<Kubernetes API path>`);
   const rest = rawFull.slice(PROXY_PREFIX.length);
   const slash = rest.indexOf('/');
   const cluster = decode(slash < 0 ? rest : rest.slice(0, slash));

@@ -35,7 +35,14 @@ const SPECIAL_VERBS_NO_SUBRESOURCES: ReadonlySet<string> = new Set(['proxy']);
 /** Subresources of a namespace: /api/v1/namespaces/<ns>/status is not a resource "status" in <ns>. */
 const NAMESPACE_SUBRESOURCES: ReadonlySet<string> = new Set(['status', 'finalize']);
 
-const METHOD_VERBS: Readonly<Record<string, string>> = { POST: 'create', GET: 'get', HEAD: 'get', PUT: 'update', PATCH: 'patch', DELETE: 'delete' };
+const METHOD_VERBS: Readonly<Record<string, string>> = {
+  POST: 'create',
+  GET: 'get',
+  HEAD: 'get',
+  PUT: 'update',
+  PATCH: 'patch',
+  DELETE: 'delete',
+};
 
 /** Names that may not be path segments (apimachinery's path.IsValidPathSegmentName). */
 const NAME_MAY_NOT_BE: ReadonlySet<string> = new Set(['.', '..']);
@@ -61,7 +68,7 @@ export function parseRequestInfo(method: string, path: string, query: string): R
     parts: [],
   };
   let parts = splitPath(path);
-  if (parts.length < 3 || !API_PREFIXES.has(parts[0]!)) return info;
+  if (parts.length < 3 || !API_PREFIXES.has(parts[0])) return info;
   info.apiPrefix = parts[0]!;
   parts = parts.slice(1);
   if (!GROUPLESS_API_PREFIXES.has(info.apiPrefix)) {
@@ -74,7 +81,7 @@ export function parseRequestInfo(method: string, path: string, query: string): R
   info.apiVersion = parts[0]!;
   parts = parts.slice(1);
 
-  if (SPECIAL_VERBS.has(parts[0]!)) {
+  if (SPECIAL_VERBS.has(parts[0])) {
     if (parts.length < 2) return info; // "unable to determine kind and namespace"
     info.verb = parts[0]!;
     parts = parts.slice(1);
@@ -86,7 +93,7 @@ export function parseRequestInfo(method: string, path: string, query: string): R
   if (parts[0] === 'namespaces') {
     if (parts.length > 1) {
       info.namespace = parts[1]!;
-      if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2]!)) parts = parts.slice(2);
+      if (parts.length > 2 && !NAMESPACE_SUBRESOURCES.has(parts[2])) parts = parts.slice(2);
     }
   }
   info.parts = parts;
@@ -132,7 +139,10 @@ interface ListOptions {
 function listOptions(query: string): ListOptions {
   const params = new URLSearchParams(query);
   const watch = params.get('watch');
-  const options: ListOptions = { watch: watch !== null && watch !== '0' && watch.toLowerCase() !== 'false', nameFromFieldSelector: undefined };
+  const options: ListOptions = {
+    watch: watch !== null && watch !== '0' && watch.toLowerCase() !== 'false',
+    nameFromFieldSelector: undefined,
+  };
   for (const integer of ['limit', 'timeoutSeconds']) {
     const value = params.get(integer);
     if (value !== null && !isGoInt64(value)) return options;

@@ -23,11 +23,16 @@ export interface SessionServices extends ProxyServices {
   audit: Pick<AuditService, 'record'>;
 }
 
-
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 
 /** Runs one upgrade request on the client's socket until either side ends it. */
-export async function runUpgradeSession(services: SessionServices, log: Logger, req: IncomingMessage, client: Duplex, head: Buffer): Promise<void> {
+export async function runUpgradeSession(
+  services: SessionServices,
+  log: Logger,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+): Promise<void> {
   const given = req.headers['x-request-id'];
   const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
   const record: SessionEntry = sessionEntry({
@@ -43,7 +48,14 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
   try {
     const principal = authenticate(services, req);
     Object.assign(record, { who: principal.name, whoKind: principal.kind, whoId: principal.id });
-    admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers['content-type'], (named) => describe(record, named));
+    admitted = await admitProxyRequest(
+      services,
+      principal,
+      req.method ?? 'GET',
+      req.url ?? '/',
+      req.headers['content-type'],
+      (named) => describe(record, named),
+    );
     release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
     const answer = await admitted.conn.upgrade({
       method: req.method ?? 'GET',
@@ -53,7 +65,9 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
     record.status = answer.statusCode;
     if (answer.statusCode === 401) {
       answer.socket.destroy();
-      throw new BadGatewayError(`the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`);
+      throw new BadGatewayError(
+        `the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`,
+      );
     }
     record.result = answer.statusCode === 101 ? 'success' : 'failure';
     await splice(client, head, answer, record);
@@ -61,7 +75,12 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
     const known = err instanceof HttpError ? err : undefined;
     if (!known) log.error({ err, requestId }, 'upgrade failed');
     record.status = known?.status ?? 500;
-    refuse(client, record.status, statusOf(known, requestId), known instanceof TooManyRequestsError ? known.retryAfterSeconds : undefined);
+    refuse(
+      client,
+      record.status,
+      statusOf(known, requestId),
+      known instanceof TooManyRequestsError ? known.retryAfterSeconds : undefined,
+    );
   } finally {
     release?.();
     record.end = new Date().toISOString();
@@ -72,7 +91,8 @@ export async function runUpgradeSession(services: SessionServices, log: Logger, 
 
 function authenticate(services: SessionServices, req: IncomingMessage): Principal {
   const header = req.headers.authorization;
-  if (!header || header.trim() === '') throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
+  if (!header || header.trim() === '')
+    throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
   const result = services.auth.authenticateApiKey(header);
   if ('failure' in result) throw new UnauthorizedError(result.failure);
   return result.principal;
@@ -139,7 +159,11 @@ function responseHead(code: number, message: string, headers: HeaderMap): string
 function refuse(client: Duplex, code: number, status: object, retryAfterSeconds: number | undefined): void {
   if (client.destroyed) return;
   const body = JSON.stringify(status);
-  const headers: HeaderMap = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' };
+  const headers: HeaderMap = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+  };
   if (retryAfterSeconds !== undefined) headers['retry-after'] = String(retryAfterSeconds);
   const head = responseHead(code, STATUS_CODES[code] ?? '', headers);
   client.end(head + body);

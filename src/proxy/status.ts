@@ -1,6 +1,6 @@
 // kiteline's own answers on the proxy are Kubernetes Status objects, as the API server's are, so
 // kubectl and client libraries print them as usual ("Error from server (Forbidden): ...").
-import { HttpError } from '../errors.js';
+import type { HttpError } from '../errors.js';
 
 export interface StatusBody {
   kind: 'Status';
@@ -20,5 +20,14 @@ export function statusOf(err: HttpError | undefined, requestId: string): StatusB
 }
 
 function status(code: number, reason: string, message: string, details?: unknown): StatusBody {
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...(details !== undefined ? { details } : {}) };
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+    ...(details !== undefined ? { details } : {}),
+  };
 }

@@ -31,9 +31,17 @@ export function verbFor(method: string, hasName: boolean, watch: boolean): Verb 
 }
 
 /** Throws 403 unless one of the principal's roles allows the access. */
-export function requireAccess(auth: Authorizer, principal: Principal, cluster: string, resource: string, namespace: string | undefined, verb: Verb): void {
+export function requireAccess(
+  auth: Authorizer,
+  principal: Principal,
+  cluster: string,
+  resource: string,
+  namespace: string | undefined,
+  verb: Verb,
+): void {
   const access: AccessRequest = { cluster, namespace: namespace ?? ALL_NAMESPACES, resource, verb };
   if (auth.authorize(principal, access)) return;
   const where = namespace === undefined ? 'across all namespaces' : `in namespace ${namespace}`;
-  throw new ForbiddenError(`${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name} may not ${verb} ${resource} ${where} on cluster ${cluster}`);
+  const who = `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
+  throw new ForbiddenError(`${who} may not ${verb} ${resource} ${where} on cluster ${cluster}`);
 }

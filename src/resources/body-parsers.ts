@@ -29,7 +29,9 @@ export function parseYamlBody(text: string): unknown {
   try {
     return parseYaml(text, { maxAliasCount: 50, prettyErrors: false });
   } catch (err) {
-    throw new BadRequestError(`request body is not valid YAML (one document expected): ${(err as Error).message.split('\n')[0]}`);
+    throw new BadRequestError(
+      `request body is not valid YAML (one document expected): ${(err as Error).message.split('\n')[0]}`,
+    );
   }
 }
 

@@ -35,16 +35,24 @@ export function requestedClusterName(source: SelectionSource): string | undefine
  * A cluster whose first probe is still running (registered a moment ago, here or on another
  * replica) is waited for, about the connect timeout at most; only one whose probe failed is a 503.
  */
-export async function selectCluster(directory: ClusterDirectory, source: SelectionSource, mayUse: (cluster: string) => boolean): Promise<ClusterConnection> {
+export async function selectCluster(
+  directory: ClusterDirectory,
+  source: SelectionSource,
+  mayUse: (cluster: string) => boolean,
+): Promise<ClusterConnection> {
   const name = requestedClusterName(source);
   const conn = name === undefined ? directory.defaultCluster() : directory.get(name);
   if (!conn || !conn.enabled || !mayUse(conn.name)) {
-    throw new NotFoundError(name === undefined ? 'no clusters available: register one or send x-cluster-name' : `cluster not found: ${name}`);
+    throw new NotFoundError(
+      name === undefined ? 'no clusters available: register one or send x-cluster-name' : `cluster not found: ${name}`,
+    );
   }
   if (!conn.ready) await conn.firstProbe();
   if (!conn.ready) {
     conn.probeOnDemand();
-    throw new ServiceUnavailableError(`cluster ${conn.name} is not ready${conn.lastError ? `: ${conn.lastError}` : ''}`);
+    throw new ServiceUnavailableError(
+      `cluster ${conn.name} is not ready${conn.lastError ? `: ${conn.lastError}` : ''}`,
+    );
   }
   return conn;
 }
@@ -67,6 +75,7 @@ export function cookieValue(header: string | undefined, name: string): string | 
 }
 
 function checked(name: string): string {
-  if (name.length > 253 || /[\x00-\x1f\x7f]/.test(name)) throw new BadRequestError(`invalid ${CLUSTER_SELECTOR}: at most 253 characters, no control characters`);
+  if (name.length > 253 || /[\x00-\x1f\x7f]/.test(name))
+    throw new BadRequestError(`invalid ${CLUSTER_SELECTOR}: at most 253 characters, no control characters`);
   return name;
 }

@@ -7,7 +7,12 @@ import type { Principal } from '../auth/principal.js';
 import type { ClusterConnection } from '../clusters/types.js';
 
 /** Takes the caller's slot on the cluster for this request, until its answer is over. */
-export function holdClusterSlot(reply: FastifyReply, conn: ClusterConnection, principal: Principal, longRunning: boolean): void {
+export function holdClusterSlot(
+  reply: FastifyReply,
+  conn: ClusterConnection,
+  principal: Principal,
+  longRunning: boolean,
+): void {
   const release = conn.admit(`${principal.kind}:${principal.id}`, longRunning);
   if (reply.raw.closed) return release();
   reply.raw.once('close', release);

@@ -44,7 +44,7 @@ export function deleteOptions(query: DeleteQuery): Record<string, unknown> {
 
 /** Whether the DELETE answer says the object is already gone (a Status rather than the object). */
 export function deletedAtOnce(answer: unknown): boolean {
-  return isKubeStatus(answer) && (answer as KubeStatus).status === 'Success';
+  return isKubeStatus(answer) && answer.status === 'Success';
 }
 
 export interface WaitTarget {
@@ -92,7 +92,14 @@ export async function waitUntilDeleted(target: WaitTarget): Promise<void> {
     const signal = AbortSignal.any([target.signal, AbortSignal.timeout(remaining * 1000 + 10_000)]);
     let res: UpstreamResponse;
     try {
-      res = await expectSuccess(await target.conn.request({ method: 'GET', path: withSearch(target.collectionPath, search), headers: { accept: 'application/json', ...target.headers }, signal }));
+      res = await expectSuccess(
+        await target.conn.request({
+          method: 'GET',
+          path: withSearch(target.collectionPath, search),
+          headers: { accept: 'application/json', ...target.headers },
+          signal,
+        }),
+      );
     } catch (err) {
       if ((err as { status?: number }).status === 410) {
         resourceVersion = undefined;
@@ -109,7 +116,9 @@ export async function waitUntilDeleted(target: WaitTarget): Promise<void> {
     resourceVersion = outcome.lastResourceVersion ?? resourceVersion;
     if (Date.now() >= deadline) break;
   }
-  throw new GatewayTimeoutError(`deletion of ${target.description} still in progress after ${target.timeoutSeconds}s (it goes on in the cluster)`);
+  throw new GatewayTimeoutError(
+    `deletion of ${target.description} still in progress after ${target.timeoutSeconds}s (it goes on in the cluster)`,
+  );
 }
 
 type WatchEvent = { type?: string; object?: { metadata?: { resourceVersion?: string } } & KubeStatus };
@@ -122,7 +131,8 @@ function parseEvent(line: string): WatchEvent {
   }
 }
 
-type WatchOutcome = { kind: 'deleted' } | { kind: 'expired' } | { kind: 'ended'; lastResourceVersion: string | undefined };
+type WatchOutcome =
+  { kind: 'deleted' } | { kind: 'expired' } | { kind: 'ended'; lastResourceVersion: string | undefined };
 
 /** Reads watch events (one JSON object per line) until DELETED, an error event, or the end. */
 async function readWatch(res: UpstreamResponse): Promise<WatchOutcome> {

@@ -56,7 +56,10 @@ export class HostGuard {
   async check(conn: ClusterConnection, access: GuardedAccess): Promise<void> {
     const reason = this.protectedBy(access);
     if (reason && (await this.reachesHost(conn))) {
-      throw new ForbiddenError(`${reason} is not reachable through kiteline's resource routes on cluster ${conn.name} (it is kiteline's own host cluster)`);
+      throw new ForbiddenError(
+        `${reason} is not reachable through kiteline's resource routes on cluster ${conn.name} ` +
+          "(it is kiteline's own host cluster)",
+      );
     }
   }
 
@@ -64,7 +67,11 @@ export class HostGuard {
    * The field selector a list or watch across all namespaces must carry on this cluster
    * (combined with the caller's own), or the caller's unchanged.
    */
-  async listFieldSelector(conn: ClusterConnection, resolved: ResolvedResource, fieldSelector: string | undefined): Promise<string | undefined> {
+  async listFieldSelector(
+    conn: ClusterConnection,
+    resolved: ResolvedResource,
+    fieldSelector: string | undefined,
+  ): Promise<string | undefined> {
     if (!resolved.namespaced || !(await this.reachesHost(conn))) return fieldSelector;
     const hideInstall = `metadata.namespace!=${this.installNamespace}`;
     // First, never after the caller's: a caller's selector ending in a backslash would escape the
@@ -78,8 +85,13 @@ export class HostGuard {
     if (group === KITELINE_GROUP || group.endsWith(`.${KITELINE_GROUP}`)) return `the ${KITELINE_GROUP} API group`;
     if (resolved.namespaced && namespace === this.installNamespace) return `namespace ${this.installNamespace}`;
     if (READ_VERBS.has(verb) || name === undefined) return undefined;
-    if (group === '' && resolved.resource === 'namespaces' && name === this.installNamespace) return `namespace ${this.installNamespace}`;
-    if (group === 'apiextensions.k8s.io' && resolved.resource === 'customresourcedefinitions' && name.endsWith(`.${KITELINE_GROUP}`)) {
+    if (group === '' && resolved.resource === 'namespaces' && name === this.installNamespace)
+      return `namespace ${this.installNamespace}`;
+    if (
+      group === 'apiextensions.k8s.io' &&
+      resolved.resource === 'customresourcedefinitions' &&
+      name.endsWith(`.${KITELINE_GROUP}`)
+    ) {
       return `the ${KITELINE_GROUP} API group`;
     }
     return undefined;
@@ -116,7 +128,12 @@ export class HostGuard {
 /** The cluster's kube-system UID with kiteline's own credentials, or undefined when unreadable. */
 async function clusterUid(conn: ClusterConnection): Promise<string | undefined> {
   try {
-    const res = await conn.request({ method: 'GET', path: `/api/v1/namespaces/${IDENTITY_NAMESPACE}`, headers: { accept: 'application/json' }, signal: AbortSignal.timeout(10_000) });
+    const res = await conn.request({
+      method: 'GET',
+      path: `/api/v1/namespaces/${IDENTITY_NAMESPACE}`,
+      headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(10_000),
+    });
     const namespace = await readJson<{ metadata?: { uid?: unknown } }>(res);
     return typeof namespace.metadata?.uid === 'string' && namespace.metadata.uid ? namespace.metadata.uid : undefined;
   } catch {

@@ -9,7 +9,10 @@ import type { ClusterConnection } from '../clusters/types.js';
 /** Headers for the upstream request (a header with several values is an array). */
 export type UpstreamHeaders = Record<string, string | string[]>;
 
-export function impersonationHeaders(conn: Pick<ClusterConnection, 'impersonate'>, principal: Principal): UpstreamHeaders {
+export function impersonationHeaders(
+  conn: Pick<ClusterConnection, 'impersonate'>,
+  principal: Principal,
+): UpstreamHeaders {
   if (!conn.impersonate) return {};
   const headers: UpstreamHeaders = { 'impersonate-user': clusterUserName(principal) };
   const groups = principal.groups.filter((g) => g !== '');

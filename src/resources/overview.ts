@@ -32,7 +32,13 @@ const PAGE_SIZE = 500;
 type Item = Record<string, any>;
 
 /** Calls onItem for every object of a core collection, one page at a time. */
-async function eachItem(conn: ClusterConnection, plural: string, headers: UpstreamHeaders, signal: AbortSignal, onItem: (item: Item) => void): Promise<void> {
+async function eachItem(
+  conn: ClusterConnection,
+  plural: string,
+  headers: UpstreamHeaders,
+  signal: AbortSignal,
+  onItem: (item: Item) => void,
+): Promise<void> {
   let token: string | undefined;
   do {
     const search = new URLSearchParams({ limit: String(PAGE_SIZE) });
@@ -50,7 +56,11 @@ async function eachItem(conn: ClusterConnection, plural: string, headers: Upstre
   } while (token);
 }
 
-export async function loadOverview(conn: ClusterConnection, headers: UpstreamHeaders, clientSignal: AbortSignal): Promise<Overview> {
+export async function loadOverview(
+  conn: ClusterConnection,
+  headers: UpstreamHeaders,
+  clientSignal: AbortSignal,
+): Promise<Overview> {
   // One failed list stops the others.
   const failed = new AbortController();
   const signal = AbortSignal.any([clientSignal, failed.signal]);
@@ -58,31 +68,35 @@ export async function loadOverview(conn: ClusterConnection, headers: UpstreamHea
   const memory: ResourceAmounts = { allocatable: 0, requested: 0, limited: 0 };
   const counts = { totalNodes: 0, readyNodes: 0, totalPods: 0, runningPods: 0, totalNamespaces: 0, totalServices: 0 };
 
-  await Promise.all([
-    eachItem(conn, 'nodes', headers, signal, (node) => {
-      counts.totalNodes++;
-      const conditions: Item[] = node.status?.conditions ?? [];
-      if (conditions.some((c) => c.type === 'Ready' && c.status === 'True')) counts.readyNodes++;
-      cpu.allocatable += milliValue(node.status?.allocatable?.cpu);
-      memory.allocatable += milliValue(node.status?.allocatable?.memory);
-    }),
-    eachItem(conn, 'pods', headers, signal, (pod) => {
-      counts.totalPods++;
-      const phase = pod.status?.phase;
-      if (phase === 'Running') counts.runningPods++;
-      if (phase === 'Succeeded' || phase === 'Failed') return; // finished pods hold no resources
-      for (const container of (pod.spec?.containers ?? []) as Item[]) {
-        cpu.requested += milliValue(container.resources?.requests?.cpu);
-        memory.requested += milliValue(container.resources?.requests?.memory);
-        cpu.limited += milliValue(container.resources?.limits?.cpu);
-        memory.limited += milliValue(container.resources?.limits?.memory);
-      }
-    }),
-    eachItem(conn, 'namespaces', headers, signal, () => counts.totalNamespaces++),
-    eachItem(conn, 'services', headers, signal, () => counts.totalServices++),
-  ].map((list) => list.catch((err) => {
-    failed.abort();
-    throw err;
-  })));
+  await Promise.all(
+    [
+      eachItem(conn, 'nodes', headers, signal, (node) => {
+        counts.totalNodes++;
+        const conditions: Item[] = node.status?.conditions ?? [];
+        if (conditions.some((c) => c.type === 'Ready' && c.status === 'True')) counts.readyNodes++;
+        cpu.allocatable += milliValue(node.status?.allocatable?.cpu);
+        memory.allocatable += milliValue(node.status?.allocatable?.memory);
+      }),
+      eachItem(conn, 'pods', headers, signal, (pod) => {
+        counts.totalPods++;
+        const phase = pod.status?.phase;
+        if (phase === 'Running') counts.runningPods++;
+        if (phase === 'Succeeded' || phase === 'Failed') return; // finished pods hold no resources
+        for (const container of (pod.spec?.containers ?? []) as Item[]) {
+          cpu.requested += milliValue(container.resources?.requests?.cpu);
+          memory.requested += milliValue(container.resources?.requests?.memory);
+          cpu.limited += milliValue(container.resources?.limits?.cpu);
+          memory.limited += milliValue(container.resources?.limits?.memory);
+        }
+      }),
+      eachItem(conn, 'namespaces', headers, signal, () => counts.totalNamespaces++),
+      eachItem(conn, 'services', headers, signal, () => counts.totalServices++),
+    ].map((list) =>
+      list.catch((err) => {
+        failed.abort();
+        throw err;
+      }),
+    ),
+  );
   return { ...counts, prometheusEnabled: false, resource: { cpu, memory } };
 }

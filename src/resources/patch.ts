@@ -24,11 +24,13 @@ export const PATCH_CONTENT_TYPES: Record<PatchType, string> = {
 export function patchTypeOf(patchType: string | undefined, contentType: string | undefined): PatchType {
   if (patchType !== undefined) {
     if (!(PATCH_TYPE_VALUES as readonly string[]).includes(patchType)) {
-      throw new BadRequestError(`unknown patchType "${patchType}": use merge, json or apply, or leave it out for a strategic merge patch`);
+      throw new BadRequestError(
+        `unknown patchType "${patchType}": use merge, json or apply, or leave it out for a strategic merge patch`,
+      );
     }
     return patchType as PatchType;
   }
-  const mime = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const mime = (contentType ?? '').split(';')[0].trim().toLowerCase();
   for (const [type, known] of Object.entries(PATCH_CONTENT_TYPES)) {
     if (mime === known) return type as PatchType;
   }
@@ -44,7 +46,8 @@ export interface PatchContext {
 
 /** Checks the parsed patch document for its type; returns the body to send upstream. */
 export function preparePatch(type: PatchType, body: unknown, context: PatchContext): string {
-  if (body === undefined || body === null || body === '') throw new BadRequestError('request body required: a patch document');
+  if (body === undefined || body === null || body === '')
+    throw new BadRequestError('request body required: a patch document');
   if (type === 'json') {
     if (!Array.isArray(body)) throw new BadRequestError('a JSON patch (patchType=json) must be an array of operations');
     const error = jsonPatch.validate(body as jsonPatch.Operation[]);
@@ -54,7 +57,9 @@ export function preparePatch(type: PatchType, body: unknown, context: PatchConte
     return JSON.stringify(body);
   }
   if (!isPlainObject(body)) {
-    throw new BadRequestError(`a ${type === 'apply' ? 'server-side apply' : `${type} merge`} patch must be a JSON object${Array.isArray(body) ? ' (use patchType=json for an array of operations)' : ''}`);
+    const kind = type === 'apply' ? 'server-side apply' : `${type} merge`;
+    const hint = Array.isArray(body) ? ' (use patchType=json for an array of operations)' : '';
+    throw new BadRequestError(`a ${kind} patch must be a JSON object${hint}`);
   }
   if (type === 'apply' && !context.fieldManager) {
     throw new BadRequestError('patchType=apply (server-side apply) requires the fieldManager query parameter');
@@ -64,15 +69,21 @@ export function preparePatch(type: PatchType, body: unknown, context: PatchConte
     if (!isPlainObject(metadata)) throw new BadRequestError('metadata must be an object');
     const { namespace, name } = metadata;
     if (namespace !== undefined && namespace !== null && namespace !== (context.namespace ?? '')) {
-      throw new BadRequestError(`metadata.namespace "${String(namespace)}" differs from the path (${context.namespace ? `"${context.namespace}"` : `${context.resource} are cluster-scoped`})`);
+      const path = context.namespace ? `"${context.namespace}"` : `${context.resource} are cluster-scoped`;
+      throw new BadRequestError(`metadata.namespace "${text(namespace)}" differs from the path (${path})`);
     }
     if (name !== undefined && name !== null && name !== context.name) {
-      throw new BadRequestError(`metadata.name "${String(name)}" differs from the name in the path "${context.name}"`);
+      throw new BadRequestError(`metadata.name "${text(name)}" differs from the name in the path "${context.name}"`);
     }
   }
   return JSON.stringify(body);
 }
 
+/** A body value as text: a string as is, anything else as JSON (not "[object Object]"). */
+function text(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
 function firstLine(message: string): string {
-  return message.split('\n')[0]!;
+  return message.split('\n')[0];
 }

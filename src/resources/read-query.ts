@@ -36,11 +36,13 @@ export function listSearch(query: ReadQuery): URLSearchParams {
   const search = new URLSearchParams();
   if (query.labelSelector) search.set('labelSelector', query.labelSelector);
   if (query.fieldSelector) search.set('fieldSelector', query.fieldSelector);
-  if (query.resourceVersion !== undefined && query.resourceVersion !== '') search.set('resourceVersion', query.resourceVersion);
+  if (query.resourceVersion !== undefined && query.resourceVersion !== '')
+    search.set('resourceVersion', query.resourceVersion);
   if (query.resourceVersionMatch) search.set('resourceVersionMatch', query.resourceVersionMatch);
   if (query.timeoutSeconds !== undefined) search.set('timeoutSeconds', String(query.timeoutSeconds));
   if (query.watch) {
-    if (query.limit !== undefined || query.continue) throw new BadRequestError('limit and continue cannot be combined with watch=true');
+    if (query.limit !== undefined || query.continue)
+      throw new BadRequestError('limit and continue cannot be combined with watch=true');
     search.set('watch', 'true');
     if (query.allowWatchBookmarks) search.set('allowWatchBookmarks', 'true');
   } else {
@@ -59,7 +61,8 @@ export function objectWatchSearch(query: ReadQuery, name: string): URLSearchPara
 /** The upstream query string of a get. */
 export function getSearch(query: ReadQuery): URLSearchParams {
   const search = new URLSearchParams();
-  if (query.resourceVersion !== undefined && query.resourceVersion !== '') search.set('resourceVersion', query.resourceVersion);
+  if (query.resourceVersion !== undefined && query.resourceVersion !== '')
+    search.set('resourceVersion', query.resourceVersion);
   return search;
 }
 

@@ -31,13 +31,18 @@ export interface PathSegments {
 export function checkSegments(segments: PathSegments): PathSegments {
   const { resource, namespace, name } = segments;
   if (resource.length > 253 || !RESOURCE.test(resource)) {
-    throw new BadRequestError(`invalid resource "${printable(resource)}": use a lower-case plural name such as deployments, or <plural>.<group>`);
+    throw new BadRequestError(
+      `invalid resource "${printable(resource)}": ` +
+        'use a lower-case plural name such as deployments, or <plural>.<group>',
+    );
   }
   if (namespace !== undefined && !NAMESPACE.test(namespace)) {
     throw new BadRequestError(`invalid namespace "${printable(namespace)}": use a DNS label or _all`);
   }
   if (name !== undefined && (!NAME.test(name) || name.includes('..'))) {
-    throw new BadRequestError(`invalid name "${printable(name)}": object names are DNS subdomains (no '/', '%' or '..')`);
+    throw new BadRequestError(
+      `invalid name "${printable(name)}": object names are DNS subdomains (no '/', '%' or '..')`,
+    );
   }
   return segments;
 }

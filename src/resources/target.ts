@@ -36,13 +36,16 @@ export function planTarget(resolved: ResolvedResource, segments: PathSegments): 
   const { namespace, name } = segments;
   if (!resolved.namespaced) {
     if (namespace !== undefined && namespace !== ALL_NAMESPACES) {
-      throw new BadRequestError(`${resource} are cluster-scoped: use /api/v1/${segments.resource}/_all${name ? `/${name}` : ''} instead of namespace "${namespace}"`);
+      const path = `/api/v1/${segments.resource}/_all${name ? `/${name}` : ''}`;
+      throw new BadRequestError(`${resource} are cluster-scoped: use ${path} instead of namespace "${namespace}"`);
     }
     return { resolved, resource, namespace: undefined, name };
   }
   if (namespace === undefined || namespace === ALL_NAMESPACES) {
     if (name !== undefined) {
-      throw new BadRequestError(`${resource} are namespaced: use /api/v1/${segments.resource}/<namespace>/${name} instead of _all`);
+      throw new BadRequestError(
+        `${resource} are namespaced: use /api/v1/${segments.resource}/<namespace>/${name} instead of _all`,
+      );
     }
     return { resolved, resource, namespace: undefined, name };
   }

@@ -56,7 +56,9 @@ function errorFromBody(status: number, text: string): HttpError {
   }
   if (status === 401) {
     // The cluster refused kiteline's own credentials: not the caller's fault, and not their 401.
-    return new BadGatewayError('the cluster rejected kiteline\'s credentials for it (401): check the registered kubeconfig');
+    return new BadGatewayError(
+      "the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig",
+    );
   }
   const kubeStatus: KubeStatus = isKubeStatus(parsed) ? parsed : {};
   return fromKubeStatus({ ...kubeStatus, code: status }, status);
@@ -74,6 +76,7 @@ export async function expectSuccess(res: UpstreamResponse): Promise<UpstreamResp
 }
 
 /** Reads a 2xx JSON answer whole (only for bounded answers the gateway itself needs). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- routes/resources.ts passes an object on unread
 export async function readJson<T = any>(res: UpstreamResponse): Promise<T> {
   await expectSuccess(res);
   const text = await readBody(res, MAX_JSON_BODY);
@@ -89,14 +92,20 @@ export async function readJson<T = any>(res: UpstreamResponse): Promise<T> {
  * the Kubernetes API speaks. Anything else (text/html, image/svg+xml, ...) from a hostile or broken
  * cluster would be rendered by a browser on kiteline's origin, with the user's session: a 502.
  */
-const KUBERNETES_MEDIA_TYPES: ReadonlySet<string> = new Set(['application/json', 'application/yaml', 'application/vnd.kubernetes.protobuf']);
+const KUBERNETES_MEDIA_TYPES: ReadonlySet<string> = new Set([
+  'application/json',
+  'application/yaml',
+  'application/vnd.kubernetes.protobuf',
+]);
 
 /** The cluster's content type when it is one the Kubernetes API speaks; throws 502 otherwise. */
 function kubernetesContentType(headers: IncomingHttpHeaders): string {
   const contentType = headers['content-type'] ?? '';
-  const mediaType = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  const mediaType = contentType.split(';', 1)[0].trim().toLowerCase();
   if (!KUBERNETES_MEDIA_TYPES.has(mediaType)) {
-    throw new BadGatewayError(`the cluster answered with a content type the Kubernetes API does not use (${mediaType.slice(0, 64) || 'none'})`);
+    throw new BadGatewayError(
+      `the cluster answered with a content type the Kubernetes API does not use (${mediaType.slice(0, 64) || 'none'})`,
+    );
   }
   return contentType;
 }
@@ -111,7 +120,8 @@ function answerHeaders(reply: FastifyReply, headers: IncomingHttpHeaders): void 
 
 /** Sends an object read (BufferedAnswer) to the client, or throws the cluster's error. */
 export function sendObject(reply: FastifyReply, answer: BufferedAnswer): FastifyReply {
-  if (!isSuccess(answer)) throw errorFromBody(answer.statusCode, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
+  if (!isSuccess(answer))
+    throw errorFromBody(answer.statusCode, answer.body.subarray(0, MAX_ERROR_BODY).toString('utf8'));
   answerHeaders(reply, answer.headers);
   reply.code(answer.statusCode);
   return reply.send(answer.body);
@@ -121,7 +131,11 @@ export function sendObject(reply: FastifyReply, answer: BufferedAnswer): Fastify
  * Sends a 2xx upstream answer to the client as a stream with its status and content type.
  * `flushHeaders` sends the head at once (watches: the first event may be minutes away).
  */
-export function streamToClient(reply: FastifyReply, res: UpstreamResponse, options: { flushHeaders?: boolean } = {}): FastifyReply {
+export function streamToClient(
+  reply: FastifyReply,
+  res: UpstreamResponse,
+  options: { flushHeaders?: boolean } = {},
+): FastifyReply {
   try {
     answerHeaders(reply, res.headers);
   } catch (err) {
@@ -142,6 +156,10 @@ export function streamToClient(reply: FastifyReply, res: UpstreamResponse, optio
 }
 
 /** Headers and body of an upstream write (ClusterConnection.request() frames it with Content-Length). */
-export function bodyRequest(contentType: string, body: string, extra: UpstreamHeaders): { headers: UpstreamHeaders; body: string } {
+export function bodyRequest(
+  contentType: string,
+  body: string,
+  extra: UpstreamHeaders,
+): { headers: UpstreamHeaders; body: string } {
   return { headers: { accept: 'application/json', ...extra, 'content-type': contentType }, body };
 }

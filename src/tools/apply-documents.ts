@@ -38,28 +38,42 @@ function refuse(position: number, message: string): never {
 /** Checks one object and returns it as an ApplyDocument. */
 function checkedDocument(value: unknown, position: number): ApplyDocument {
   if (!isPlainObject(value)) refuse(position, 'not an object (a Kubernetes object has apiVersion, kind and metadata)');
-  const object = value as Record<string, unknown>;
+  const object = value;
   const { apiVersion, kind } = object;
-  if (typeof apiVersion !== 'string' || apiVersion === '' || apiVersion.length > 253) refuse(position, 'apiVersion is missing');
+  if (typeof apiVersion !== 'string' || apiVersion === '' || apiVersion.length > 253)
+    refuse(position, 'apiVersion is missing');
   if (typeof kind !== 'string' || !KIND.test(kind)) refuse(position, 'kind is missing or not a kind name');
   const metadata = object.metadata;
   if (!isPlainObject(metadata)) refuse(position, `${kind}: metadata is missing`);
-  const meta = metadata as Record<string, unknown>;
+  const meta = metadata;
   if (typeof meta.name !== 'string' || !NAME.test(meta.name) || meta.name.includes('..')) {
-    refuse(position, `${kind}: metadata.name is missing or not a valid name (server-side apply needs a name; generateName is not supported)`);
+    refuse(
+      position,
+      `${kind}: metadata.name is missing or not a valid name ` +
+        '(server-side apply needs a name; generateName is not supported)',
+    );
   }
   if (meta.namespace !== undefined && (typeof meta.namespace !== 'string' || !NAMESPACE.test(meta.namespace))) {
     refuse(position, `${kind} ${meta.name}: metadata.namespace is not a namespace name`);
   }
   // Server-side apply refuses a body carrying managedFields; objects copied from a GET carry them.
   delete meta.managedFields;
-  return { position, apiVersion, kind, name: meta.name as string, namespace: meta.namespace as string | undefined, object };
+  return {
+    position,
+    apiVersion,
+    kind,
+    name: meta.name,
+    namespace: meta.namespace,
+    object,
+  };
 }
 
 /** Parses and checks the documents of an apply; throws 400 (or 413) without touching anything. */
 export function parseApplyDocuments(text: string): ApplyDocument[] {
   if (Buffer.byteLength(text, 'utf8') > MAX_APPLY_YAML_BYTES) {
-    throw new PayloadTooLargeError(`the YAML is larger than ${MAX_APPLY_YAML_BYTES} bytes: split it into several applies`);
+    throw new PayloadTooLargeError(
+      `the YAML is larger than ${MAX_APPLY_YAML_BYTES} bytes: split it into several applies`,
+    );
   }
   const parsed = parseAllDocuments(text, { uniqueKeys: true });
   const yamlDocuments = Array.isArray(parsed) ? parsed : [];
@@ -75,13 +89,19 @@ export function parseApplyDocuments(text: string): ApplyDocument[] {
       refuse(position, `invalid YAML: ${(err as Error).message.split('\n')[0]}`);
     }
     if (value === null || value === undefined) return; // an empty document (`---` at the end)
-    if (isPlainObject(value) && (value as { kind?: unknown }).kind === 'List' && Array.isArray((value as { items?: unknown }).items)) {
+    if (
+      isPlainObject(value) &&
+      (value as { kind?: unknown }).kind === 'List' &&
+      Array.isArray((value as { items?: unknown }).items)
+    ) {
       for (const item of (value as { items: unknown[] }).items) documents.push(checkedDocument(item, position));
     } else {
       documents.push(checkedDocument(value, position));
     }
     if (documents.length > MAX_APPLY_DOCUMENTS) {
-      throw new BadRequestError(`more than ${MAX_APPLY_DOCUMENTS} documents: split the file into several applies; nothing was applied`);
+      throw new BadRequestError(
+        `more than ${MAX_APPLY_DOCUMENTS} documents: split the file into several applies; nothing was applied`,
+      );
     }
   });
   if (documents.length === 0) throw new BadRequestError('the YAML holds no document to apply');

@@ -102,9 +102,22 @@ function isNamespace(doc: ApplyDocument): boolean {
 function kindsDefinedIn(docs: ApplyDocument[]): Map<string, CrdKind> {
   const kinds = new Map<string, CrdKind>();
   for (const doc of docs.filter(isCrd)) {
-    const spec = (doc.object.spec ?? {}) as { group?: unknown; scope?: unknown; version?: unknown; versions?: Array<{ name?: unknown }>; names?: { kind?: unknown; plural?: unknown } };
-    const versions = [...(Array.isArray(spec.versions) ? spec.versions.map((v) => v?.name) : []), spec.version].filter((v): v is string => typeof v === 'string');
-    if (typeof spec.group !== 'string' || typeof spec.names?.kind !== 'string' || typeof spec.names?.plural !== 'string') continue;
+    const spec = (doc.object.spec ?? {}) as {
+      group?: unknown;
+      scope?: unknown;
+      version?: unknown;
+      versions?: Array<{ name?: unknown }>;
+      names?: { kind?: unknown; plural?: unknown };
+    };
+    const versions = [...(Array.isArray(spec.versions) ? spec.versions.map((v) => v?.name) : []), spec.version].filter(
+      (v): v is string => typeof v === 'string',
+    );
+    if (
+      typeof spec.group !== 'string' ||
+      typeof spec.names?.kind !== 'string' ||
+      typeof spec.names?.plural !== 'string'
+    )
+      continue;
     for (const version of versions) {
       kinds.set(`${spec.group}/${version}|${spec.names.kind}`, {
         group: spec.group,
@@ -126,7 +139,9 @@ function describe(p: Pick<DocumentOutcome, 'position' | 'kind' | 'name' | 'names
 /** Fails the whole apply with the first failed document's status; `details.documents` lists all. */
 function failure(planned: Planned[], failed: Planned, what: string): HttpError {
   const o = failed.outcome;
-  return new HttpError(o.status ?? 400, o.reason ?? 'BadRequest', `${describe(o)}: ${o.error ?? 'failed'}; ${what}`, { documents: planned.map((p) => p.outcome) });
+  return new HttpError(o.status ?? 400, o.reason ?? 'BadRequest', `${describe(o)}: ${o.error ?? 'failed'}; ${what}`, {
+    documents: planned.map((p) => p.outcome),
+  });
 }
 
 function fail(p: Planned, err: HttpError): void {
@@ -155,7 +170,14 @@ function applyPath(p: Planned, options: { force: boolean; dryRun: boolean }): st
 /** One server-side apply of one document; records the outcome and returns whether it succeeded. */
 async function applyOne(ctx: ToolContext, p: Planned, options: { force: boolean; dryRun: boolean }): Promise<boolean> {
   const path = applyPath(p, options);
-  const outcome = await tryWrite(ctx, 'PATCH', path, APPLY_CONTENT_TYPE, bodyOf(p), objectPath(p.resolved!, p.namespace, p.doc.name));
+  const outcome = await tryWrite(
+    ctx,
+    'PATCH',
+    path,
+    APPLY_CONTENT_TYPE,
+    bodyOf(p),
+    objectPath(p.resolved!, p.namespace, p.doc.name),
+  );
   if (!outcome.ok) {
     fail(p, outcome.error);
     return false;
@@ -180,13 +202,19 @@ function missingNamespaceOfFile(p: Planned, planned: Planned[]): boolean {
 }
 
 /** Waits until the CRD is established, then until its kinds are in discovery. */
-async function waitEstablished(ctx: ToolContext, resolver: KindResolver, crd: Planned, kinds: CrdKind[]): Promise<void> {
+async function waitEstablished(
+  ctx: ToolContext,
+  resolver: KindResolver,
+  crd: Planned,
+  kinds: CrdKind[],
+): Promise<void> {
   const deadline = Date.now() + CRD_ESTABLISH_TIMEOUT_MS;
   const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${encodeURIComponent(crd.doc.name)}`;
   for (;;) {
     // kiteline's own credentials: the caller just created it, but may lack `get` on CRDs.
     const object = await getJson<KubeObject>(ctx, path, {});
-    const conditions = ((object.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? []);
+    const conditions =
+      (object.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)?.conditions ?? [];
     const established = conditions.some((c) => c.type === 'Established' && c.status === 'True');
     if (established) {
       let served = true;
@@ -202,7 +230,11 @@ async function waitEstablished(ctx: ToolContext, resolver: KindResolver, crd: Pl
         return;
       }
     }
-    if (Date.now() > deadline) throw new GatewayTimeoutError(`CustomResourceDefinition ${crd.doc.name} did not become established within ${CRD_ESTABLISH_TIMEOUT_MS / 1000} s`);
+    if (Date.now() > deadline)
+      throw new GatewayTimeoutError(
+        `CustomResourceDefinition ${crd.doc.name} did not become established ` +
+          `within ${CRD_ESTABLISH_TIMEOUT_MS / 1000} s`,
+      );
     await new Promise((r) => setTimeout(r, CRD_POLL_MS));
   }
 }
@@ -212,41 +244,81 @@ async function removeCreatedFoundations(ctx: ToolContext, planned: Planned[]): P
   for (const p of [...planned].reverse()) {
     if (!p.foundation || !p.createdUid) continue;
     const body = { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: p.createdUid } };
-    const outcome = await tryWrite(ctx, 'DELETE', objectPath(p.resolved!, p.namespace, p.doc.name), 'application/json', body);
+    const outcome = await tryWrite(
+      ctx,
+      'DELETE',
+      objectPath(p.resolved!, p.namespace, p.doc.name),
+      'application/json',
+      body,
+    );
     if (outcome.ok || outcome.status === 404) {
       p.outcome.result = 'removed';
       p.outcome.error = 'created, then removed again because a later document failed its dry run';
     } else {
-      p.outcome.error = `created, but could not be removed again after a later document failed: ${outcome.error.message}`;
+      const why = outcome.error.message;
+      p.outcome.error = `created, but could not be removed again after a later document failed: ${why}`;
     }
   }
 }
 
 /** Applies the documents; throws an HttpError with `details.documents` when any fails. */
-export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], options: ApplyOptions): Promise<ApplyAnswer> {
+export async function applyDocuments(
+  ctx: ToolContext,
+  docs: ApplyDocument[],
+  options: ApplyOptions,
+): Promise<ApplyAnswer> {
   const resolver = new KindResolver(ctx);
   const fileKinds = kindsDefinedIn(docs);
   const planned: Planned[] = [];
 
   // 1. Kinds and namespaces.
   for (const doc of docs) {
-    const outcome: DocumentOutcome = { position: doc.position, apiVersion: doc.apiVersion, kind: doc.kind, name: doc.name, result: 'not-applied' };
+    const outcome: DocumentOutcome = {
+      position: doc.position,
+      apiVersion: doc.apiVersion,
+      kind: doc.kind,
+      name: doc.name,
+      result: 'not-applied',
+    };
     let resolved = await resolver.resolve(doc.apiVersion, doc.kind);
     let fromFileCrd = false;
     if (!resolved) {
       const defined = fileKinds.get(`${doc.apiVersion}|${doc.kind}`);
       if (defined) {
         const version = doc.apiVersion.slice(doc.apiVersion.indexOf('/') + 1);
-        resolved = { group: defined.group, version, resource: defined.plural, kind: defined.kind, namespaced: defined.namespaced, verbs: [] };
+        resolved = {
+          group: defined.group,
+          version,
+          resource: defined.plural,
+          kind: defined.kind,
+          namespaced: defined.namespaced,
+          verbs: [],
+        };
         fromFileCrd = true;
       }
     }
     const namespace = resolved?.namespaced ? (doc.namespace ?? options.defaultNamespace) : undefined;
     if (namespace !== undefined) outcome.namespace = namespace;
-    const p: Planned = { doc, outcome, resolved, fromFileCrd, namespace, foundation: isCrd(doc) || isNamespace(doc), deferred: false };
+    const p: Planned = {
+      doc,
+      outcome,
+      resolved,
+      fromFileCrd,
+      namespace,
+      foundation: isCrd(doc) || isNamespace(doc),
+      deferred: false,
+    };
     planned.push(p);
     if (!resolved) {
-      fail(p, new HttpError(404, 'NotFound', `the cluster serves no kind ${doc.kind} in ${doc.apiVersion} (and no CustomResourceDefinition of this file defines it)`));
+      fail(
+        p,
+        new HttpError(
+          404,
+          'NotFound',
+          `the cluster serves no kind ${doc.kind} in ${doc.apiVersion} ` +
+            '(and no CustomResourceDefinition of this file defines it)',
+        ),
+      );
       throw failure(planned, p, 'nothing was applied');
     }
     outcome.resource = canonicalResourceName(resolved);
@@ -282,7 +354,7 @@ export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], op
     throw failure(planned, p, 'nothing was applied (every document was dry-run first)');
   }
 
-  const first = planned[0]!;
+  const first = planned[0];
   const answer = (message: string): ApplyAnswer => ({
     message,
     kind: first.doc.kind,
@@ -293,7 +365,9 @@ export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], op
   });
   if (options.dryRun) {
     const unchecked = planned.filter((p) => p.outcome.result === 'not-checked').length;
-    const note = unchecked ? ` (${unchecked} not checked: they need a CustomResourceDefinition or Namespace of this file to exist first)` : '';
+    const note = unchecked
+      ? ` (${unchecked} not checked: they need a CustomResourceDefinition or Namespace of this file to exist first)`
+      : '';
     return answer(`dry run: ${planned.length - unchecked} of ${planned.length} documents would be applied${note}`);
   }
   // From here on an outcome says what really happened.
@@ -306,11 +380,20 @@ export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], op
   for (const p of planned.filter((q) => q.foundation)) {
     if (!(await applyOne(ctx, p, { force: options.force, dryRun: false }))) {
       await removeCreatedFoundations(ctx, planned);
-      throw failure(planned, p, 'the documents before it in the order CRDs, Namespaces, the rest were applied (see details)');
+      throw failure(
+        planned,
+        p,
+        'the documents before it in the order CRDs, Namespaces, the rest were applied (see details)',
+      );
     }
     if (isCrd(p.doc)) {
       const kinds = [...fileKinds.values()].filter((k) => k.crdName === p.doc.name);
-      await waitEstablished(ctx, resolver, p, kinds.filter((k, i) => kinds.findIndex((o) => o.kind === k.kind) === i));
+      await waitEstablished(
+        ctx,
+        resolver,
+        p,
+        kinds.filter((k, i) => kinds.findIndex((o) => o.kind === k.kind) === i),
+      );
     }
   }
 
@@ -322,7 +405,12 @@ export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], op
     }
     if (!(await applyOne(ctx, p, { force: options.force, dryRun: true }))) {
       await removeCreatedFoundations(ctx, planned);
-      throw failure(planned, p, 'its dry run failed after the CRDs and Namespaces of the file were applied; those this apply created were removed again');
+      throw failure(
+        planned,
+        p,
+        'its dry run failed after the CRDs and Namespaces of the file were applied; ' +
+          'those this apply created were removed again',
+      );
     }
     p.outcome.result = 'not-applied';
     delete p.outcome.status;
@@ -331,7 +419,12 @@ export async function applyDocuments(ctx: ToolContext, docs: ApplyDocument[], op
   // 6. Everything else, in file order.
   for (const p of planned.filter((q) => !q.foundation)) {
     if (!(await applyOne(ctx, p, { force: options.force, dryRun: false }))) {
-      throw failure(planned, p, 'it failed after a successful dry run (the cluster changed meanwhile); the documents marked created or configured were applied');
+      throw failure(
+        planned,
+        p,
+        'it failed after a successful dry run (the cluster changed meanwhile); ' +
+          'the documents marked created or configured were applied',
+      );
     }
   }
   return answer(`applied ${planned.length} document${planned.length === 1 ? '' : 's'}`);

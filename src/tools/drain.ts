@@ -11,8 +11,9 @@
 //      serve that, e.g. 1.20): the API server enforces PodDisruptionBudgets and answers 429 while
 //      one forbids the eviction; such pods are retried until the timeout;
 //   5. wait until the evicted pods are gone.
-// The report lists evicted (and still terminating), blocked, failed and skipped pods. An incomplete drain (time ran out)
-// is a 504 whose details carry the report; the node stays cordoned either way, as with kubectl.
+// The report lists evicted (and still terminating), blocked, failed and skipped pods. An incomplete
+// drain (time ran out) is a 504 whose details carry the report; the node stays cordoned either way,
+// as with kubectl.
 import { BadRequestError, HttpError } from '../errors.js';
 import { withSearch } from '../resources/read-query.js';
 import { getJson, tryWrite, type KubeList, type KubeObject, type ToolContext } from './kube.js';
@@ -79,9 +80,16 @@ function ref(pod: Pod): PodRef {
 }
 
 /** Lists and sorts the node's pods (nothing is changed). `guardSelector` hides protected namespaces. */
-export async function planDrain(ctx: ToolContext, node: string, options: DrainOptions, guardSelector: string | undefined): Promise<DrainPlan> {
+export async function planDrain(
+  ctx: ToolContext,
+  node: string,
+  options: DrainOptions,
+  guardSelector: string | undefined,
+): Promise<DrainPlan> {
   await getJson(ctx, nodePath(node)); // 404 for an unknown node
-  const search = new URLSearchParams({ fieldSelector: [guardSelector, `spec.nodeName=${node}`].filter(Boolean).join(',') });
+  const search = new URLSearchParams({
+    fieldSelector: [guardSelector, `spec.nodeName=${node}`].filter(Boolean).join(','),
+  });
   if (options.podSelector) search.set('labelSelector', options.podSelector);
   const pods = (await getJson<KubeList<Pod>>(ctx, withSearch('/api/v1/pods', search))).items ?? [];
   const plan: DrainPlan = { evict: [], skipped: [], refused: [] };
@@ -96,7 +104,11 @@ export async function planDrain(ctx: ToolContext, node: string, options: DrainOp
       else plan.refused.push(note('managed by a DaemonSet (set ignoreDaemonsets)'));
     } else if (!controller && !finished && !options.force) {
       plan.refused.push(note('not managed by a controller: it would not come back (set force)'));
-    } else if (!finished && (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined) && !options.deleteLocalData) {
+    } else if (
+      !finished &&
+      (pod.spec?.volumes ?? []).some((v) => v.emptyDir !== undefined) &&
+      !options.deleteLocalData
+    ) {
       plan.refused.push(note('has emptyDir volumes whose data would be lost (set deleteLocalData)'));
     } else {
       plan.evict.push(pod);
@@ -107,7 +119,11 @@ export async function planDrain(ctx: ToolContext, node: string, options: DrainOp
 
 /** The Eviction version the cluster takes: policy/v1, or policy/v1beta1 before Kubernetes 1.22. */
 async function evictionApiVersion(ctx: ToolContext): Promise<string> {
-  const core = await getJson<{ resources?: Array<{ name?: string; group?: string; version?: string }> }>(ctx, '/api/v1', {});
+  const core = await getJson<{ resources?: Array<{ name?: string; group?: string; version?: string }> }>(
+    ctx,
+    '/api/v1',
+    {},
+  );
   const eviction = core.resources?.find((r) => r.name === 'pods/eviction');
   return eviction?.group && eviction.version ? `${eviction.group}/${eviction.version}` : 'policy/v1beta1';
 }
@@ -116,7 +132,10 @@ async function evictionApiVersion(ctx: ToolContext): Promise<string> {
 async function gone(ctx: ToolContext, pod: Pod): Promise<boolean> {
   const { namespace, name } = ref(pod);
   try {
-    const now = await getJson<Pod>(ctx, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`);
+    const now = await getJson<Pod>(
+      ctx,
+      `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`,
+    );
     return now.metadata?.uid !== pod.metadata?.uid;
   } catch (err) {
     if (err instanceof HttpError && err.status === 404) return true;
@@ -127,18 +146,28 @@ async function gone(ctx: ToolContext, pod: Pod): Promise<boolean> {
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve) => {
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 
 /** Cordons the node and evicts the planned pods; answers the report or throws 504 with it. */
-export async function drainNode(ctx: ToolContext, node: string, plan: DrainPlan, options: DrainOptions): Promise<DrainReport> {
+export async function drainNode(
+  ctx: ToolContext,
+  node: string,
+  plan: DrainPlan,
+  options: DrainOptions,
+): Promise<DrainReport> {
   if (plan.refused.length > 0) {
-    const first = plan.refused[0]!;
+    const first = plan.refused[0];
     throw new BadRequestError(
-      `cannot drain node ${node}: ${plan.refused.length} pod(s) cannot be evicted as asked, e.g. ${first.namespace}/${first.name}: ${first.reason}; nothing was changed`,
+      `cannot drain node ${node}: ${plan.refused.length} pod(s) cannot be evicted as asked, ` +
+        `e.g. ${first.namespace}/${first.name}: ${first.reason}; nothing was changed`,
       { refused: plan.refused },
     );
   }
@@ -162,11 +191,18 @@ export async function drainNode(ctx: ToolContext, node: string, plan: DrainPlan,
         apiVersion,
         kind: 'Eviction',
         metadata: { name, namespace },
-        deleteOptions: { ...(options.gracePeriod >= 0 ? { gracePeriodSeconds: options.gracePeriod } : {}), preconditions: { uid: pod.metadata?.uid } },
+        deleteOptions: {
+          ...(options.gracePeriod >= 0 ? { gracePeriodSeconds: options.gracePeriod } : {}),
+          preconditions: { uid: pod.metadata?.uid },
+        },
       };
       const path = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}/eviction`;
       const outcome = await tryWrite(ctx, 'POST', path, 'application/json', body);
-      if (outcome.ok || outcome.status === 404 || (outcome.status === 409 && /precondition|UID/i.test(outcome.error.message))) {
+      if (
+        outcome.ok ||
+        outcome.status === 404 ||
+        (outcome.status === 409 && /precondition|UID/i.test(outcome.error.message))
+      ) {
         evicted.push(pod);
         terminating.push(pod);
       } else if (outcome.status === 429) {
@@ -184,12 +220,16 @@ export async function drainNode(ctx: ToolContext, node: string, plan: DrainPlan,
     await sleep(RETRY_MS, ctx.signal);
   }
 
-  const blocked: PodNote[] = waiting.map((pod) => ({ ...ref(pod), reason: blockedReasons.get(pod) ?? 'the eviction is refused by a PodDisruptionBudget' }));
+  const blocked: PodNote[] = waiting.map((pod) => ({
+    ...ref(pod),
+    reason: blockedReasons.get(pod) ?? 'the eviction is refused by a PodDisruptionBudget',
+  }));
   const complete = blocked.length === 0 && failed.length === 0 && terminating.length === 0;
   const report: DrainReport = {
     message: complete
       ? `Node ${node} drained successfully: ${evicted.length} pod(s) evicted, ${plan.skipped.length} skipped`
-      : `Node ${node} is cordoned but not drained: ${evicted.length} pod(s) evicted (${terminating.length} still terminating), ${blocked.length} blocked, ${failed.length} failed`,
+      : `Node ${node} is cordoned but not drained: ${evicted.length} pod(s) evicted ` +
+        `(${terminating.length} still terminating), ${blocked.length} blocked, ${failed.length} failed`,
     node,
     complete,
     evicted: evicted.map(ref),
@@ -200,7 +240,18 @@ export async function drainNode(ctx: ToolContext, node: string, plan: DrainPlan,
     options,
   };
   if (complete) return report;
-  if (failed.length === 0) throw new HttpError(504, 'Timeout', `${report.message} within ${options.timeoutSeconds} s (PodDisruptionBudgets or slow pods)`, report);
-  const firstFailure = failed[0]!;
-  throw new HttpError(409, 'Conflict', `${report.message}: ${firstFailure.namespace}/${firstFailure.name}: ${firstFailure.reason}`, report);
+  if (failed.length === 0)
+    throw new HttpError(
+      504,
+      'Timeout',
+      `${report.message} within ${options.timeoutSeconds} s (PodDisruptionBudgets or slow pods)`,
+      report,
+    );
+  const firstFailure = failed[0];
+  throw new HttpError(
+    409,
+    'Conflict',
+    `${report.message}: ${firstFailure.namespace}/${firstFailure.name}: ${firstFailure.reason}`,
+    report,
+  );
 }

@@ -63,7 +63,12 @@ export function toCoreEvent(e: KubeObject): CoreEvent {
     lastTimestamp: series?.lastObservedTime ?? (e.deprecatedLastTimestamp as string | undefined) ?? null,
     eventTime: (e.eventTime as string | undefined) ?? null,
     reportingComponent: (e.reportingController as string | undefined) ?? '',
-    source: { component: (e.deprecatedSource as { component?: string } | undefined)?.component ?? (e.reportingController as string | undefined) ?? '' },
+    source: {
+      component:
+        (e.deprecatedSource as { component?: string } | undefined)?.component ??
+        (e.reportingController as string | undefined) ??
+        '',
+    },
   };
 }
 
@@ -80,11 +85,21 @@ export async function objectEvents(ctx: ToolContext, req: EventsRequest): Promis
   const kind = object.kind || req.resolved.kind;
   const uid = object.metadata?.uid;
   const selector = (prefix: string) =>
-    [req.guardSelector, `${prefix}.kind=${kind}`, `${prefix}.name=${req.name}`, ...(uid ? [`${prefix}.uid=${uid}`] : [])].filter(Boolean).join(',');
+    [
+      req.guardSelector,
+      `${prefix}.kind=${kind}`,
+      `${prefix}.name=${req.name}`,
+      ...(uid ? [`${prefix}.uid=${uid}`] : []),
+    ]
+      .filter(Boolean)
+      .join(',');
 
   const core = await getJson<KubeList<CoreEvent>>(
     ctx,
-    withSearch(collectionPath(req.coreEvents, req.eventsNamespace), new URLSearchParams({ fieldSelector: selector('involvedObject'), limit: String(EVENT_LIMIT) })),
+    withSearch(
+      collectionPath(req.coreEvents, req.eventsNamespace),
+      new URLSearchParams({ fieldSelector: selector('involvedObject'), limit: String(EVENT_LIMIT) }),
+    ),
   );
   const byUid = new Map<string, CoreEvent>();
   const unnamed: CoreEvent[] = [];
@@ -96,7 +111,10 @@ export async function objectEvents(ctx: ToolContext, req: EventsRequest): Promis
     try {
       const modern = await getJson<KubeList>(
         ctx,
-        withSearch(collectionPath(req.eventsApi, req.eventsNamespace), new URLSearchParams({ fieldSelector: selector('regarding'), limit: String(EVENT_LIMIT) })),
+        withSearch(
+          collectionPath(req.eventsApi, req.eventsNamespace),
+          new URLSearchParams({ fieldSelector: selector('regarding'), limit: String(EVENT_LIMIT) }),
+        ),
       );
       for (const e of modern.items ?? []) {
         const id = e.metadata?.uid;

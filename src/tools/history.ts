@@ -17,7 +17,15 @@ import type { ResolvedResource } from '../clusters/types.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
 import { withSearch } from '../resources/read-query.js';
 import { objectPath } from '../resources/target.js';
-import { controllerUid, getJson, labelSelectorString, writeJson, type KubeList, type KubeObject, type ToolContext } from './kube.js';
+import {
+  controllerUid,
+  getJson,
+  labelSelectorString,
+  writeJson,
+  type KubeList,
+  type KubeObject,
+  type ToolContext,
+} from './kube.js';
 
 export const DEFAULT_HISTORY_PAGE_SIZE = 10;
 export const MAX_HISTORY_PAGE_SIZE = 100;
@@ -95,7 +103,7 @@ function withoutHashLabel(template: Record<string, unknown>): Record<string, unk
     delete copy.metadata.labels[HASH_LABEL];
     if (Object.keys(copy.metadata.labels).length === 0) delete copy.metadata.labels;
   }
-  return copy as Record<string, unknown>;
+  return copy;
 }
 
 /** The workload's revisions, oldest first. */
@@ -111,7 +119,8 @@ async function revisions(ctx: ToolContext, ref: WorkloadRef, workload: KubeObjec
       if (controllerUid(rs) !== uid) continue;
       const revision = Number(rs.metadata?.annotations?.[REVISION_ANNOTATION]);
       const template = (rs.spec as { template?: Record<string, unknown> } | undefined)?.template;
-      if (Number.isInteger(revision) && revision > 0 && template) found.push({ revision, template: withoutHashLabel(template), record: rs });
+      if (Number.isInteger(revision) && revision > 0 && template)
+        found.push({ revision, template: withoutHashLabel(template), record: rs });
     }
   } else {
     const list = await getJson<KubeList>(ctx, withSearch(`/apis/apps/v1/namespaces/${ns}/controllerrevisions`, search));
@@ -129,7 +138,8 @@ async function revisions(ctx: ToolContext, ref: WorkloadRef, workload: KubeObjec
 }
 
 /** A timestamp as YAML 1.1 and js-yaml read one (a date, or a date and time). */
-const YAML_TIMESTAMP = /^\d{4}-\d{1,2}-\d{1,2}(?:(?:[Tt]|[ \t]+)\d{1,2}:\d{2}:\d{2}(?:\.\d*)?(?:[ \t]*(?:Z|[-+]\d{1,2}(?::\d{2})?))?)?$/;
+const YAML_TIMESTAMP =
+  /^\d{4}-\d{1,2}-\d{1,2}(?:(?:[Tt]|[ \t]+)\d{1,2}:\d{2}:\d{2}(?:\.\d*)?(?:[ \t]*(?:Z|[-+]\d{1,2}(?::\d{2})?))?)?$/;
 
 /**
  * The apply document that puts this template back: kind, name, namespace, spec.template. A string
@@ -161,7 +171,12 @@ function currentRevision(ref: WorkloadRef, workload: KubeObject, all: Revision[]
 }
 
 /** One page of the workload's history, newest first; other kinds get an empty page. */
-export async function workloadHistory(ctx: ToolContext, ref: WorkloadRef, page: number, pageSize: number): Promise<HistoryAnswer> {
+export async function workloadHistory(
+  ctx: ToolContext,
+  ref: WorkloadRef,
+  page: number,
+  pageSize: number,
+): Promise<HistoryAnswer> {
   const workload = await getJson(ctx, objectPath(ref.resolved, ref.namespace, ref.name));
   const all = hasRevisions(ref.resolved) ? await revisions(ctx, ref, workload) : [];
   const current = currentRevision(ref, workload, all);
@@ -191,29 +206,58 @@ export async function workloadHistory(ctx: ToolContext, ref: WorkloadRef, page: 
       updatedAt: created,
     };
   });
-  return { data, pagination: { page, pageSize, total, totalPages, hasNextPage: page < totalPages, hasPrevPage: page > 1 && total > 0 } };
+  return {
+    data,
+    pagination: {
+      page,
+      pageSize,
+      total,
+      totalPages,
+      hasNextPage: page < totalPages,
+      hasPrevPage: page > 1 && total > 0,
+    },
+  };
 }
 
 /** Rolls the workload back to `toRevision` (0: the one before the current), as kubectl rollout undo. */
-export async function rollbackWorkload(ctx: ToolContext, ref: WorkloadRef, toRevision: number): Promise<{ message: string; revision: number }> {
-  if (!hasRevisions(ref.resolved)) throw new BadRequestError(`${ref.resource} have no revisions to roll back to (only Deployments, StatefulSets and DaemonSets)`);
+export async function rollbackWorkload(
+  ctx: ToolContext,
+  ref: WorkloadRef,
+  toRevision: number,
+): Promise<{ message: string; revision: number }> {
+  if (!hasRevisions(ref.resolved))
+    throw new BadRequestError(
+      `${ref.resource} have no revisions to roll back to (only Deployments, StatefulSets and DaemonSets)`,
+    );
   const path = objectPath(ref.resolved, ref.namespace, ref.name);
   const workload = await getJson(ctx, path);
   const all = await revisions(ctx, ref, workload);
   const current = currentRevision(ref, workload, all);
-  const target = toRevision === 0 ? [...all].reverse().find((r) => r.revision !== current) : all.find((r) => r.revision === toRevision);
+  const target =
+    toRevision === 0
+      ? [...all].reverse().find((r) => r.revision !== current)
+      : all.find((r) => r.revision === toRevision);
   if (!target) {
-    throw new NotFoundError(toRevision === 0 ? `${ref.resource} ${ref.namespace}/${ref.name} has no previous revision` : `revision ${toRevision} of ${ref.resource} ${ref.namespace}/${ref.name} not found`);
+    throw new NotFoundError(
+      toRevision === 0
+        ? `${ref.resource} ${ref.namespace}/${ref.name} has no previous revision`
+        : `revision ${toRevision} of ${ref.resource} ${ref.namespace}/${ref.name} not found`,
+    );
   }
   const what = `${ref.resource} ${ref.namespace}/${ref.name}`;
-  const currentTemplate = withoutHashLabel(((workload.spec as { template?: Record<string, unknown> }).template ?? {}));
+  const currentTemplate = withoutHashLabel((workload.spec as { template?: Record<string, unknown> }).template ?? {});
   if (JSON.stringify(sortKeys(currentTemplate)) === JSON.stringify(sortKeys(target.template))) {
-    return { message: `${what} skipped rollback (current template already matches revision ${target.revision})`, revision: target.revision };
+    return {
+      message: `${what} skipped rollback (current template already matches revision ${target.revision})`,
+      revision: target.revision,
+    };
   }
   if (ref.resolved.resource === 'deployments') {
     const annotations: Record<string, string> = {};
-    for (const [k, v] of Object.entries(workload.metadata?.annotations ?? {})) if (ANNOTATIONS_TO_SKIP.has(k)) annotations[k] = v;
-    for (const [k, v] of Object.entries(target.record.metadata?.annotations ?? {})) if (!ANNOTATIONS_TO_SKIP.has(k)) annotations[k] = v;
+    for (const [k, v] of Object.entries(workload.metadata?.annotations ?? {}))
+      if (ANNOTATIONS_TO_SKIP.has(k)) annotations[k] = v;
+    for (const [k, v] of Object.entries(target.record.metadata?.annotations ?? {}))
+      if (!ANNOTATIONS_TO_SKIP.has(k)) annotations[k] = v;
     const patch = [
       { op: 'test', path: '/metadata/resourceVersion', value: workload.metadata?.resourceVersion },
       { op: 'replace', path: '/spec/template', value: target.template },
@@ -231,7 +275,11 @@ export async function rollbackWorkload(ctx: ToolContext, ref: WorkloadRef, toRev
 function sortKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(sortKeys);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.keys(value as object).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]));
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+    );
   }
   return value;
 }

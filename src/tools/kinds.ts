@@ -14,8 +14,8 @@ import { getJson, type ToolContext } from './kube.js';
 export function splitApiVersion(apiVersion: string): { group: string; version: string } | undefined {
   const parts = apiVersion.split('/');
   const ok = (s: string | undefined) => !!s && /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(s) && s.length <= 253;
-  if (parts.length === 1 && ok(parts[0])) return { group: '', version: parts[0]! };
-  if (parts.length === 2 && ok(parts[0]) && ok(parts[1])) return { group: parts[0]!, version: parts[1]! };
+  if (parts.length === 1 && ok(parts[0])) return { group: '', version: parts[0] };
+  if (parts.length === 2 && ok(parts[0]) && ok(parts[1])) return { group: parts[0], version: parts[1] };
   return undefined;
 }
 
@@ -31,7 +31,14 @@ export class KindResolver {
     const list = await this.resources(apiVersion, gv);
     const found = list?.find((r) => r.kind === kind && !r.name.includes('/'));
     if (!found) return undefined;
-    return { group: gv.group, version: gv.version, resource: found.name, kind: found.kind, namespaced: found.namespaced, verbs: found.verbs ?? [] };
+    return {
+      group: gv.group,
+      version: gv.version,
+      resource: found.name,
+      kind: found.kind,
+      namespaced: found.namespaced,
+      verbs: found.verbs ?? [],
+    };
   }
 
   /** Drops what is known of a group-version (a CRD for it was just created). */
@@ -39,10 +46,16 @@ export class KindResolver {
     this.lists.delete(apiVersion);
   }
 
-  private resources(apiVersion: string, gv: { group: string; version: string }): Promise<DiscoveredResource[] | undefined> {
+  private resources(
+    apiVersion: string,
+    gv: { group: string; version: string },
+  ): Promise<DiscoveredResource[] | undefined> {
     let known = this.lists.get(apiVersion);
     if (!known) {
-      const path = gv.group === '' ? `/api/${encodeURIComponent(gv.version)}` : `/apis/${encodeURIComponent(gv.group)}/${encodeURIComponent(gv.version)}`;
+      const path =
+        gv.group === ''
+          ? `/api/${encodeURIComponent(gv.version)}`
+          : `/apis/${encodeURIComponent(gv.group)}/${encodeURIComponent(gv.version)}`;
       known = getJson<{ resources?: DiscoveredResource[] }>(this.ctx, path, {}).then(
         (list) => (Array.isArray(list.resources) ? list.resources : []),
         (err) => {

@@ -39,25 +39,63 @@ export interface KubeList<T = KubeObject> {
 }
 
 /** GET a path; throws the cluster's error (404, 403, ...) as an HttpError. */
-export async function getJson<T = KubeObject>(ctx: ToolContext, path: string, headers: UpstreamHeaders = ctx.headers): Promise<T> {
-  const res = await ctx.conn.request({ method: 'GET', path, headers: { accept: 'application/json', ...headers }, signal: ctx.signal });
+export async function getJson<T = KubeObject>(
+  ctx: ToolContext,
+  path: string,
+  headers: UpstreamHeaders = ctx.headers,
+): Promise<T> {
+  const res = await ctx.conn.request({
+    method: 'GET',
+    path,
+    headers: { accept: 'application/json', ...headers },
+    signal: ctx.signal,
+  });
   return readJson<T>(res);
 }
 
 /** A write (POST, PATCH, DELETE) with a JSON body; throws the cluster's error as an HttpError. */
-export async function writeJson<T = KubeObject>(ctx: ToolContext, method: string, path: string, contentType: string, body: unknown, turnKey?: string): Promise<T> {
+export async function writeJson<T = KubeObject>(
+  ctx: ToolContext,
+  method: string,
+  path: string,
+  contentType: string,
+  body: unknown,
+  turnKey?: string,
+): Promise<T> {
   const framed = bodyRequest(contentType, typeof body === 'string' ? body : JSON.stringify(body), ctx.headers);
-  const res = await ctx.conn.request({ method, path, headers: framed.headers, body: framed.body, signal: ctx.signal, turnKey });
+  const res = await ctx.conn.request({
+    method,
+    path,
+    headers: framed.headers,
+    body: framed.body,
+    signal: ctx.signal,
+    turnKey,
+  });
   return readJson<T>(res);
 }
 
 /** The outcome of a write that must not throw: the status, and the object or the error. */
-export type WriteOutcome<T = KubeObject> = { ok: true; status: number; object: T } | { ok: false; status: number; error: HttpError };
+export type WriteOutcome<T = KubeObject> =
+  { ok: true; status: number; object: T } | { ok: false; status: number; error: HttpError };
 
 /** Like writeJson, but an HTTP error of the cluster is returned, not thrown (network errors still throw). */
-export async function tryWrite<T = KubeObject>(ctx: ToolContext, method: string, path: string, contentType: string, body: unknown, turnKey?: string): Promise<WriteOutcome<T>> {
+export async function tryWrite<T = KubeObject>(
+  ctx: ToolContext,
+  method: string,
+  path: string,
+  contentType: string,
+  body: unknown,
+  turnKey?: string,
+): Promise<WriteOutcome<T>> {
   const framed = bodyRequest(contentType, typeof body === 'string' ? body : JSON.stringify(body), ctx.headers);
-  const res = await ctx.conn.request({ method, path, headers: framed.headers, body: framed.body, signal: ctx.signal, turnKey });
+  const res = await ctx.conn.request({
+    method,
+    path,
+    headers: framed.headers,
+    body: framed.body,
+    signal: ctx.signal,
+    turnKey,
+  });
   const status = res.statusCode;
   try {
     return { ok: true, status, object: await readJson<T>(res) };
@@ -69,7 +107,10 @@ export async function tryWrite<T = KubeObject>(ctx: ToolContext, method: string,
 
 /** "app=web,tier in (a,b)" from a LabelSelector ({matchLabels, matchExpressions}). */
 export function labelSelectorString(selector: unknown): string {
-  const s = (selector ?? {}) as { matchLabels?: Record<string, string>; matchExpressions?: Array<{ key: string; operator: string; values?: string[] }> };
+  const s = (selector ?? {}) as {
+    matchLabels?: Record<string, string>;
+    matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+  };
   const parts = Object.entries(s.matchLabels ?? {}).map(([k, v]) => `${k}=${v}`);
   for (const e of s.matchExpressions ?? []) {
     if (e.operator === 'In') parts.push(`${e.key} in (${(e.values ?? []).join(',')})`);

@@ -43,7 +43,15 @@ const OWNED_KINDS: Record<string, readonly string[]> = {
 };
 
 /** Kinds a pod template can run in, searched for the users of a ConfigMap, Secret, claim or ServiceAccount. */
-const WORKLOAD_KINDS = ['deployments.apps', 'statefulsets.apps', 'daemonsets.apps', 'cronjobs.batch', 'jobs.batch', 'replicationcontrollers', 'pods'] as const;
+const WORKLOAD_KINDS = [
+  'deployments.apps',
+  'statefulsets.apps',
+  'daemonsets.apps',
+  'cronjobs.batch',
+  'jobs.batch',
+  'replicationcontrollers',
+  'pods',
+] as const;
 
 /** The kinds a pod template references, by the resource name this file files them under. */
 const REFERENCED_KINDS = ['configmaps', 'secrets', 'persistentvolumeclaims', 'serviceaccounts'] as const;
@@ -65,16 +73,26 @@ function names(values: unknown): Set<string> {
 
 /** A pod's spec and labels, or those of an object's pod template (workloads, CronJobs' job template). */
 export function podTemplateOf(object: Json): { labels: Record<string, string>; spec: Json } | undefined {
-  const candidates = [object.kind === 'Pod' ? { metadata: object.metadata, spec: object.spec } : undefined, object.spec?.template, object.spec?.jobTemplate?.spec?.template];
+  const candidates = [
+    object.kind === 'Pod' ? { metadata: object.metadata, spec: object.spec } : undefined,
+    object.spec?.template,
+    object.spec?.jobTemplate?.spec?.template,
+  ];
   for (const template of candidates) {
-    if (template && Array.isArray(template.spec?.containers)) return { labels: template.metadata?.labels ?? {}, spec: template.spec };
+    if (template && Array.isArray(template.spec?.containers))
+      return { labels: template.metadata?.labels ?? {}, spec: template.spec };
   }
   return undefined;
 }
 
 /** The ConfigMaps, Secrets, claims and ServiceAccount a pod spec references. */
 export function podSpecReferences(spec: Json): References {
-  const refs: References = { configmaps: new Set(), secrets: new Set(), persistentvolumeclaims: new Set(), serviceaccounts: new Set() };
+  const refs: References = {
+    configmaps: new Set(),
+    secrets: new Set(),
+    persistentvolumeclaims: new Set(),
+    serviceaccounts: new Set(),
+  };
   const add = (kind: ReferencedKind, name: unknown) => {
     if (typeof name === 'string' && name !== '') refs[kind].add(name);
   };
@@ -87,7 +105,11 @@ export function podSpecReferences(spec: Json): References {
       add('secrets', source.secret?.name);
     }
   }
-  for (const container of [...(spec.initContainers ?? []), ...(spec.containers ?? []), ...(spec.ephemeralContainers ?? [])]) {
+  for (const container of [
+    ...(spec.initContainers ?? []),
+    ...(spec.containers ?? []),
+    ...(spec.ephemeralContainers ?? []),
+  ]) {
     for (const from of container.envFrom ?? []) {
       add('configmaps', from.configMapRef?.name);
       add('secrets', from.secretRef?.name);
@@ -149,7 +171,12 @@ export class RelatedFinder {
     const visible: RelatedObject[] = [];
     for (const item of this.found.values()) {
       if (await this.reader.mayRead(item.resolved, item.namespace, item.name)) {
-        visible.push({ type: item.type, name: item.name, ...(item.namespace ? { namespace: item.namespace } : {}), apiVersion: item.apiVersion });
+        visible.push({
+          type: item.type,
+          name: item.name,
+          ...(item.namespace ? { namespace: item.namespace } : {}),
+          apiVersion: item.apiVersion,
+        });
       }
     }
     return visible;
@@ -158,7 +185,14 @@ export class RelatedFinder {
   private add(resolved: ResolvedResource, namespace: string | undefined, name: string): void {
     const ns = resolved.namespaced ? namespace : undefined;
     const k = key(resolved, ns, name);
-    if (!this.found.has(k)) this.found.set(k, { type: resolved.resource, name, ...(ns ? { namespace: ns } : {}), apiVersion: apiVersionOf(resolved), resolved });
+    if (!this.found.has(k))
+      this.found.set(k, {
+        type: resolved.resource,
+        name,
+        ...(ns ? { namespace: ns } : {}),
+        apiVersion: apiVersionOf(resolved),
+        resolved,
+      });
   }
 
   /** Adds an object named by reference (its kind by discovery name); a kind the cluster lacks adds nothing. */
@@ -167,8 +201,15 @@ export class RelatedFinder {
     if (resolved) this.add(resolved, namespace, name);
   }
 
-  /** The objects of a kind in a namespace, or none when the caller may not list them (or the cluster lacks the kind). */
-  private async list(kind: string, namespace: string, labelSelector?: string): Promise<{ resolved: ResolvedResource; items: Json[] } | undefined> {
+  /**
+   * The objects of a kind in a namespace, or none when the caller may not list them (or the cluster lacks the
+   * kind).
+   */
+  private async list(
+    kind: string,
+    namespace: string,
+    labelSelector?: string,
+  ): Promise<{ resolved: ResolvedResource; items: Json[] } | undefined> {
     const resolved = await this.ctx.conn.resolveResource(kind);
     if (!resolved) return undefined;
     const items = await quietly(() => this.reader.listOf(resolved, namespace, labelSelector ? { labelSelector } : {}));
@@ -179,7 +220,13 @@ export class RelatedFinder {
   private async owners(object: Json, namespace: string | undefined, depth: number): Promise<void> {
     if (depth >= MAX_DEPTH) return;
     for (const ref of object.metadata?.ownerReferences ?? []) {
-      if (typeof ref?.apiVersion !== 'string' || typeof ref.kind !== 'string' || typeof ref.name !== 'string' || this.visited.has(ref.uid)) continue;
+      if (
+        typeof ref?.apiVersion !== 'string' ||
+        typeof ref.kind !== 'string' ||
+        typeof ref.name !== 'string' ||
+        this.visited.has(ref.uid)
+      )
+        continue;
       this.visited.add(ref.uid);
       const resolved = await this.kinds.resolve(ref.apiVersion, ref.kind);
       if (!resolved) continue;
@@ -191,15 +238,27 @@ export class RelatedFinder {
   }
 
   /** The objects `object` owns through the kinds its controller creates, walked down; returns the direct ones. */
-  private async owned(resolved: ResolvedResource, object: Json, namespace: string | undefined, depth: number): Promise<Json[]> {
+  private async owned(
+    resolved: ResolvedResource,
+    object: Json,
+    namespace: string | undefined,
+    depth: number,
+  ): Promise<Json[]> {
     const direct: Json[] = [];
     const uid = object.metadata?.uid;
     if (!namespace || !uid || depth >= MAX_DEPTH) return direct;
     for (const childKind of OWNED_KINDS[qualifiedName(resolved)] ?? []) {
-      const selector = object.spec?.selector && typeof object.spec.selector === 'object' ? labelSelectorString(object.spec.selector) : undefined;
+      const selector =
+        object.spec?.selector && typeof object.spec.selector === 'object'
+          ? labelSelectorString(object.spec.selector)
+          : undefined;
       const children = await this.list(childKind, namespace, selector);
       for (const child of children?.items ?? []) {
-        if (!(child.metadata?.ownerReferences ?? []).some((r: Json) => r?.uid === uid) || this.visited.has(child.metadata.uid)) continue;
+        if (
+          !(child.metadata?.ownerReferences ?? []).some((r: Json) => r?.uid === uid) ||
+          this.visited.has(child.metadata.uid)
+        )
+          continue;
         this.visited.add(child.metadata.uid);
         direct.push(child);
         this.add(children!.resolved, namespace, child.metadata.name);
@@ -224,9 +283,11 @@ export class RelatedFinder {
   /** Ingresses with a backend among these Services. */
   private async ingressesRoutingTo(namespace: string, services: Set<string>): Promise<void> {
     if (services.size === 0) return;
-    const ingresses = (await this.list('ingresses.networking.k8s.io', namespace)) ?? (await this.list('ingresses', namespace));
+    const ingresses =
+      (await this.list('ingresses.networking.k8s.io', namespace)) ?? (await this.list('ingresses', namespace));
     for (const ingress of ingresses?.items ?? []) {
-      if ([...ingressServiceNames(ingress)].some((name) => services.has(name))) this.add(ingresses!.resolved, namespace, ingress.metadata.name);
+      if ([...ingressServiceNames(ingress)].some((name) => services.has(name)))
+        this.add(ingresses!.resolved, namespace, ingress.metadata.name);
     }
   }
 
@@ -239,7 +300,10 @@ export class RelatedFinder {
     }
   }
 
-  /** What points at the object: a Service's pods and Ingresses, an Ingress's Services, the users of a ConfigMap, .... */
+  /**
+   * What points at the object: a Service's pods and Ingresses, an Ingress's Services, the users of a ConfigMap,
+   * ....
+   */
   private async reverse(resolved: ResolvedResource, object: Json, namespace: string): Promise<void> {
     const name: string = object.metadata?.name;
     const kind = qualifiedName(resolved);
@@ -259,7 +323,10 @@ export class RelatedFinder {
       }
     } else if (resolved.resource === 'horizontalpodautoscalers') {
       const target = object.spec?.scaleTargetRef ?? {};
-      const targetKind = typeof target.apiVersion === 'string' && typeof target.kind === 'string' ? await this.kinds.resolve(target.apiVersion, target.kind) : undefined;
+      const targetKind =
+        typeof target.apiVersion === 'string' && typeof target.kind === 'string'
+          ? await this.kinds.resolve(target.apiVersion, target.kind)
+          : undefined;
       if (targetKind && typeof target.name === 'string') this.add(targetKind, namespace, target.name);
     }
   }
@@ -271,7 +338,8 @@ export class RelatedFinder {
       for (const workload of workloads?.items ?? []) {
         if ((workload.metadata?.ownerReferences ?? []).some((r: Json) => r?.controller)) continue;
         const template = podTemplateOf(workload);
-        if (template && podSpecReferences(template.spec)[kind].has(name)) this.add(workloads!.resolved, namespace, workload.metadata.name);
+        if (template && podSpecReferences(template.spec)[kind].has(name))
+          this.add(workloads!.resolved, namespace, workload.metadata.name);
       }
     }
   }

@@ -58,7 +58,14 @@ export interface IndexedObject {
 }
 
 interface ObjectMetadata {
-  metadata?: { uid?: string; name?: string; namespace?: string; labels?: Record<string, string>; creationTimestamp?: string; resourceVersion?: string };
+  metadata?: {
+    uid?: string;
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    creationTimestamp?: string;
+    resourceVersion?: string;
+  };
 }
 
 interface MetadataList {
@@ -111,7 +118,10 @@ class KindFeed {
         this.failures++;
         this.failing = true;
         const retryInMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** Math.min(this.failures - 1, 10));
-        this.index.log.warn({ cluster: this.index.conn.name, kind: this.kind.resource, error: (err as Error).message, retryInMs }, 'search index: list or watch failed');
+        this.index.log.warn(
+          { cluster: this.index.conn.name, kind: this.kind.resource, error: (err as Error).message, retryInMs },
+          'search index: list or watch failed',
+        );
         this.endFirstAttempt();
         await delay(retryInMs, undefined, { signal }).catch(() => undefined);
       } finally {
@@ -154,7 +164,12 @@ class KindFeed {
         const query = new URLSearchParams({ limit: String(LIST_PAGE_SIZE) });
         if (fieldSelector) query.set('fieldSelector', fieldSelector);
         if (token) query.set('continue', token);
-        const res = await this.index.conn.request({ method: 'GET', path: `${path}?${query}`, headers: { accept: METADATA_LIST }, signal });
+        const res = await this.index.conn.request({
+          method: 'GET',
+          path: `${path}?${query}`,
+          headers: { accept: METADATA_LIST },
+          signal,
+        });
         const page = await readJson<MetadataList>(res);
         resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
         for (const item of page.items ?? []) {
@@ -179,9 +194,19 @@ class KindFeed {
   }
 
   /** Follows one watch; the resourceVersion to resume from, or undefined when it expired (list again). */
-  private async watch(path: string, fieldSelector: string | undefined, resourceVersion: string, signal: AbortSignal): Promise<string | undefined> {
+  private async watch(
+    path: string,
+    fieldSelector: string | undefined,
+    resourceVersion: string,
+    signal: AbortSignal,
+  ): Promise<string | undefined> {
     const seconds = WATCH_SECONDS + Math.floor(Math.random() * 60);
-    const query = new URLSearchParams({ watch: 'true', resourceVersion, allowWatchBookmarks: 'true', timeoutSeconds: String(seconds) });
+    const query = new URLSearchParams({
+      watch: 'true',
+      resourceVersion,
+      allowWatchBookmarks: 'true',
+      timeoutSeconds: String(seconds),
+    });
     if (fieldSelector) query.set('fieldSelector', fieldSelector);
     const stream = await openWatch(this.index.conn, { accept: METADATA_WATCH }, `${path}?${query}`, signal);
     try {
@@ -223,7 +248,15 @@ class KindFeed {
     const m = item?.metadata;
     if (!m?.uid || !m.name) return undefined;
     const labels = m.labels && Object.keys(m.labels).length > 0 ? m.labels : undefined;
-    return { uid: m.uid, name: m.name, nameLower: m.name.toLowerCase(), namespace: m.namespace ?? '', resource: this.kind.resource, labels, createdAt: m.creationTimestamp ?? '' };
+    return {
+      uid: m.uid,
+      name: m.name,
+      nameLower: m.name.toLowerCase(),
+      namespace: m.namespace ?? '',
+      resource: this.kind.resource,
+      labels,
+      createdAt: m.creationTimestamp ?? '',
+    };
   }
 }
 
@@ -277,7 +310,9 @@ export class ClusterSearchIndex {
     await this.started;
     const timer = new AbortController();
     const firstAttempts = Promise.all(this.feeds.map((feed) => feed.firstAttempt)).finally(() => timer.abort());
-    const timeout = delay(this.syncWaitMs, undefined, { signal: AbortSignal.any([signal, timer.signal]) }).catch(() => signal.throwIfAborted());
+    const timeout = delay(this.syncWaitMs, undefined, { signal: AbortSignal.any([signal, timer.signal]) }).catch(() =>
+      signal.throwIfAborted(),
+    );
     await Promise.race([firstAttempts, timeout]);
   }
 

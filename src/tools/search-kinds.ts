@@ -33,7 +33,9 @@ export const SEARCH_KINDS: readonly SearchKind[] = [
 ];
 
 /** The position of each kind in the results. */
-export const KIND_ORDER: ReadonlyMap<string, number> = new Map(SEARCH_KINDS.map((kind, position) => [kind.resource, position]));
+export const KIND_ORDER: ReadonlyMap<string, number> = new Map(
+  SEARCH_KINDS.map((kind, position) => [kind.resource, position]),
+);
 
 /** The kind a word names ("po", "cm", "deploy"), if any. */
 export function kindNamed(word: string): SearchKind | undefined {

@@ -81,7 +81,7 @@ function parseQuery(text: string): ParsedQuery {
   let rest = text.trim();
   let resource: string | undefined;
   const [first, ...others] = rest.split(/\s+/);
-  const kind = others.length > 0 ? kindNamed(first!) : undefined;
+  const kind = others.length > 0 ? kindNamed(first) : undefined;
   if (kind) {
     resource = kind.resource;
     rest = others.join(' ');
@@ -105,7 +105,10 @@ function parseQuery(text: string): ParsedQuery {
   };
 }
 
-function compareMatches(a: { object: IndexedObject; rank: number }, b: { object: IndexedObject; rank: number }): number {
+function compareMatches(
+  a: { object: IndexedObject; rank: number },
+  b: { object: IndexedObject; rank: number },
+): number {
   return (
     a.rank - b.rank ||
     KIND_ORDER.get(a.object.resource)! - KIND_ORDER.get(b.object.resource)! ||
@@ -123,7 +126,11 @@ export function searchIndex(index: SearchableIndex, request: SearchRequest, mayL
   for (const object of index.objects()) {
     if (resource !== undefined && object.resource !== resource) continue;
     if (request.namespace !== undefined && object.namespace !== request.namespace) continue;
-    if (hidden !== undefined && (object.namespace === hidden || (object.resource === 'namespaces' && object.name === hidden))) continue;
+    if (
+      hidden !== undefined &&
+      (object.namespace === hidden || (object.resource === 'namespaces' && object.name === hidden))
+    )
+      continue;
     const matched = rank(object);
     if (matched === undefined) continue;
     const scope = `${object.resource}/${object.namespace}`;

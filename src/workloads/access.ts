@@ -9,8 +9,22 @@ import { requireAccess, type Authorizer } from '../resources/access.js';
 import type { HostGuard } from '../resources/host-guard.js';
 
 /** The core kinds these routes touch, as discovery would describe them (what the host guard reads). */
-export const POD_RESOURCE: ResolvedResource = { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, verbs: [] };
-export const SERVICE_RESOURCE: ResolvedResource = { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true, verbs: [] };
+export const POD_RESOURCE: ResolvedResource = {
+  group: '',
+  version: 'v1',
+  resource: 'pods',
+  kind: 'Pod',
+  namespaced: true,
+  verbs: [],
+};
+export const SERVICE_RESOURCE: ResolvedResource = {
+  group: '',
+  version: 'v1',
+  resource: 'services',
+  kind: 'Service',
+  namespaced: true,
+  verbs: [],
+};
 
 export interface WorkloadAccessServices {
   auth: Authorizer;
@@ -29,12 +43,29 @@ export interface WorkloadAccess {
 }
 
 /** Throws 403 unless the caller's roles allow the access and it stays out of kiteline's own namespace. */
-export async function requireWorkloadAccess(services: WorkloadAccessServices, principal: Principal, conn: ClusterConnection, access: WorkloadAccess): Promise<void> {
+export async function requireWorkloadAccess(
+  services: WorkloadAccessServices,
+  principal: Principal,
+  conn: ClusterConnection,
+  access: WorkloadAccess,
+): Promise<void> {
   requireAccess(services.auth, principal, conn.name, access.resource, access.namespace, access.verb);
-  await services.hostGuard.check(conn, { resolved: access.kind, namespace: access.namespace, name: access.name, verb: access.verb });
+  await services.hostGuard.check(conn, {
+    resolved: access.kind,
+    namespace: access.namespace,
+    name: access.name,
+    verb: access.verb,
+  });
 }
 
 /** Whether the caller's roles allow the access (no error: for optional extras such as pod metrics). */
-export function mayAccess(auth: Authorizer, principal: Principal, cluster: string, resource: string, namespace: string | undefined, verb: Verb): boolean {
+export function mayAccess(
+  auth: Authorizer,
+  principal: Principal,
+  cluster: string,
+  resource: string,
+  namespace: string | undefined,
+  verb: Verb,
+): boolean {
   return auth.authorize(principal, { cluster, namespace: namespace ?? '_all', resource, verb });
 }

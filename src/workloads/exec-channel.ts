@@ -15,7 +15,8 @@ import { EventEmitter } from 'node:events';
 import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { ClusterConnection } from '../clusters/types.js';
-import { BadGatewayError, BadRequestError, ForbiddenError, HttpError, NotFoundError } from '../errors.js';
+import type { HttpError } from '../errors.js';
+import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { UpstreamHeaders } from '../resources/impersonation.js';
 
 const PROTOCOL = 'v4.channel.k8s.io';
@@ -55,7 +56,11 @@ interface FrameReceiver extends EventEmitter {
   write(chunk: Buffer): boolean;
 }
 interface FrameSender {
-  send(data: Buffer, options: { binary: boolean; fin: boolean; mask: boolean; compress: boolean }, cb?: (err?: Error) => void): void;
+  send(
+    data: Buffer,
+    options: { binary: boolean; fin: boolean; mask: boolean; compress: boolean },
+    cb?: (err?: Error) => void,
+  ): void;
   close(code: number, data: string, mask: boolean, cb?: (err?: Error) => void): void;
   pong(data: Buffer, mask: boolean, cb?: (err?: Error) => void): void;
 }
@@ -136,7 +141,12 @@ export class ExecChannel extends EventEmitter {
   resize(cols: number, rows: number): void {
     if (this.isEnded) return;
     const size = Buffer.from(JSON.stringify({ Width: cols, Height: rows }));
-    this.sender.send(Buffer.concat([Buffer.of(RESIZE), size]), { binary: true, fin: true, mask: true, compress: false });
+    this.sender.send(Buffer.concat([Buffer.of(RESIZE), size]), {
+      binary: true,
+      fin: true,
+      mask: true,
+      compress: false,
+    });
   }
 
   /** Stops reading the cluster's output (backpressure) until resume(). */
@@ -197,7 +207,11 @@ export class ExecChannel extends EventEmitter {
 
 /** The exit code or error a final Status describes; no Status at all: the connection was lost. */
 function resultOf(status: ExecStatus | undefined, connectionError: string | undefined): ExecResult {
-  if (!status) return { exitCode: undefined, error: connectionError ?? 'the exec ended without an exit status (connection closed)' };
+  if (!status)
+    return {
+      exitCode: undefined,
+      error: connectionError ?? 'the exec ended without an exit status (connection closed)',
+    };
   if (status.status === 'Success') return { exitCode: 0, error: undefined };
   if (status.reason === 'NonZeroExitCode') {
     const code = Number(status.details?.causes?.find((c) => c.reason === 'ExitCode')?.message);
@@ -216,7 +230,8 @@ export function execPath(target: ExecTarget): string {
   // With a TTY the cluster merges stderr into stdout (and refuses stderr=true).
   query.set('stderr', String(!target.tty));
   query.set('tty', String(target.tty));
-  return `/api/v1/namespaces/${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}/exec?${query.toString()}`;
+  const pod = `${encodeURIComponent(target.namespace)}/pods/${encodeURIComponent(target.pod)}`;
+  return `/api/v1/namespaces/${pod}/exec?${query.toString()}`;
 }
 
 /**
@@ -225,7 +240,11 @@ export function execPath(target: ExecTarget): string {
  * (no such container, pod not running), 403 (the cluster's RBAC under impersonation), 404 (no
  * such pod); anything else is a 502.
  */
-export async function openExec(conn: ClusterConnection, target: ExecTarget, impersonation: UpstreamHeaders): Promise<ExecChannel> {
+export async function openExec(
+  conn: ClusterConnection,
+  target: ExecTarget,
+  impersonation: UpstreamHeaders,
+): Promise<ExecChannel> {
   const key = randomBytes(16).toString('base64');
   const answer = await conn.upgrade({
     method: 'GET',
@@ -243,7 +262,9 @@ export async function openExec(conn: ClusterConnection, target: ExecTarget, impe
     const message = await refusalMessage(answer.socket, answer.rest);
     throw refusalError(conn.name, answer.statusCode, message);
   }
-  const accept = createHash('sha1').update(key + WEBSOCKET_GUID).digest('base64');
+  const accept = createHash('sha1')
+    .update(key + WEBSOCKET_GUID)
+    .digest('base64');
   if (answer.headers['sec-websocket-accept'] !== accept || answer.headers['sec-websocket-protocol'] !== PROTOCOL) {
     answer.socket.destroy();
     throw new BadGatewayError(`cluster "${conn.name}" answered the exec WebSocket handshake without ${PROTOCOL}`);
@@ -286,7 +307,9 @@ function refusalError(cluster: string, status: number, message: string): HttpErr
     case 404:
       return new NotFoundError(what);
     case 401:
-      return new BadGatewayError(`the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`);
+      return new BadGatewayError(
+        `the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`,
+      );
     default:
       return new BadGatewayError(`cluster "${cluster}" refused the exec (${status}): ${what}`);
   }

@@ -18,7 +18,15 @@ import { TooManyRequestsError } from '../errors.js';
 import type { UpstreamHeaders } from '../resources/impersonation.js';
 import { MAX_LOG_LINE_BYTES, openLog, type LogOptions } from './logs.js';
 import { streamLines } from './stream-lines.js';
-import { listPods, openWatch, podsPath, watchEvents, type PodList, type PodObject, type WatchEventType } from './watch-events.js';
+import {
+  listPods,
+  openWatch,
+  podsPath,
+  watchEvents,
+  type PodList,
+  type PodObject,
+  type WatchEventType,
+} from './watch-events.js';
 
 /** Streams one label-selector session follows at once (pods x containers). */
 export const MAX_STREAMS_PER_SESSION = 20;
@@ -68,7 +76,8 @@ export class LogSession {
     private readonly releaseSlot: () => void,
   ) {
     this.controller = ctx.controller;
-    ws.on('message', (data) => this.onClientMessage(String(data)));
+    // A Buffer: binaryType is ws's default, 'nodebuffer'.
+    ws.on('message', (data) => this.onClientMessage((data as Buffer).toString()));
     // A client that stops answering pings is terminated by acceptWebSocket's heartbeat: 'close'.
     ws.once('close', () => this.stop());
     ws.on('error', () => this.stop());
@@ -91,24 +100,38 @@ export class LogSession {
     while (!this.closed) {
       try {
         if (resourceVersion === undefined) {
-          const fresh = await listPods(this.ctx.conn, this.ctx.headers, podsPath(this.ctx.namespace, new URLSearchParams({ labelSelector })), this.controller.signal);
+          const fresh = await listPods(
+            this.ctx.conn,
+            this.ctx.headers,
+            podsPath(this.ctx.namespace, new URLSearchParams({ labelSelector })),
+            this.controller.signal,
+          );
           for (const pod of fresh.items) this.podChanged('ADDED', pod);
           resourceVersion = fresh.metadata?.resourceVersion;
         }
         resourceVersion = await this.watchPods(labelSelector, resourceVersion);
       } catch (err) {
-        if (!this.closed) await this.send({ type: 'error', data: `stopped watching for new pods: ${(err as Error).message}` });
+        if (!this.closed)
+          await this.send({ type: 'error', data: `stopped watching for new pods: ${(err as Error).message}` });
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, REWATCH_DELAY_MS));
     }
   }
 
-  /** Watches the selector's pods until the cluster ends the watch; the resourceVersion to go on from (undefined: list again). */
+  /**
+   * Watches the selector's pods until the cluster ends the watch; the resourceVersion to go on from (undefined: list
+   * again).
+   */
   private async watchPods(labelSelector: string, from: string | undefined): Promise<string | undefined> {
     const query = new URLSearchParams({ watch: 'true', labelSelector, allowWatchBookmarks: 'true' });
     if (from) query.set('resourceVersion', from);
-    const res = await openWatch(this.ctx.conn, this.ctx.headers, podsPath(this.ctx.namespace, query), this.controller.signal);
+    const res = await openWatch(
+      this.ctx.conn,
+      this.ctx.headers,
+      podsPath(this.ctx.namespace, query),
+      this.controller.signal,
+    );
     let resourceVersion = from;
     try {
       for await (const event of watchEvents<PodObject>(res)) {
@@ -137,7 +160,9 @@ export class LogSession {
     }
     if (pod.status?.phase !== 'Running') return;
     const wanted = this.ctx.options.container;
-    const containers = (pod.spec?.containers ?? []).map((c) => c.name).filter((c) => typeof c === 'string' && (!wanted || c === wanted));
+    const containers = (pod.spec?.containers ?? [])
+      .map((c) => c.name)
+      .filter((c) => typeof c === 'string' && (!wanted || c === wanted));
     for (const container of containers) {
       const key = `${name}/${container}`;
       const status = pod.status.containerStatuses?.find((s) => s.name === container);
@@ -168,7 +193,14 @@ export class LogSession {
   }
 
   /** Follows one container's log until it ends, the pod goes or the session closes. */
-  private async follow(pod: string, container: string | undefined, containerId: string | undefined, tagged: boolean, release: () => void, opened?: UpstreamResponse): Promise<void> {
+  private async follow(
+    pod: string,
+    container: string | undefined,
+    containerId: string | undefined,
+    tagged: boolean,
+    release: () => void,
+    opened?: UpstreamResponse,
+  ): Promise<void> {
     const key = `${pod}/${container ?? ''}`;
     const stream: FollowedStream = { controller: new AbortController() };
     this.streams.set(key, stream);
@@ -177,7 +209,9 @@ export class LogSession {
     const tag = `[${pod}/${container ?? ''}]: `;
     try {
       if (tagged) await this.send({ type: 'info', data: `following ${pod}/${container}`, ...origin });
-      const res = opened ?? (await openLog(this.ctx.conn, this.ctx.headers, this.ctx.namespace, pod, this.ctx.options, signal, container));
+      const res =
+        opened ??
+        (await openLog(this.ctx.conn, this.ctx.headers, this.ctx.namespace, pod, this.ctx.options, signal, container));
       try {
         for await (const line of streamLines(res, MAX_LOG_LINE_BYTES)) {
           await this.send({ type: 'log', data: tagged ? tag + line : line, ...origin });
@@ -189,8 +223,14 @@ export class LogSession {
       await this.send({ type: 'close', data: JSON.stringify({ status: 'closed', ...origin }), ...origin });
     } catch (err) {
       if (this.closed) return;
-      if (signal.aborted) await this.send({ type: 'close', data: JSON.stringify({ status: 'closed', ...origin }), ...origin });
-      else await this.send({ type: 'error', data: `failed to follow the log of ${pod}${container ? `/${container}` : ''}: ${(err as Error).message}`, ...origin });
+      if (signal.aborted)
+        await this.send({ type: 'close', data: JSON.stringify({ status: 'closed', ...origin }), ...origin });
+      else
+        await this.send({
+          type: 'error',
+          data: `failed to follow the log of ${pod}${container ? `/${container}` : ''}: ${(err as Error).message}`,
+          ...origin,
+        });
     } finally {
       release();
       if (this.streams.get(key) === stream) this.streams.delete(key);

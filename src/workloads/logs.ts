@@ -33,8 +33,16 @@ export interface LogQuery {
 }
 
 export const logQueryProperties = {
-  container: { type: 'string', pattern: CONTAINER_PATTERN, description: 'the container; the only one when the pod has one' },
-  tailLines: { type: 'string', pattern: '^(-1|0|[1-9][0-9]{0,8})$', description: 'the last N lines (default 100); -1 for the whole log' },
+  container: {
+    type: 'string',
+    pattern: CONTAINER_PATTERN,
+    description: 'the container; the only one when the pod has one',
+  },
+  tailLines: {
+    type: 'string',
+    pattern: '^(-1|0|[1-9][0-9]{0,8})$',
+    description: 'the last N lines (default 100); -1 for the whole log',
+  },
   timestamps: { ...BOOLEAN, description: 'prefix each line with its RFC 3339 time (default true)' },
   previous: { ...BOOLEAN, description: "the previous (terminated) container's log (default false)" },
   sinceSeconds: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' },
@@ -63,8 +71,14 @@ export interface LogsAnswer {
 
 /** The options of a query (schema-checked already; checked again here, never trusted blindly). */
 export function logOptions(query: LogQuery, follow = query.follow === 'true'): LogOptions {
-  const tail = query.tailLines === undefined || query.tailLines === '' ? DEFAULT_TAIL_LINES : integer('tailLines', query.tailLines, -1);
-  const since = query.sinceSeconds === undefined || query.sinceSeconds === '' ? undefined : integer('sinceSeconds', query.sinceSeconds, 1);
+  const tail =
+    query.tailLines === undefined || query.tailLines === ''
+      ? DEFAULT_TAIL_LINES
+      : integer('tailLines', query.tailLines, -1);
+  const since =
+    query.sinceSeconds === undefined || query.sinceSeconds === ''
+      ? undefined
+      : integer('sinceSeconds', query.sinceSeconds, 1);
   return {
     container: query.container || undefined,
     tailLines: tail === -1 ? undefined : tail,
@@ -100,13 +114,34 @@ export function logPath(namespace: string, pod: string, options: LogOptions, con
  * Opens a container's log upstream as the caller; throws the cluster's error (no such pod or
  * container: 404/400) before any byte. A followed log goes on the watch pool.
  */
-export async function openLog(conn: ClusterConnection, headers: UpstreamHeaders, namespace: string, pod: string, options: LogOptions, signal: AbortSignal, container = options.container): Promise<UpstreamResponse> {
-  const res = await conn.request({ method: 'GET', path: logPath(namespace, pod, options, container), headers: { accept: '*/*', ...headers }, signal, longRunning: options.follow });
+export async function openLog(
+  conn: ClusterConnection,
+  headers: UpstreamHeaders,
+  namespace: string,
+  pod: string,
+  options: LogOptions,
+  signal: AbortSignal,
+  container = options.container,
+): Promise<UpstreamResponse> {
+  const res = await conn.request({
+    method: 'GET',
+    path: logPath(namespace, pod, options, container),
+    headers: { accept: '*/*', ...headers },
+    signal,
+    longRunning: options.follow,
+  });
   return expectSuccess(res);
 }
 
 /** Reads a log that does not follow as Kite's answer: its lines, the last empty one dropped. */
-export async function readLog(conn: ClusterConnection, headers: UpstreamHeaders, namespace: string, pod: string, options: LogOptions, signal: AbortSignal): Promise<LogsAnswer> {
+export async function readLog(
+  conn: ClusterConnection,
+  headers: UpstreamHeaders,
+  namespace: string,
+  pod: string,
+  options: LogOptions,
+  signal: AbortSignal,
+): Promise<LogsAnswer> {
   const res = await openLog(conn, headers, namespace, pod, { ...options, follow: false }, signal);
   const text = await readBody(res, MAX_LOG_BYTES);
   const logs = text === '' ? [] : text.split('\n').map((line) => (line.endsWith('\r') ? line.slice(0, -1) : line));

@@ -26,7 +26,10 @@ export interface NodeTerminalSettings {
  * The namespace Kite uses, and the busybox image of kiteline's own nodes (scripts/build-images.sh;
  * pulled when missing, so any registry's `busybox` works where that one is not present).
  */
-export const DEFAULT_NODE_TERMINAL_SETTINGS: NodeTerminalSettings = { namespace: 'kube-system', image: 'kiteline.local/busybox:1' };
+export const DEFAULT_NODE_TERMINAL_SETTINGS: NodeTerminalSettings = {
+  namespace: 'kube-system',
+  image: 'kiteline.local/busybox:1',
+};
 /** The pod's container; the exec names it. */
 export const NODE_TERMINAL_CONTAINER = 'shell';
 /** Labels that find every node-terminal pod (e.g. ones a killed gateway left). */
@@ -37,8 +40,19 @@ export const MAX_SESSION_SECONDS = 12 * 60 * 60;
 const START_TIMEOUT_MS = 120_000;
 const POLL_INTERVAL_MS = 500;
 /** Waiting reasons after which the container will not start by itself. */
-const HOPELESS_REASONS = new Set(['ErrImagePull', 'ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
-/** What the exec runs in the pod: the host's namespaces (nsenter into PID 1's), else a chroot into /host, else the pod's own busybox. */
+const HOPELESS_REASONS = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'ErrImageNeverPull',
+  'InvalidImageName',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
+/**
+ * What the exec runs in the pod: the host's namespaces (nsenter into PID 1's), else a chroot into /host, else the
+ * pod's own busybox.
+ */
 const HOST_SHELL_SCRIPT = [
   'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
   'ENTER="nsenter -t 1 -m -u -i -n -p --"',
@@ -92,9 +106,20 @@ export function nodeTerminalPod(node: string, openedBy: string, settings: NodeTe
 }
 
 /** Checks the node exists (the cluster's 404 otherwise) and creates the pod with the caller's headers; its name. */
-export async function createNodeTerminalPod(ctx: ToolContext, node: string, openedBy: string, settings: NodeTerminalSettings): Promise<string> {
+export async function createNodeTerminalPod(
+  ctx: ToolContext,
+  node: string,
+  openedBy: string,
+  settings: NodeTerminalSettings,
+): Promise<string> {
   await getJson(ctx, `/api/v1/nodes/${encodeURIComponent(node)}`);
-  const created = await writeJson<PodObject>(ctx, 'POST', podPath(settings.namespace), 'application/json', nodeTerminalPod(node, openedBy, settings));
+  const created = await writeJson<PodObject>(
+    ctx,
+    'POST',
+    podPath(settings.namespace),
+    'application/json',
+    nodeTerminalPod(node, openedBy, settings),
+  );
   const name = created.metadata?.name;
   if (typeof name !== 'string') throw new BadGatewayError('the cluster created the node terminal pod without a name');
   return name;
@@ -107,16 +132,28 @@ export async function waitForNodeTerminalPod(ctx: ToolContext, namespace: string
   while (Date.now() < deadline) {
     ctx.signal.throwIfAborted();
     const pod = await getJson<PodObject>(ctx, podPath(namespace, name));
-    const status = pod.status as { phase?: string; reason?: string; message?: string; containerStatuses?: ContainerStatus[] } | undefined;
+    const status = pod.status as
+      { phase?: string; reason?: string; message?: string; containerStatuses?: ContainerStatus[] } | undefined;
     const container = status?.containerStatuses?.find((c) => c.name === NODE_TERMINAL_CONTAINER);
     if (status?.phase === 'Running' && container?.state?.running) return;
-    if (status?.phase === 'Failed' || status?.phase === 'Succeeded') throw new BadGatewayError(`the node terminal pod ${namespace}/${name} ended: ${status.reason ?? status.phase} ${status.message ?? ''}`.trim());
+    if (status?.phase === 'Failed' || status?.phase === 'Succeeded')
+      throw new BadGatewayError(
+        (
+          `the node terminal pod ${namespace}/${name} ended: ` +
+          `${status.reason ?? status.phase} ${status.message ?? ''}`
+        ).trim(),
+      );
     const waiting = container?.state?.waiting;
-    if (waiting?.reason && HOPELESS_REASONS.has(waiting.reason)) throw new BadGatewayError(`the node terminal pod ${namespace}/${name} cannot start: ${waiting.reason}: ${waiting.message ?? ''}`.trim());
+    if (waiting?.reason && HOPELESS_REASONS.has(waiting.reason))
+      throw new BadGatewayError(
+        `the node terminal pod ${namespace}/${name} cannot start: ${waiting.reason}: ${waiting.message ?? ''}`.trim(),
+      );
     last = waiting?.reason ?? status?.phase ?? last;
     await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
   }
-  throw new GatewayTimeoutError(`the node terminal pod ${namespace}/${name} did not start within ${START_TIMEOUT_MS / 1000} s (${last})`);
+  throw new GatewayTimeoutError(
+    `the node terminal pod ${namespace}/${name} did not start within ${START_TIMEOUT_MS / 1000} s (${last})`,
+  );
 }
 
 interface ContainerStatus {
@@ -124,11 +161,19 @@ interface ContainerStatus {
   state?: { running?: unknown; waiting?: { reason?: string; message?: string } };
 }
 
-/** Deletes the pod at once with kiteline's own credentials; a pod already gone is fine. Retries a failed attempt twice. */
+/**
+ * Deletes the pod at once with kiteline's own credentials; a pod already gone is fine. Retries a failed attempt
+ * twice.
+ */
 export async function deleteNodeTerminalPod(conn: ClusterConnection, namespace: string, name: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const res = await conn.request({ method: 'DELETE', path: `${podPath(namespace, name)}?gracePeriodSeconds=0`, headers: { accept: 'application/json' }, signal: AbortSignal.timeout(15_000) });
+      const res = await conn.request({
+        method: 'DELETE',
+        path: `${podPath(namespace, name)}?gracePeriodSeconds=0`,
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(15_000),
+      });
       res.resume();
       if (res.statusCode < 300 || res.statusCode === 404) return;
       throw new BadGatewayError(`deleting the node terminal pod ${namespace}/${name}: status ${res.statusCode}`);

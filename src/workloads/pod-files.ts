@@ -56,7 +56,15 @@ export function checkedPath(path: string | undefined, fallback?: string): string
 /** A file name for an upload: one path segment. */
 export function checkedFileName(name: string | undefined): string {
   const base = name ?? '';
-  if (base === '' || base === '.' || base === '..' || base.includes('/') || base.includes('\\') || base.includes('\0') || base.length > 255) {
+  if (
+    base === '' ||
+    base === '.' ||
+    base === '..' ||
+    base.includes('/') ||
+    base.includes('\\') ||
+    base.includes('\0') ||
+    base.length > 255
+  ) {
     throw new BadRequestError('the uploaded file needs a plain file name (one path segment)');
   }
   return base;
@@ -79,7 +87,7 @@ export async function listFiles(ctx: ToolContext, target: PodFileTarget, path: s
     if (UNKNOWN_OPTION.test(run.stderr)) continue;
     throw execFailure(run.result, run.stderr, 'ls');
   }
-  throw new BadRequestError('this container\'s ls prints no long listing');
+  throw new BadRequestError("this container's ls prints no long listing");
 }
 
 /** Parses `ls -l` lines (the total line, `.` and `..` skipped). `timeWords`: how many words the time takes. */
@@ -95,25 +103,27 @@ export function parseListing(output: string, timeWords: number, fullTime: boolea
     if (words.length <= nameAt) continue;
     const name = words.slice(nameAt).join(' ');
     if (name === '.' || name === '..') continue;
-    const mode = words[0]!;
+    const mode = words[0];
     files.push({
       name,
       isDir: mode.startsWith('d'),
-      size: device ? `${words[4]} ${words[5]}` : words[4]!,
+      size: device ? `${words[4]} ${words[5]}` : words[4],
       modTime: fullTime ? fullModTime(words.slice(timeAt, nameAt)) : words.slice(timeAt, nameAt).join(' '),
       mode,
-      uid: words[2]!,
-      gid: words[3]!,
+      uid: words[2],
+      gid: words[3],
     });
   }
-  return files.sort((a, b) => (a.isDir !== b.isDir ? (a.isDir ? -1 : 1) : a.name.toLowerCase().localeCompare(b.name.toLowerCase())));
+  return files.sort((a, b) =>
+    a.isDir !== b.isDir ? (a.isDir ? -1 : 1) : a.name.toLowerCase().localeCompare(b.name.toLowerCase()),
+  );
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
 /** GNU's "2026-11-24 08:01:02.123456789 +0000" or busybox's "Tue Nov 24 08:01:02 2026" as "2026-11-24 08:01:02". */
 function fullModTime(words: string[]): string {
-  if (words.length === 3) return `${words[0]} ${words[1]!.replace(/\.\d+$/, '')}`;
+  if (words.length === 3) return `${words[0]} ${words[1].replace(/\.\d+$/, '')}`;
   const [, month, day, time, year] = words;
   const m = MONTHS.indexOf(month ?? '');
   if (m < 0) return words.join(' ');
@@ -169,17 +179,32 @@ export async function openFileStream(
 const UPLOAD_SCRIPT = 'head -c "$1" > "$2" && mv -f -- "$2" "$3"';
 
 /** Writes `data` as `<directory>/<fileName>` in the container; returns the file's path. */
-export async function uploadFile(ctx: ToolContext, target: PodFileTarget, directory: string, fileName: string, data: Buffer): Promise<string> {
+export async function uploadFile(
+  ctx: ToolContext,
+  target: PodFileTarget,
+  directory: string,
+  fileName: string,
+  data: Buffer,
+): Promise<string> {
   if (data.length > MAX_UPLOAD_BYTES) throw new PayloadTooLargeError(`an upload is at most ${MAX_UPLOAD_BYTES} bytes`);
   const path = posix.join(directory, fileName);
-  const temporary = posix.join(directory, `.${fileName.slice(0, 200)}.kiteline-upload-${randomBytes(4).toString('hex')}`);
-  const exec = await open(ctx, target, ['sh', '-c', UPLOAD_SCRIPT, 'kiteline-upload', String(data.length), temporary, path], true);
+  const temporary = posix.join(
+    directory,
+    `.${fileName.slice(0, 200)}.kiteline-upload-${randomBytes(4).toString('hex')}`,
+  );
+  const exec = await open(
+    ctx,
+    target,
+    ['sh', '-c', UPLOAD_SCRIPT, 'kiteline-upload', String(data.length), temporary, path],
+    true,
+  );
   let stderr = '';
   exec.on('stderr', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
   const ended = endOf(exec);
   exec.start();
   for (let at = 0; at < data.length; at += 64 * 1024) {
-    if (!exec.writeStdin(data.subarray(at, at + 64 * 1024))) await new Promise<void>((resolve) => exec.onDrain(resolve));
+    if (!exec.writeStdin(data.subarray(at, at + 64 * 1024)))
+      await new Promise<void>((resolve) => exec.onDrain(resolve));
     if (exec.isEnded) break;
   }
   const result = await ended;
@@ -189,7 +214,11 @@ export async function uploadFile(ctx: ToolContext, target: PodFileTarget, direct
 }
 
 async function open(ctx: ToolContext, target: PodFileTarget, command: string[], stdin: boolean): Promise<ExecChannel> {
-  const exec = await openExec(ctx.conn, { namespace: target.namespace, pod: target.pod, container: target.container, command, stdin, tty: false }, ctx.headers);
+  const exec = await openExec(
+    ctx.conn,
+    { namespace: target.namespace, pod: target.pod, container: target.container, command, stdin, tty: false },
+    ctx.headers,
+  );
   if (ctx.signal.aborted) {
     exec.destroy();
     throw new HttpError(499, 'ClientClosedRequest', 'the client went away');
@@ -202,7 +231,12 @@ function endOf(exec: ExecChannel): Promise<ExecResult> {
 }
 
 /** Runs a command without stdin to its end; stdout kept up to `maxBytes` (more is a 502), stderr's tail. */
-async function runToEnd(ctx: ToolContext, target: PodFileTarget, command: string[], maxBytes: number): Promise<{ stdout: Buffer; stderr: string; result: ExecResult }> {
+async function runToEnd(
+  ctx: ToolContext,
+  target: PodFileTarget,
+  command: string[],
+  maxBytes: number,
+): Promise<{ stdout: Buffer; stderr: string; result: ExecResult }> {
   const exec = await open(ctx, target, command, false);
   const chunks: Buffer[] = [];
   let size = 0;

@@ -65,12 +65,20 @@ export interface PodWatch {
 
 /** Kite's reduced pod. */
 export function reducePod(pod: PodObject): Record<string, unknown> {
-  const { name, namespace, generateName, creationTimestamp, deletionTimestamp } = pod.metadata as Record<string, unknown>;
+  const { name, namespace, generateName, creationTimestamp, deletionTimestamp } = pod.metadata as Record<
+    string,
+    unknown
+  >;
   const metadata: Record<string, unknown> = { name, namespace, creationTimestamp: creationTimestamp ?? null };
   if (deletionTimestamp) metadata.deletionTimestamp = deletionTimestamp;
   if (generateName) metadata.generateName = generateName;
-  const slim = (c: ContainerSpec) => ({ name: c.name, ...(c.image ? { image: c.image } : {}), ...(c.restartPolicy ? { restartPolicy: c.restartPolicy } : {}) });
-  const spec = pod.spec as { nodeName?: string; initContainers?: ContainerSpec[]; containers?: ContainerSpec[] } | undefined;
+  const slim = (c: ContainerSpec) => ({
+    name: c.name,
+    ...(c.image ? { image: c.image } : {}),
+    ...(c.restartPolicy ? { restartPolicy: c.restartPolicy } : {}),
+  });
+  const spec = pod.spec as
+    { nodeName?: string; initContainers?: ContainerSpec[]; containers?: ContainerSpec[] } | undefined;
   const reducedSpec: Record<string, unknown> = { containers: (spec?.containers ?? []).map(slim) };
   if (spec?.nodeName) reducedSpec.nodeName = spec.nodeName;
   if (spec?.initContainers?.length) reducedSpec.initContainers = spec.initContainers.map(slim);
@@ -82,7 +90,10 @@ export function reducePod(pod: PodObject): Record<string, unknown> {
 
 /** The limits and requests of a pod's containers (CPU in millicores, memory in bytes). */
 function specTotals(pod: PodObject): PodMetricsView {
-  let cpuLimit = 0, memoryLimit = 0, cpuRequest = 0, memoryRequest = 0;
+  let cpuLimit = 0,
+    memoryLimit = 0,
+    cpuRequest = 0,
+    memoryRequest = 0;
   for (const c of (pod.spec?.containers ?? []) as ContainerSpec[]) {
     cpuLimit += milliValue(c.resources?.limits?.cpu);
     memoryLimit += bytes(c.resources?.limits?.memory);
@@ -99,22 +110,27 @@ function bytes(quantity: unknown): number {
 /** Kite's metrics member: null without a metrics sample, else usage plus the spec's totals. */
 function metricsOf(known: KnownPod, sample: MetricsItem | undefined): PodMetricsView | null {
   if (!sample?.containers?.length) return null;
-  let cpuUsage = 0, memoryUsage = 0;
+  let cpuUsage = 0,
+    memoryUsage = 0;
   for (const c of sample.containers) {
     cpuUsage += milliValue(c.usage?.cpu);
     memoryUsage += bytes(c.usage?.memory);
   }
   const all: PodMetricsView = { cpuUsage, memoryUsage, ...known.spec };
-  return Object.fromEntries(Object.entries(all).filter(([, v]) => v !== 0)) as PodMetricsView;
+  return Object.fromEntries(Object.entries(all).filter(([, v]) => v !== 0));
 }
 
-const keyOf = (namespace: unknown, name: unknown) => `${String(namespace ?? '')}/${String(name ?? '')}`;
+const keyOf = (namespace: string | undefined, name: string | undefined) => `${namespace ?? ''}/${name ?? ''}`;
 
 /**
  * Re-sends the watch's events until the cluster ends it (then `close`) or the client leaves.
  * The watch is open already (its errors were plain HTTP answers); this owns and ends it.
  */
-export async function relayPodWatch(events: EventStream, watch: PodWatch, upstream: AsyncIterable<Buffer | string> & { destroy(): void; once(e: 'error', f: () => void): unknown }): Promise<void> {
+export async function relayPodWatch(
+  events: EventStream,
+  watch: PodWatch,
+  upstream: AsyncIterable<Buffer | string> & { destroy(): void; once(e: 'error', f: () => void): unknown },
+): Promise<void> {
   const pods = new Map<string, KnownPod>();
   let metrics = await readMetrics(watch);
   const tick = setInterval(() => void refreshMetrics(), METRICS_INTERVAL_MS);
@@ -139,7 +155,10 @@ export async function relayPodWatch(events: EventStream, watch: PodWatch, upstre
       const pod = event.object;
       if (!name || !pod?.metadata) continue;
       const key = keyOf(pod.metadata.namespace, pod.metadata.name);
-      const known: KnownPod = { view: watch.reduce ? reducePod(pod) : (pod as Record<string, unknown>), spec: specTotals(pod) };
+      const known: KnownPod = {
+        view: watch.reduce ? reducePod(pod) : pod,
+        spec: specTotals(pod),
+      };
       if (event.type === 'DELETED') pods.delete(key);
       else pods.set(key, known);
       await events.sendJson(name, { ...known.view, metrics: metricsOf(known, metrics.get(key)) });
@@ -161,7 +180,12 @@ async function readMetrics(watch: PodWatch): Promise<Map<string, MetricsItem>> {
   if (!watch.metricsPath || watch.signal.aborted) return samples;
   try {
     const signal = AbortSignal.any([watch.signal, AbortSignal.timeout(METRICS_TIMEOUT_MS)]);
-    const res = await watch.conn.request({ method: 'GET', path: watch.metricsPath, headers: { accept: 'application/json', ...watch.headers }, signal });
+    const res = await watch.conn.request({
+      method: 'GET',
+      path: watch.metricsPath,
+      headers: { accept: 'application/json', ...watch.headers },
+      signal,
+    });
     const list = await readJson<{ items?: MetricsItem[] }>(res);
     for (const item of list.items ?? []) samples.set(keyOf(item.metadata?.namespace, item.metadata?.name), item);
   } catch (err) {

@@ -6,7 +6,10 @@
 import { StringDecoder } from 'node:string_decoder';
 
 /** Yields the stream's lines (without their "\n"), the last one even without a final newline. */
-export async function* streamLines(stream: AsyncIterable<Buffer | string>, maxLineBytes: number): AsyncGenerator<string> {
+export async function* streamLines(
+  stream: AsyncIterable<Buffer | string>,
+  maxLineBytes: number,
+): AsyncGenerator<string> {
   const decoder = new StringDecoder('utf8');
   let pending = '';
   for await (const chunk of stream) {

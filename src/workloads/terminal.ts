@@ -51,7 +51,11 @@ export interface TerminalMessage {
 }
 
 /** A client message, checked. */
-type ClientMessage = { type: 'stdin'; data: string } | { type: 'resize'; cols: number; rows: number } | { type: 'ping' } | { type: 'invalid'; why: string };
+type ClientMessage =
+  | { type: 'stdin'; data: string }
+  | { type: 'resize'; cols: number; rows: number }
+  | { type: 'ping' }
+  | { type: 'invalid'; why: string };
 
 /** How a session ended, for its audit record. */
 export interface TerminalOutcome {
@@ -67,7 +71,8 @@ export interface TerminalOutcome {
 /** The exec command of a terminal: the named shell, or bash-else-sh. Throws 400 for anything but a plain name. */
 export function terminalCommand(shell: string | undefined): string[] {
   if (shell === undefined || shell === '') return ['sh', '-c', BASH_OR_SH];
-  if (!SHELL_NAME.test(shell)) throw new BadRequestError('shell must be a plain command name such as bash, sh, zsh or ash');
+  if (!SHELL_NAME.test(shell))
+    throw new BadRequestError('shell must be a plain command name such as bash, sh, zsh or ash');
   return [shell];
 }
 
@@ -80,10 +85,14 @@ function parseClientMessage(text: string): ClientMessage {
   }
   switch (message?.type) {
     case 'stdin':
-      return typeof message.data === 'string' ? { type: 'stdin', data: message.data } : { type: 'invalid', why: 'stdin needs data, a string' };
+      return typeof message.data === 'string'
+        ? { type: 'stdin', data: message.data }
+        : { type: 'invalid', why: 'stdin needs data, a string' };
     case 'resize': {
-      const side = (value: unknown) => Number.isInteger(value) && (value as number) > 0 && (value as number) <= MAX_TERMINAL_SIDE;
-      if (!side(message.cols) || !side(message.rows)) return { type: 'invalid', why: `resize needs cols and rows, integers from 1 to ${MAX_TERMINAL_SIDE}` };
+      const side = (value: unknown) =>
+        Number.isInteger(value) && (value as number) > 0 && (value as number) <= MAX_TERMINAL_SIDE;
+      if (!side(message.cols) || !side(message.rows))
+        return { type: 'invalid', why: `resize needs cols and rows, integers from 1 to ${MAX_TERMINAL_SIDE}` };
       return { type: 'resize', cols: message.cols as number, rows: message.rows as number };
     }
     case 'ping':
@@ -110,7 +119,8 @@ export class TerminalSession {
 
   constructor(private readonly ws: WebSocket) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
-    ws.on('message', (data) => this.onClientMessage(String(data)));
+    // A Buffer: binaryType is ws's default, 'nodebuffer'.
+    ws.on('message', (data) => this.onClientMessage((data as Buffer).toString()));
     // A client that stops answering pings is terminated by acceptWebSocket's heartbeat: 'close'.
     ws.once('close', () => this.clientLeft());
     ws.on('error', () => this.clientLeft());
@@ -195,9 +205,17 @@ export class TerminalSession {
     this.ws.send(JSON.stringify(message), sent);
   }
 
-  /** The shell exited (`close`, then 1000) or the exec failed (`error`, then 1011); after the client left: only the outcome. */
+  /**
+   * The shell exited (`close`, then 1000) or the exec failed (`error`, then 1011); after the client left: only the
+   * outcome.
+   */
   private execEnded(exec: ExecChannel, result: ExecResult): void {
-    const outcome: TerminalOutcome = { exitCode: result.exitCode, error: result.error, bytesIn: exec.bytesIn, bytesOut: exec.bytesOut };
+    const outcome: TerminalOutcome = {
+      exitCode: result.exitCode,
+      error: result.error,
+      bytesIn: exec.bytesIn,
+      bytesOut: exec.bytesOut,
+    };
     if (this.clientGone.signal.aborted) return this.end({ ...outcome, exitCode: undefined, error: undefined });
     if (result.exitCode !== undefined) {
       this.send({ type: 'close', data: `the shell exited with code ${result.exitCode}`, exitCode: result.exitCode });
@@ -251,9 +269,17 @@ export class TerminalSession {
  * it (the `kubectl.kubernetes.io/default-container` annotation, else the first container). Read
  * with the caller's headers: a missing pod is the cluster's 404, before the WebSocket opens.
  */
-export async function terminalContainer(ctx: ToolContext, namespace: string, pod: string, asked: string | undefined): Promise<string> {
+export async function terminalContainer(
+  ctx: ToolContext,
+  namespace: string,
+  pod: string,
+  asked: string | undefined,
+): Promise<string> {
   if (asked) return asked;
-  const object = await getJson<PodObject>(ctx, `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(pod)}`);
+  const object = await getJson<PodObject>(
+    ctx,
+    `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(pod)}`,
+  );
   const containers = (object.spec?.containers ?? []).map((c) => c.name);
   const annotations = (object.metadata.annotations ?? {}) as Record<string, string>;
   const preferred = annotations[DEFAULT_CONTAINER_ANNOTATION];

@@ -45,7 +45,12 @@ export function podsPath(namespace: string | undefined, query: URLSearchParams):
 }
 
 /** Lists pods (bounded read); throws the cluster's error (a bad selector: its 400). */
-export async function listPods(conn: ClusterConnection, headers: UpstreamHeaders, path: string, signal: AbortSignal): Promise<PodList> {
+export async function listPods(
+  conn: ClusterConnection,
+  headers: UpstreamHeaders,
+  path: string,
+  signal: AbortSignal,
+): Promise<PodList> {
   const res = await conn.request({ method: 'GET', path, headers: { accept: 'application/json', ...headers }, signal });
   const list = await readJson<PodList>(res);
   if (!Array.isArray(list.items)) throw new BadGatewayError('the cluster answered a pod list without items');
@@ -54,7 +59,13 @@ export async function listPods(conn: ClusterConnection, headers: UpstreamHeaders
 
 /** Opens a watch (path with watch=true); throws the cluster's error before any event. */
 export async function openWatch(conn: ClusterConnection, headers: UpstreamHeaders, path: string, signal: AbortSignal) {
-  const res = await conn.request({ method: 'GET', path, headers: { accept: 'application/json', ...headers }, signal, longRunning: true });
+  const res = await conn.request({
+    method: 'GET',
+    path,
+    headers: { accept: 'application/json', ...headers },
+    signal,
+    longRunning: true,
+  });
   return expectSuccess(res);
 }
 
@@ -68,7 +79,8 @@ export async function* watchEvents<T>(stream: AsyncIterable<Buffer | string>): A
     } catch {
       throw new BadGatewayError('the cluster sent a watch event that is not JSON');
     }
-    if (typeof event !== 'object' || event === null || typeof event.type !== 'string') throw new BadGatewayError('the cluster sent a watch event without a type');
+    if (typeof event !== 'object' || event === null || typeof event.type !== 'string')
+      throw new BadGatewayError('the cluster sent a watch event without a type');
     yield event;
   }
 }

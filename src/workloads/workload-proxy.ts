@@ -22,7 +22,8 @@ import { POD_RESOURCE, SERVICE_RESOURCE } from './access.js';
 export type ProxyKind = 'pods' | 'services';
 
 /** `name`, `name:port` or `scheme:name:port` (scheme http or https; a port number or name). */
-export const PROXY_TARGET_PATTERN = '^((https?):)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:([0-9]{1,5}|[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?))?$';
+export const PROXY_TARGET_PATTERN =
+  '^((https?):)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:([0-9]{1,5}|[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?))?$';
 const PROXY_TARGET = new RegExp(PROXY_TARGET_PATTERN);
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const CONTROL = /[\x00-\x1f\x7f]/;
@@ -52,19 +53,25 @@ export function proxyTarget(kind: ProxyKind, rawUrl: string): ProxyTarget {
   const segments = rawPath.split('/');
   // ['', 'api', 'v1', 'namespaces', ns, kind, target, 'proxy', ...rest]
   const [namespace, target] = [decoded(segments[4] ?? ''), decoded(segments[6] ?? '')];
-  if (segments[5] !== kind || segments[7] !== 'proxy') throw new BadRequestError(`expected /api/v1/namespaces/<namespace>/${kind}/<name>[:<port>]/proxy/<path>`);
+  if (segments[5] !== kind || segments[7] !== 'proxy')
+    throw new BadRequestError(`expected /api/v1/namespaces/<namespace>/${kind}/<name>[:<port>]/proxy/<path>`);
   if (!NAMESPACE.test(namespace)) throw new BadRequestError(`invalid namespace "${printable(namespace)}": a DNS label`);
   if (target.length > 300 || !PROXY_TARGET.test(target)) {
-    throw new BadRequestError(`invalid ${kind === 'pods' ? 'pod' : 'service'} "${printable(target)}": <name>, <name>:<port> or <scheme>:<name>:<port>`);
+    throw new BadRequestError(
+      `invalid ${kind === 'pods' ? 'pod' : 'service'} "${printable(target)}": ` +
+        '<name>, <name>:<port> or <scheme>:<name>:<port>',
+    );
   }
   const rest = segments.slice(8);
   for (const segment of rest) {
     const plain = decoded(segment);
     if (plain === '.' || plain === '..' || /[/\\]/.test(plain) || CONTROL.test(plain)) {
-      throw new BadRequestError(`invalid proxy path segment "${printable(plain)}": no ".", "..", encoded slashes or control characters`);
+      throw new BadRequestError(
+        `invalid proxy path segment "${printable(plain)}": no ".", "..", encoded slashes or control characters`,
+      );
     }
   }
-  const name = target.replace(/^https?:/, '').split(':')[0]!;
+  const name = target.replace(/^https?:/, '').split(':')[0];
   const query = queryAt < 0 ? '' : withoutClusterSelector(rawUrl.slice(queryAt + 1));
   const path = `/api/v1/namespaces/${namespace}/${kind}/${target}/proxy${rest.length > 0 ? `/${rest.join('/')}` : ''}`;
   return { kind, namespace, name, resource: `${kind}/proxy`, upstreamPath: query ? `${path}?${query}` : path };
@@ -79,7 +86,8 @@ export function proxiedKind(kind: ProxyKind) {
 export function proxyAnswerHeaders(upstream: IncomingHttpHeaders): HeaderMap {
   const headers = clientResponseHeaders(upstream);
   for (const name of Object.keys(headers)) {
-    if (DROPPED_ANSWER_HEADERS.includes(name) || DROPPED_ANSWER_PREFIXES.some((prefix) => name.startsWith(prefix))) delete headers[name];
+    if (DROPPED_ANSWER_HEADERS.includes(name) || DROPPED_ANSWER_PREFIXES.some((prefix) => name.startsWith(prefix)))
+      delete headers[name];
   }
   return headers;
 }
@@ -88,7 +96,7 @@ export function proxyAnswerHeaders(upstream: IncomingHttpHeaders): HeaderMap {
 function withoutClusterSelector(query: string): string {
   return query
     .split('&')
-    .filter((pair) => pair !== '' && decodedOrSelf(pair.split('=', 1)[0]!) !== CLUSTER_SELECTOR)
+    .filter((pair) => pair !== '' && decodedOrSelf(pair.split('=', 1)[0]) !== CLUSTER_SELECTOR)
     .join('&');
 }
 
