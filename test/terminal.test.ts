@@ -51,6 +51,8 @@ const almostAdmin = await apiKeyWithRoles(gw, admin, uniqueName('almost-admin'),
 const wsBase = (g: TestGateway) => g.url.replace(/^http/, 'ws');
 const podTerminal = (pod: string, query = '') => `${wsBase(gw)}/api/v1/terminal/${ns}/${pod}/ws${query}`;
 const NODE = 'target-a-node';
+/** How long a node terminal's host shell may take to read its first line (its rc files run first). */
+const HOST_SHELL_START_MS = 150_000;
 
 /** A terminal client: its output so far, typing, and how the WebSocket closed. */
 interface Terminal extends WsClient {
@@ -201,7 +203,9 @@ t.test('a node terminal: a shell on the host; its pod goes when the client is ki
   t.match(await term.waitFor('progress', (m) => m.type === 'info'), { type: 'info', data: /starting pod kube-system\/kiteline-node-shell-\w+ on node target-a-node/ });
   await term.waitFor('connected', (m) => m.type === 'connected', 150_000);
   term.type(`cat ${marker}`);
-  await term.waitOutput("the host's file", new RegExp(secret));
+  // The host's own shell runs first: its start-up files may be slow (on these machines root's
+  // .bashrc runs `pyenv rehash`, which waits up to 60 s on a stale lock). Typed lines wait for it.
+  await term.waitOutput("the host's file", new RegExp(secret), HOST_SHELL_START_MS);
   t.pass("the shell sees the host's files");
 
   const [pod] = [...(await nodeTerminalPods()).entries()].filter(([name]) => !before.has(name));
@@ -224,7 +228,7 @@ t.test('a node terminal whose shell exits: close, then the pod goes', async (t) 
   const [pod] = [...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name));
   t.ok(pod, 'its pod runs');
   term.type('exit 0');
-  t.match(await term.waitFor('close', (m) => m.type === 'close'), { exitCode: 0 });
+  t.match(await term.waitFor('close', (m) => m.type === 'close', HOST_SHELL_START_MS), { exitCode: 0 });
   t.equal(await term.closeCode, 1000);
   await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod!), 90_000, 500);
   t.pass('the pod is gone');

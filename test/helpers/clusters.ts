@@ -3,12 +3,23 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import type { Test } from 'tap';
 import { randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config.js';
 import { ensureBinaries } from '../../src/controlplane/binaries.js';
 import { startControlPlane, type ControlPlaneHandle } from '../../src/controlplane/controlplane.js';
 
-export const TEST_DIR = resolve(PACKAGE_ROOT, '.kiteline', 'test');
+// By its real path: git worktrees that share one .kiteline through a symlink share the planes too
+// (a running plane is recognised by the path in its processes' command lines).
+export const TEST_DIR = realPath(resolve(PACKAGE_ROOT, '.kiteline', 'test'));
+
+function realPath(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return dir;
+  }
+}
 export type TestClusterName = 'host' | 'target-a' | 'target-b';
 
 /**
