@@ -67,12 +67,6 @@ export class PayloadTooLargeError extends HttpError {
   }
 }
 
-export class UnsupportedMediaTypeError extends HttpError {
-  constructor(message: string) {
-    super(415, 'UnsupportedMediaType', message);
-  }
-}
-
 export class TooManyRequestsError extends HttpError {
   readonly retryAfterSeconds: number;
   constructor(message: string, retryAfterSeconds: number) {

@@ -9,6 +9,7 @@ import { buildApp } from './gateway/app.js';
 import { httpsListener } from './gateway/https.js';
 import type { Services } from './gateway/services.js';
 import { ensureCrds } from './host/crds.js';
+import { IdentityStores } from './host/identity-stores.js';
 import { loadHostKubeConfig } from './host/kube.js';
 import { HostStore } from './host/store.js';
 import { createLogger, type Logger } from './log.js';
@@ -35,19 +36,21 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   await ensureCrds(kc, config.crdDir, config.installCrds, log);
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
-  const auth = new AuthService(host, config, log);
+  const identity = new IdentityStores(host, config, log);
+  const auth = new AuthService(identity, config, log);
   const metrics = new Metrics(metricsSources(host, clusterManager));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
-  const audit = buildAuditService(kc, config, auth, () => clusterManager.lease.isLeader, log);
-  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics, hostGuard, audit };
+  const audit = buildAuditService(kc, config, identity, () => clusterManager.lease.isLeader, log);
+  const { users, roles, apiKeys } = identity;
+  const services: Services = { config, log, host, auth, users, roles, apiKeys, clusters: clusterManager.registry, clusterManager, metrics, hostGuard, audit };
   const app = await buildApp(services);
   let draining = false;
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close');
   });
   await host.start();
-  await auth.start();
+  await identity.start();
   await audit.trail?.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
@@ -75,7 +78,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     }
     // After the last request: its audit record is in the final flush.
     await audit.trail?.close();
-    auth.stop();
+    identity.stop();
     await clusterManager.stop();
     await host.stop();
   };

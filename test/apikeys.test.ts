@@ -1,11 +1,13 @@
 // API keys against a real host cluster: create (shown once), list (no secrets), use as the raw
 // Authorization value or Bearer, roles, expiry, revocation by API and by kubectl, last use.
 import t from 'tap';
-import { parseApiKey } from '../src/auth/apikey-token.js';
+import { parseApiKey } from '../src/credentials/apikey-token.js';
 import { kubectl } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
 import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
+import { ForbiddenError } from '../src/errors.js';
+import { resourceId } from '../src/host/resources.js';
 
 const KEYS = '/api/v1/admin/apikeys';
 
@@ -107,4 +109,19 @@ t.test('expiry and revocation by kubectl', async (t) => {
   const deleted = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'apikeys.kiteline.io', 'apikey-gone-soon']);
   t.equal(deleted.status, 0, deleted.stderr);
   await eventually('revoked by kubectl', async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401, 5000);
+});
+
+t.test('a kubeconfig token never outlives the token that asked for it; a key of no user mints none (the API key store)', async (t) => {
+  const gw = await startGateway(t);
+  await bootstrapAdmin(gw.url);
+  const { apiKeys, users } = gw.services;
+  const admin = users.byUsername('admin')!;
+  const first = await apiKeys.createKubeconfigToken({ kind: 'user', id: resourceId(admin)!, name: 'admin', roles: ['admin'] }, 600);
+  t.equal(first.user.spec.username, 'admin');
+  t.ok(apiKeys.byId(resourceId(first.resource)!), 'in the cache when the call returns');
+  const second = await apiKeys.createKubeconfigToken({ kind: 'apikey', id: resourceId(first.resource)!, name: 'admin', roles: ['admin'] }, 3600);
+  t.equal(second.resource.spec.expiresAt, first.resource.spec.expiresAt, "capped at the asking token's own expiry");
+  t.same(second.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the same user');
+  const plain = await apiKeys.create({ name: 'plain', roles: ['admin'], expiresAt: null, createdBy: 'admin' });
+  t.throws(() => apiKeys.tokenOwner({ kind: 'apikey', id: resourceId(plain.resource)! }), new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig'));
 });

@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 import t from 'tap';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { FastifyInstance } from 'fastify';
-import { apiKeyView, roleView, userView } from '../src/auth/views.js';
+import { apiKeyView, roleView, userView } from '../src/gateway/views/identity.js';
 import { resourceId } from '../src/host/resources.js';
 import { kubectl, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
@@ -161,8 +161,8 @@ const theAdmin = () => (admin ??= bootstrapAdmin(gw));
 
 t.test('the serializers keep every member of the views', async (t) => {
   const { headers } = await theAdmin();
-  const { auth } = gw.services;
-  const roleByName = (name: string) => auth.roles.byName(name);
+  const { users: userStore, roles, apiKeys } = gw.services;
+  const roleByName = (name: string) => roles.byName(name);
 
   const created = await call(gw.url, 'POST', '/api/v1/admin/users/', { headers, body: { username: 'reader', password: 'long-enough-pw' } });
   t.equal(created.status, 201, created.text);
@@ -171,7 +171,7 @@ t.test('the serializers keep every member of the views', async (t) => {
   // The answers equal the views built from the same cache (polled: a login time may land between).
   const users = await eventually('the user list to equal the views', async () => {
     const res = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers });
-    const views = res.body.users.map((u: { id: number }) => userView(auth.users.byId(u.id)!, roleByName));
+    const views = res.body.users.map((u: { id: number }) => userView(userStore.byId(u.id)!, roleByName));
     return res.body.users.length === 2 && isDeepStrictEqual(res.body.users, views) ? res : undefined;
   }, 10_000);
   t.equal(users.body.total, 2);
@@ -182,13 +182,13 @@ t.test('the serializers keep every member of the views', async (t) => {
 
   await eventually('the API key list to equal the views', async () => {
     const res = await call(gw.url, 'GET', '/api/v1/admin/apikeys/', { headers });
-    const views = res.body.apiKeys.map((k: { id: number }) => apiKeyView(auth.apiKeys.byId(k.id)!));
+    const views = res.body.apiKeys.map((k: { id: number }) => apiKeyView(apiKeys.byId(k.id)!));
     return res.body.apiKeys.length === 1 && isDeepStrictEqual(res.body.apiKeys, views);
   }, 10_000);
-  t.same(Object.keys(apiKeyView(auth.apiKeys.list()[0]!)).sort(), Object.keys(doc.components.schemas.APIKey.properties).sort(), 'APIKey: every member');
+  t.same(Object.keys(apiKeyView(apiKeys.list()[0]!)).sort(), Object.keys(doc.components.schemas.APIKey.properties).sort(), 'APIKey: every member');
 
-  const role = await call(gw.url, 'GET', `/api/v1/admin/roles/${resourceId(auth.roles.byName('admin')!)}`, { headers });
-  t.same(role.body.role, roleView(auth.roles.byName('admin')!, auth.users.list()), 'Role with its assignments');
+  const role = await call(gw.url, 'GET', `/api/v1/admin/roles/${resourceId(roles.byName('admin')!)}`, { headers });
+  t.same(role.body.role, roleView(roles.byName('admin')!, userStore.list()), 'Role with its assignments');
   t.ok(role.body.role.assignments.length > 0);
 
   const denied = await call(gw.url, 'POST', '/api/v1/admin/users/', { headers, body: { username: 'bad name!', password: 'long-enough-pw' } });

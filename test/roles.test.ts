@@ -141,3 +141,18 @@ spec: {clusters: ["*"], namespaces: [default], resources: [configmaps], verbs: [
   t.match(role, { id: Number, name: 'gitops-readers', isSystem: false, namespaces: ['default'] });
   t.ok(gw.services.auth.authorize({ kind: 'apikey', id: 1, name: 'x', roles: ['gitops-readers'], groups: [] }, { cluster: 'c', namespace: 'default', resource: 'configmaps', verb: 'get' }));
 });
+
+t.test('deleting a role takes it from the API keys holding it (the role store, not the route)', async (t) => {
+  const gw = await startGateway(t);
+  const as = withCookie(await bootstrapAdmin(gw.url));
+  const role = (await call(gw.url, 'POST', ROLES, { ...as, body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] } })).body.role;
+  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { ...as, body: { name: 'ci-key', roles: ['ci', 'viewer'] } });
+  t.equal(key.status, 201, key.text);
+  t.equal((await call(gw.url, 'DELETE', `${ROLES}/${role.id}`, as)).status, 200);
+  // No polling: the delete answers once every holder's write is in this replica's cache.
+  const listed = (await call(gw.url, 'GET', '/api/v1/admin/apikeys/', as)).body.apiKeys.find((k: { name: string }) => k.name === 'ci-key');
+  t.same(listed.roles, ['viewer'], 'the deleted role left the key; its other roles stay');
+  t.equal((await call(gw.url, 'POST', ROLES, { ...as, body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] } })).status, 201);
+  const caller = (await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: `Bearer ${key.body.key}` } })).body.user;
+  t.same(caller.roles.map((r: { name: string }) => r.name), ['viewer'], 'a new role of the same name grants the key nothing');
+});

@@ -89,7 +89,7 @@ async function replicasWithAdmins(t: Test, count: number): Promise<[TestGateway,
   const root = (await call(a.url, 'GET', `${USERS}/?search=admin`, { headers: admin.headers })).body.users.find((u: any) => u.username === 'admin');
   t.equal((await call(a.url, 'POST', `${USERS}/${root.id}/enable`, { body: { enabled: false }, headers: admin.headers })).status, 200);
   await eventually('both replicas see the admins', () =>
-    [a, b].every((gw) => gw.services.auth.users.list().filter((u) => u.spec.enabled !== false && u.spec.roles?.includes('admin')).length === count));
+    [a, b].every((gw) => gw.services.users.list().filter((u) => u.spec.enabled !== false && u.spec.roles?.includes('admin')).length === count));
   return [a, b, admin, ids];
 }
 
@@ -108,7 +108,7 @@ t.test('point 10: two admins disabled, deleted or demoted at once on two replica
       await call(a.url, 'POST', `/api/v1/admin/roles/${adminRole}/assign`, { body: { subjectType: 'user', subject: `boss-${i}` }, headers: admin.headers });
     }
     await eventually('both admins back on both replicas', () =>
-      [a, b].every((gw) => gw.services.auth.users.list().filter((u) => u.spec.enabled !== false && u.spec.roles?.includes('admin')).length === 2));
+      [a, b].every((gw) => gw.services.users.list().filter((u) => u.spec.enabled !== false && u.spec.roles?.includes('admin')).length === 2));
   };
   for (let round = 0; round < 6; round++) {
     const [how1, how2] = round % 3 === 0 ? ['disable', 'disable'] : round % 3 === 1 ? ['demote', 'demote'] : ['disable', 'demote'];

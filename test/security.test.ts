@@ -5,7 +5,7 @@
 // themselves roles. (Same-replica revocation, expiry by kubectl, session ends and the login rate
 // limit: test/apikeys.test.ts, test/users.test.ts, test/auth.test.ts.)
 import t from 'tap';
-import { parseApiKey } from '../src/auth/apikey-token.js';
+import { parseApiKey } from '../src/credentials/apikey-token.js';
 import { kubectl } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { bootstrapAdmin, type Caller } from './helpers/fixtures.js';

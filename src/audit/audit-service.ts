@@ -8,7 +8,7 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import { toAuditRecord, type AuditEntry, type OperatorKind } from './record.js';
 import type { AuditTrail } from './trail.js';
 
-/** Finds the id of a named operator: the user and API key caches (auth-service.ts). */
+/** Finds the id of a named operator: the user and API key stores (host/identity-stores.ts). */
 export interface OperatorDirectory {
   users: { byUsername(username: string): KubernetesObject | undefined };
   apiKeys: { index: { byKey(name: string): KubernetesObject | undefined } };

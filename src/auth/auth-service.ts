@@ -1,29 +1,24 @@
 // AuthService: who is calling (sessions and API keys, from the host caches only), what they may do
 // (the one authorization function over their roles), and password login. Everything on the
-// per-request path is synchronous and cache-only; writes go through the host stores.
-import type { KubernetesObject } from '@kubernetes/client-node';
+// per-request path is synchronous and cache-only. It reads the identity stores (host/
+// identity-stores.ts) and administers nothing: user, role and API-key writes are the stores' own
+// (the routes call them). Its only writes are a login's bookkeeping: "last seen" times, hashing a
+// plain password applied with kubectl, and the id of a user applied with kubectl.
 import type { Config } from '../config.js';
+import { apiKeySecretMatches, parseApiKey } from '../credentials/apikey-token.js';
+import { dummyPasswordHash, verifyPassword } from '../credentials/passwords.js';
+import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import { ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
-import { APIKeyStore, apiKeyName } from '../host/apikeys.js';
-import { awaitCache } from '../host/cache-sync.js';
-import { IdBackfill, type BackfillTarget } from '../host/id-backfill.js';
-import { IdAllocator } from '../host/ids.js';
-import { ExpiredKeySweeper } from '../host/expired-keys.js';
-import { PlainPasswordHasher } from '../host/password-hasher.js';
+import { apiKeyName } from '../host/apikeys.js';
+import type { IdentityStores } from '../host/identity-stores.js';
 import { resourceId, type APIKeyOwner, type RoleSpec, type UserResource } from '../host/resources.js';
-import { ADMIN_ROLE, RoleStore } from '../host/roles.js';
-import type { HostStore } from '../host/store.js';
-import { UserStore } from '../host/users.js';
+import { ADMIN_ROLE } from '../host/roles.js';
 import type { Logger } from '../log.js';
-import { apiKeySecretMatches, parseApiKey } from './apikey-token.js';
 import { rolesAllow, rolesReachCluster } from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LoginRateLimiter } from './login-limiter.js';
-import { dummyPasswordHash, limitPasswordHashing, verifyPassword } from './passwords.js';
 import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
-import { constantTimeEqual } from './secrets-compare.js';
-import { SessionKey } from './session-key.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
 
 /** The outcome of reading credentials: a principal, or why there is none. */
@@ -32,54 +27,26 @@ export type Authentication = { principal: Principal } | { failure: string };
 const INVALID_LOGIN = 'invalid username or password';
 
 export class AuthService {
-  readonly users: UserStore;
-  readonly roles: RoleStore;
-  readonly apiKeys: APIKeyStore;
   readonly limiter: LoginRateLimiter;
-  private readonly sessionKey: SessionKey;
+  private readonly users: IdentityStores['users'];
+  private readonly roles: IdentityStores['roles'];
+  private readonly apiKeys: IdentityStores['apiKeys'];
+  private readonly sessionKey: IdentityStores['sessionKey'];
   private readonly lastSeen: LastSeenRecorder;
-  private readonly backfill: IdBackfill;
-  private readonly hasher: PlainPasswordHasher;
-  private readonly expiredKeys: ExpiredKeySweeper;
 
   constructor(
-    readonly host: HostStore,
+    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey'>,
     private readonly config: Config,
     log: Logger,
   ) {
-    const ids = new IdAllocator(host.core, host.namespace);
-    this.users = new UserStore(host, ids, ADMIN_ROLE);
-    this.roles = new RoleStore(host, ids, log);
-    this.apiKeys = new APIKeyStore(host, ids);
+    this.users = identity.users;
+    this.roles = identity.roles;
+    this.apiKeys = identity.apiKeys;
+    this.sessionKey = identity.sessionKey;
     this.limiter = new LoginRateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
-    limitPasswordHashing(config.passwordHashConcurrency);
-    this.sessionKey = new SessionKey(host);
     this.lastSeen = new LastSeenRecorder(log);
-    this.backfill = new IdBackfill(ids, log, [
-      { kind: 'users', cache: host.users, index: this.users.index, crs: this.users.crs },
-      { kind: 'roles', cache: host.roles, index: this.roles.index, crs: this.roles.crs },
-      { kind: 'apikeys', cache: host.apiKeys, index: this.apiKeys.index, crs: this.apiKeys.crs },
-    ] as unknown as BackfillTarget<KubernetesObject>[]);
-    this.hasher = new PlainPasswordHasher(host, log);
-    this.expiredKeys = new ExpiredKeySweeper(host, this.apiKeys, config.expiredKeyRetentionSeconds * 1000, log);
   }
 
-  /** After the host caches synced: session key, built-in roles, background reconcilers. */
-  async start(): Promise<void> {
-    await this.sessionKey.ensure();
-    await this.roles.ensureBuiltins();
-    this.backfill.start();
-    this.hasher.start();
-    this.expiredKeys.start();
-  }
-
-  stop(): void {
-    this.backfill.stop();
-    this.hasher.stop();
-    this.expiredKeys.stop();
-  }
-
-  /** The Max-Age of a new session's cookie. */
   /**
    * Seconds a session cookie issued now may live: the session TTL, but never past the session's
    * absolute lifetime, counted from its login at `startedAt` (refreshes do not extend that).
@@ -220,10 +187,9 @@ export class AuthService {
       // is bound to the hash.
       await this.users.setPassword(user, password);
     }
+    // A user applied with kubectl gets its id now (the store returns once the cache shows it).
     const id = await this.users.ensureId(user);
     if (id === undefined) throw new UnauthorizedError(INVALID_LOGIN);
-    const name = user.metadata.name;
-    await awaitCache(this.host.users, name, this.host.namespace, (u) => u !== undefined && resourceId(u) === id);
     user = this.users.byId(id) ?? user;
     const current = user;
     this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));

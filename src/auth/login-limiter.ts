@@ -4,7 +4,7 @@
 // The memory is bounded whatever clients send: a key longer than MAX_KEY_LENGTH is kept as its
 // SHA-256, each key keeps at most maxFailures times, and at most maxEntries keys are kept (the
 // least recently failed go first; expired ones go as soon as they are the oldest).
-import { sha256 } from './secrets-compare.js';
+import { sha256 } from '../credentials/secrets-compare.js';
 
 const MAX_KEY_LENGTH = 128;
 const DEFAULT_MAX_ENTRIES = 50_000;

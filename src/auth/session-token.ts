@@ -3,7 +3,7 @@
 // and a stamp derived from the user's password hash and session epoch: resetting the password or
 // bumping the epoch (disable) changes the stamp, which ends every session of that user at once.
 import { createHmac } from 'node:crypto';
-import { constantTimeEqual } from './secrets-compare.js';
+import { constantTimeEqual } from '../credentials/secrets-compare.js';
 
 export interface SessionClaims {
   /** User id. */

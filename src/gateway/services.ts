@@ -5,7 +5,10 @@ import type { ClusterManager } from '../clusters/manager.js';
 import type { ClusterDirectory } from '../clusters/types.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { Config } from '../config.js';
+import type { APIKeyStore } from '../host/apikeys.js';
+import type { RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
+import type { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { HostGuard } from '../resources/host-guard.js';
@@ -15,8 +18,14 @@ export interface Services {
   config: Config;
   log: Logger;
   host: HostStore;
-  /** Who is calling and what they may do: sessions, API keys, roles, users (cache-only reads). */
+  /** Who is calling and what they may do: sessions, API keys, roles (cache-only reads). */
   auth: AuthService;
+  /** The user store: users, their passwords and roles, the last-admin rule (host/users.ts). */
+  users: UserStore;
+  /** The role store: roles, built-in roles, assignments (host/roles.ts). */
+  roles: RoleStore;
+  /** The API key store: admin keys and kubeconfig tokens (host/apikeys.ts). */
+  apiKeys: APIKeyStore;
   /** This replica's warm cluster connections (kept current by the reconciler). */
   clusters: ClusterDirectory;
   /** Cluster registration: writes, the admin view, the reconciler and the leader lease. */

@@ -1,51 +1,66 @@
-// API keys in the host cluster: APIKey custom resources named objectNameFor('apikey', name) (key
-// names are unique) with the SHA-256 of the key's secret in an owned Secret (key keyHash).
-// Deleting the APIKey revokes the key at once: the gateway only trusts keys in its cache.
-import { generateApiKey } from '../auth/apikey-token.js';
-import { ConflictError, NotFoundError } from '../errors.js';
-import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
-import { CustomResources } from './crud.js';
+// The API key store: APIKey custom resources named objectNameFor('apikey', name) (so the atomic
+// create decides name uniqueness) with the SHA-256 of the key's secret in an owned Secret (key
+// keyHash). Deleting the APIKey revokes the key at once: the gateway only trusts keys in its cache.
+// The kind's rules live here: a key's name, roles (existing ones) and expiry (in the future) are
+// checked on create; a kubeconfig token is a key owned by its user, with the caller's roles, never
+// outliving the token that asked for it; a deleted role is taken from every key.
+// Reads come from the watch-backed cache (KindStore); every write returns once this replica's
+// cache shows it.
+import { randomBytes } from 'node:crypto';
+import { formatApiKey, generateApiKeySecret } from '../credentials/apikey-token.js';
+import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
-import { deleteOwnedSecret, secretValue, upsertSecret } from './owned-secrets.js';
-import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type APIKeyResource, type UserResource } from './resources.js';
+import { secretValue } from './owned-secrets.js';
+import { resourceId, type APIKeyResource, type UserResource } from './resources.js';
 import type { HostStore } from './store.js';
+import type { UserStore } from './users.js';
 
 export const KEY_HASH_KEY = 'keyHash';
 
+const KEY_NAME = /^[A-Za-z0-9._@-]{1,63}$/;
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/** An API key as an administrator asks for it (POST /api/v1/admin/apikeys). */
 export interface NewApiKey {
   name: string;
   roles: string[];
+  /** ISO 8601 date-time in the future; null: never expires. */
   expiresAt: string | null;
   createdBy: string;
-  /** The user the key acts for (its owner; the key is deleted with the user). */
-  owner?: UserResource;
+}
+
+/** Who asks for a kubeconfig token: a signed-in user, or an API key (a kubeconfig token). */
+export interface TokenCaller {
+  kind: 'user' | 'apikey';
+  id: number;
+  /** What the key's createdBy records. */
+  name: string;
+  /** The roles the token gets. */
+  roles: readonly string[];
 }
 
 export function apiKeyName(key: APIKeyResource): string {
   return key.spec?.name || key.metadata.name;
 }
 
-export class APIKeyStore {
-  readonly index: CacheIndex<APIKeyResource>;
-  readonly crs: CustomResources<APIKeyResource>;
+/** The "kubeconfig-<username, cut>-<8 hex>" name of a kubeconfig token, within the 63 characters of a key name. */
+function tokenName(username: string): string {
+  return `kubeconfig-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
+}
 
+const isoSeconds = (time: number) => new Date(time).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export class APIKeyStore extends KindStore<APIKeyResource> {
   constructor(
-    private readonly host: HostStore,
-    private readonly ids: IdAllocator,
+    host: HostStore,
+    ids: IdAllocator,
+    private readonly users: UserStore,
+    /** Whether a role of this name exists (the role store's cache). */
+    private readonly roleExists: (name: string) => boolean,
   ) {
-    this.index = new CacheIndex(host.apiKeys, apiKeyName);
-    this.crs = new CustomResources<APIKeyResource>(host.customObjects, host.namespace, 'apikeys', 'APIKey');
-  }
-
-  byId(id: number): APIKeyResource | undefined {
-    return this.index.byId(id);
-  }
-
-  list(): readonly APIKeyResource[] {
-    return this.index.all();
+    super(host, ids, { plural: 'apikeys', kind: 'APIKey', noun: 'API key', keyOf: apiKeyName, cache: (h) => h.apiKeys });
   }
 
   keyHash(key: APIKeyResource): string | undefined {
@@ -53,85 +68,111 @@ export class APIKeyStore {
     return ref ? secretValue(this.host.secrets.get(ref, this.host.namespace), KEY_HASH_KEY) : undefined;
   }
 
-  /** Creates the key; the returned `key` value exists only in this answer. */
+  /**
+   * Creates a key as an administrator asks for it: 400 for a bad name, an unknown role or an
+   * expiry that is not a future date-time; 409 when the name is taken. The returned `key` value
+   * exists only in this answer.
+   */
   async create(input: NewApiKey): Promise<{ resource: APIKeyResource; key: string }> {
-    if (this.index.byKey(input.name)) throw alreadyExists(input.name);
-    const id = await this.ids.next('apikeys', this.index.maxId());
+    if (!KEY_NAME.test(input.name)) throw new BadRequestError("name must be 1 to 63 characters of letters, digits, '.', '_', '@' and '-'");
+    for (const role of input.roles) if (!this.roleExists(role)) throw new BadRequestError(`unknown role: ${role}`);
+    let expiresAt: string | null = null;
+    if (input.expiresAt !== null) {
+      const time = Date.parse(input.expiresAt);
+      if (!ISO_DATE_TIME.test(input.expiresAt) || Number.isNaN(time)) throw new BadRequestError('expiresAt must be an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z');
+      if (time <= Date.now()) throw new BadRequestError('expiresAt must be in the future');
+      expiresAt = new Date(time).toISOString().replace(/\.000Z$/, 'Z');
+    }
+    return this.insert({ name: input.name, roles: [...new Set(input.roles)], expiresAt, createdBy: input.createdBy });
+  }
+
+  /**
+   * The user a kubeconfig for `caller` is for, and the latest expiry its token may have: a signed-in
+   * user's own (no limit), or an API key's owner (not past the key's own expiry). An API key that
+   * belongs to no user: 403.
+   */
+  tokenOwner(caller: Pick<TokenCaller, 'kind' | 'id'>): { user: UserResource; notAfter: number } {
+    if (caller.kind === 'user') {
+      const user = this.users.byId(caller.id);
+      if (!user) throw new NotFoundError('user not found');
+      return { user, notAfter: Infinity };
+    }
+    const key = this.byId(caller.id);
+    const owner = key?.spec.owner;
+    const user = owner ? this.users.byUsername(owner.username) : undefined;
+    if (!key || !user) throw new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig');
+    return { user, notAfter: key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : Infinity };
+  }
+
+  /**
+   * A kubeconfig token: a key owned by the caller's user (deleted with it, and failing once the
+   * user is disabled or loses a role: AuthService), with the caller's roles, expiring after
+   * ttlSeconds or with the key that asked for it, whichever comes first.
+   */
+  async createKubeconfigToken(caller: TokenCaller, ttlSeconds: number): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
+    const { user, notAfter } = this.tokenOwner(caller);
+    const created = await this.insert({
+      name: tokenName(user.spec.username),
+      roles: [...caller.roles],
+      expiresAt: isoSeconds(Math.min(Date.now() + ttlSeconds * 1000, notAfter)),
+      createdBy: caller.name,
+      owner: user,
+    });
+    return { ...created, user };
+  }
+
+  private async insert(input: NewApiKey & { owner?: UserResource }): Promise<{ resource: APIKeyResource; key: string }> {
     const name = objectNameFor('apikey', input.name);
     const secretName = `${name}-key`;
-    const { key, keyHash } = generateApiKey(id);
-    let created: APIKeyResource;
-    try {
-      created = await this.crs.create({
-        metadata: { name, labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY }, ...(input.owner ? { ownerReferences: [ownerReference(input.owner)] } : {}) },
+    const { secret, keyHash } = generateApiKeySecret();
+    const owner = input.owner;
+    const resource = await this.createWithId(
+      input.name,
+      () => ({
+        metadata: { name, ...(owner ? { ownerReferences: [ownerReference(owner)] } : {}) },
         spec: {
           name: input.name,
           roles: input.roles,
           expiresAt: input.expiresAt,
           createdBy: input.createdBy,
-          ...(input.owner ? { owner: { username: input.owner.spec.username, id: resourceId(input.owner)! } } : {}),
+          ...(owner ? { owner: { username: owner.spec.username, id: resourceId(owner)! } } : {}),
           secretRef: { name: secretName },
         },
-      });
-    } catch (err) {
-      if (apiStatus(err) === 409) throw alreadyExists(input.name);
-      throw err;
-    }
-    try {
-      const secret = await upsertSecret(this.host.core, this.host.namespace, secretName, { [KEY_HASH_KEY]: keyHash }, { owner: created });
-      await awaitCache(this.host.secrets, secretName, this.host.namespace, hasVersion(secret));
-    } catch (err) {
-      await this.crs.delete(name, created.metadata.uid).catch(() => undefined);
-      throw err;
-    }
-    await awaitCache(this.host.apiKeys, name, this.host.namespace, hasVersion(created));
-    return { resource: created, key };
+      }),
+      { name: secretName, values: { [KEY_HASH_KEY]: keyHash } },
+    );
+    return { resource, key: formatApiKey(resourceId(resource)!, secret) };
   }
 
+  /** Deletes (revokes) the key and its Secret. */
   async delete(key: APIKeyResource): Promise<void> {
-    const secretName = key.spec?.secretRef?.name;
-    const secret = secretName ? this.host.secrets.get(secretName, this.host.namespace) : undefined;
-    try {
-      await this.crs.delete(key.metadata.name, key.metadata.uid);
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError(`API key not found: ${apiKeyName(key)}`);
-      throw err;
-    }
-    await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
-    await awaitCache(this.host.apiKeys, key.metadata.name, this.host.namespace, isGone(key.metadata.uid));
+    await this.remove(key, key.spec?.secretRef?.name);
+  }
+
+  /** Deletes (revokes) the key with this id; 404 when there is none. */
+  async deleteById(id: number): Promise<void> {
+    await this.delete(this.getById(id));
   }
 
   /** Removes a deleted role from every key that holds it (compare-and-swap per key). */
-  async removeRole(role: string): Promise<void> {
-    for (const key of this.host.apiKeys.list()) {
+  async dropRole(role: string): Promise<void> {
+    for (const key of this.cache.list()) {
       if (!(key.spec?.roles ?? []).includes(role)) continue;
-      for (let attempt = 0; attempt < 10; attempt++) {
-        try {
-          const live = await this.crs.read(key.metadata.name);
-          await this.crs.patch(key.metadata.name, {
-            metadata: { resourceVersion: live.metadata.resourceVersion },
-            spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) },
-          });
-          break;
-        } catch (err) {
-          if (apiStatus(err) === 404) break;
-          if (apiStatus(err) !== 409) throw err;
-        }
+      try {
+        await this.swap(key, (live) => ((live.spec.roles ?? []).includes(role) ? { spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) } } : undefined));
+      } catch (err) {
+        if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile
       }
     }
   }
 
   /** Writes status.lastUsedAt (callers throttle). */
   async recordUse(key: APIKeyResource, at: Date): Promise<void> {
-    await this.crs.patchStatus(key.metadata.name, { lastUsedAt: at.toISOString().replace(/\.\d{3}Z$/, 'Z') });
+    await this.crs.patchStatus(key.metadata.name, { lastUsedAt: isoSeconds(at.getTime()) });
   }
 }
 
 /** The owner's User as the key's ownerReference: deleting the user deletes the key (and its Secret). */
 function ownerReference(user: UserResource) {
   return { apiVersion: user.apiVersion ?? 'kiteline.io/v1alpha1', kind: user.kind ?? 'User', name: user.metadata.name, uid: user.metadata.uid! };
-}
-
-function alreadyExists(name: string): ConflictError {
-  return new ConflictError(`API key already exists: ${name}`, 'AlreadyExists');
 }

@@ -1,7 +1,8 @@
-// Background id assignment for Users, Roles and APIKeys applied with kubectl (no id label, or an
-// id an older object holds). Runs on every replica on cache events; the resourceVersion-guarded
-// patch in assignId makes sure only one replica's id lands. (A leader lease would save the few
-// unused ids a race burns; correctness does not need it.)
+// Background id assignment for objects applied with kubectl (no id label, or an id an older object
+// holds), for any kind's store (a KindStore is a target): the identity stores (admin-stores.ts)
+// use it. Runs on every replica on cache events; the resourceVersion-guarded patch in assignId
+// makes sure only one replica's id lands. (A leader lease would save the few unused ids a race
+// burns; correctness does not need it.)
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import type { CacheIndex } from './cache-index.js';
@@ -12,11 +13,12 @@ import type { WatchedCache } from './informer.js';
 import { describeApiError } from './host-errors.js';
 import { SerialTask } from './serial-task.js';
 
-export interface BackfillTarget<T extends KubernetesObject> {
-  kind: IdKind;
-  cache: WatchedCache<T>;
-  index: CacheIndex<T>;
-  crs: CustomResources<T>;
+/** What back-fill needs of a kind's store (every KindStore has it). */
+export interface BackfillTarget<T extends KubernetesObject = KubernetesObject> {
+  readonly definition: { plural: IdKind };
+  readonly cache: Pick<WatchedCache<T>, 'on'>;
+  readonly index: Pick<CacheIndex<T>, 'needingIds' | 'maxId'>;
+  readonly crs: CustomResources<T>;
 }
 
 export class IdBackfill {
@@ -25,14 +27,14 @@ export class IdBackfill {
   constructor(
     private readonly ids: IdAllocator,
     private readonly log: Logger,
-    private readonly targets: BackfillTarget<KubernetesObject>[],
+    private readonly targets: readonly BackfillTarget[],
   ) {}
 
   start(): void {
     for (const target of this.targets) {
       const task = new SerialTask(
         () => this.fill(target),
-        (err) => this.log.warn({ kind: target.kind, err: describeApiError(err) }, 'id back-fill failed; will retry on the next change'),
+        (err) => this.log.warn({ kind: target.definition.plural, err: describeApiError(err) }, 'id back-fill failed; will retry on the next change'),
       );
       this.tasks.push(task);
       target.cache.on('add', () => task.request());
@@ -45,10 +47,11 @@ export class IdBackfill {
     for (const task of this.tasks) task.stop();
   }
 
-  private async fill(target: BackfillTarget<KubernetesObject>): Promise<void> {
+  private async fill(target: BackfillTarget): Promise<void> {
+    const kind = target.definition.plural;
     for (const obj of target.index.needingIds()) {
-      const patched = await assignId(target.crs, this.ids, target.kind, obj, target.index.maxId());
-      if (patched) this.log.info({ kind: target.kind, object: obj.metadata?.name }, 'assigned an id');
+      const patched = await assignId(target.crs, this.ids, kind, obj, target.index.maxId());
+      if (patched) this.log.info({ kind, object: obj.metadata?.name }, 'assigned an id');
     }
   }
 }

@@ -58,6 +58,13 @@ export class KindStore<T extends KiteResource> {
     return this.index.byId(id);
   }
 
+  /** The object with this id; 404 "<noun> not found" when there is none (what routes answer). */
+  getById(id: number): T {
+    const obj = this.index.byId(id);
+    if (!obj) throw this.notFound(undefined);
+    return obj;
+  }
+
   /** The object holding the natural key (the oldest, should two claim it), id or not. */
   byKey(key: string): T | undefined {
     return this.index.byKey(key);
@@ -171,8 +178,15 @@ export class KindStore<T extends KiteResource> {
     await this.cache.waitFor(obj.metadata.name, isGone(obj.metadata.uid));
   }
 
-  /** The object's id, assigning one first when it has none yet (applied with kubectl). */
+  /**
+   * The object's id, assigning one first when it has none yet (applied with kubectl); returns once
+   * the cache shows the id, so byId finds the object. undefined when the object is gone.
+   */
   async ensureId(obj: T): Promise<number | undefined> {
-    return resourceId(obj) ?? ensureId(this.crs, this.ids, this.definition.plural, obj, this.index.maxId());
+    const existing = resourceId(obj);
+    if (existing !== undefined) return existing;
+    const id = await ensureId(this.crs, this.ids, this.definition.plural, obj, this.index.maxId());
+    if (id !== undefined) await this.cache.waitFor(obj.metadata.name, (cached) => cached !== undefined && resourceId(cached) === id);
+    return id;
   }
 }

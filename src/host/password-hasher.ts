@@ -3,9 +3,10 @@
 // annotation, which would keep the plain text, is removed. Runs on every replica on cache events;
 // the write is a resourceVersion-guarded replace, so racing replicas cannot clobber each other.
 import type * as k8s from '@kubernetes/client-node';
-import { hashPassword } from '../auth/passwords.js';
+import { hashPassword } from '../credentials/passwords.js';
+import { ConflictError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { describeApiError, isNotFound } from './host-errors.js';
 import { LAST_APPLIED_ANNOTATION, secretValue } from './owned-secrets.js';
 import { SerialTask } from './serial-task.js';
 import type { HostStore } from './store.js';
@@ -60,7 +61,7 @@ export class PlainPasswordHasher {
       });
       this.log.info({ secret: secret.metadata!.name }, 'replaced a plain password by its hash');
     } catch (err) {
-      if (apiStatus(err) === 409 || apiStatus(err) === 404) return; // changed meanwhile: the next event retries
+      if (err instanceof ConflictError || isNotFound(err)) return; // changed meanwhile: the next event retries
       throw err;
     }
   }

@@ -1,24 +1,36 @@
-// Roles in the host cluster: Role custom resources named objectNameFor('role', name), so an atomic
-// create decides name uniqueness. Built-in `admin` (everything) and `viewer` (get, list, watch on
-// everything but Secrets, like Kubernetes' own `view` role) are created at start when missing,
-// restored (or upgraded from an older release's rules) when they differ, and cannot be changed or
-// deleted through the API.
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+// The role store: Role custom resources named objectNameFor('role', name), so the atomic create
+// decides name uniqueness. The kind's rules, each one operation here:
+//   - built-in `admin` (everything) and `viewer` (get, list, watch on everything but Secrets, like
+//     Kubernetes' own `view` role) are created at start when missing, restored (or upgraded from an
+//     older release's rules) when they differ, and cannot be changed or deleted through the API
+//     (403);
+//   - a role is never renamed (400: create a new one and move the assignments);
+//   - deleting a role takes it from every user and API key holding it, so a later role of the
+//     same name grants nothing by surprise;
+//   - assigning and unassigning go to the user store (taking admin from the last enabled admin
+//     is its 409).
+// Reads come from the watch-backed cache (KindStore); every write returns once this replica's
+// cache shows it.
+import { BadRequestError, ConflictError, ForbiddenError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
-import { CustomResources } from './crud.js';
+import type { APIKeyStore } from './apikeys.js';
+import { describeApiError } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
-import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type RoleResource, type RoleSpec } from './resources.js';
+import { resourceId, type RoleResource, type RoleSpec } from './resources.js';
 import type { HostStore } from './store.js';
+import type { UserStore } from './users.js';
 
 export const BUILTIN_LABEL = 'kiteline.io/builtin';
 export const ADMIN_ROLE = 'admin';
 export const VIEWER_ROLE = 'viewer';
 
 export type RoleRulesInput = Required<Pick<RoleSpec, 'clusters' | 'namespaces' | 'resources' | 'verbs'>>;
+/** What a role's owner may set: its description and its four pattern lists. */
+export type RoleChanges = Partial<Pick<RoleSpec, 'description' | 'clusters' | 'namespaces' | 'resources' | 'verbs'>>;
+
+const RULE_FIELDS = ['clusters', 'namespaces', 'resources', 'verbs'] as const;
 
 export const BUILTIN_ROLES: Record<string, RoleRulesInput & { description: string }> = {
   [ADMIN_ROLE]: {
@@ -49,32 +61,22 @@ export function isBuiltinRole(name: string): boolean {
 
 const sameList = (a: string[] | undefined, b: string[]) => (a ?? []).length === b.length && b.every((x, i) => a![i] === x);
 
-export class RoleStore {
-  readonly index: CacheIndex<RoleResource>;
-  readonly crs: CustomResources<RoleResource>;
-
+export class RoleStore extends KindStore<RoleResource> {
   constructor(
-    private readonly host: HostStore,
-    private readonly ids: IdAllocator,
+    host: HostStore,
+    ids: IdAllocator,
     private readonly log: Logger,
+    /** The holders of roles: assignments live on users, and keys carry roles too. */
+    private readonly holders: { users: UserStore; apiKeys: APIKeyStore },
   ) {
-    this.index = new CacheIndex(host.roles, roleName);
-    this.crs = new CustomResources<RoleResource>(host.customObjects, host.namespace, 'roles', 'Role');
-    host.roles.on('delete', (role) => {
+    super(host, ids, { plural: 'roles', kind: 'Role', noun: 'role', keyOf: roleName, cache: (h) => h.roles });
+    this.cache.on('delete', (role) => {
       if (isBuiltinRole(roleName(role))) void this.ensureBuiltins().catch(() => undefined);
     });
   }
 
-  byId(id: number): RoleResource | undefined {
-    return this.index.byId(id);
-  }
-
   byName(name: string): RoleResource | undefined {
-    return this.index.byKey(name);
-  }
-
-  list(): readonly RoleResource[] {
-    return this.index.all();
+    return this.byKey(name);
   }
 
   /** Creates missing built-in roles and restores edited ones (any replica; conflicts are fine). */
@@ -83,9 +85,9 @@ export class RoleStore {
       const existing = this.byName(name);
       try {
         if (!existing) {
-          await this.create(name, rules, true);
-        } else if (!(['clusters', 'namespaces', 'resources', 'verbs'] as const).every((f) => sameList(existing.spec?.[f], rules[f]))) {
-          await this.crs.patch(existing.metadata.name, { spec: { ...rules } });
+          await this.insert(name, rules, true);
+        } else if (!RULE_FIELDS.every((f) => sameList(existing.spec?.[f], rules[f]))) {
+          await this.patch(existing, { spec: { ...rules } });
           this.log.warn({ role: name }, 'restored the rules of a built-in role');
         }
       } catch (err) {
@@ -94,61 +96,58 @@ export class RoleStore {
     }
   }
 
-  async create(name: string, spec: Partial<RoleSpec>, builtin = false): Promise<RoleResource> {
-    if (this.byName(name)) throw alreadyExists(name);
-    const id = await this.ids.next('roles', this.index.maxId());
-    const objectName = objectNameFor('role', name);
-    const labels: Record<string, string> = { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY };
-    if (builtin) labels[BUILTIN_LABEL] = 'true';
-    let created: RoleResource;
-    try {
-      created = await this.crs.create({
-        metadata: { name: objectName, labels },
-        spec: {
-          name,
-          ...(spec.description ? { description: spec.description } : {}),
-          clusters: spec.clusters ?? [],
-          namespaces: spec.namespaces ?? [],
-          resources: spec.resources ?? [],
-          verbs: spec.verbs ?? [],
-        },
-      });
-    } catch (err) {
-      if (apiStatus(err) === 409) throw alreadyExists(name);
-      throw err;
-    }
-    await awaitCache(this.host.roles, objectName, this.host.namespace, hasVersion(created));
-    return created;
+  /** Creates a role; 409 AlreadyExists when the name is taken (also under races). */
+  async create(name: string, spec: RoleChanges): Promise<RoleResource> {
+    return this.insert(name, spec, false);
   }
 
-  async update(role: RoleResource, changes: Partial<RoleSpec>): Promise<RoleResource> {
+  private async insert(name: string, spec: RoleChanges, builtin: boolean): Promise<RoleResource> {
+    return this.createWithId(name, () => ({
+      metadata: { name: objectNameFor('role', name), ...(builtin ? { labels: { [BUILTIN_LABEL]: 'true' } } : {}) },
+      spec: {
+        name,
+        ...(spec.description ? { description: spec.description } : {}),
+        clusters: spec.clusters ?? [],
+        namespaces: spec.namespaces ?? [],
+        resources: spec.resources ?? [],
+        verbs: spec.verbs ?? [],
+      },
+    }));
+  }
+
+  /**
+   * Changes a role's description or rules (only the fields given). Built-in roles: 403; a `name`
+   * other than the role's own: 400 (roles are not renamed).
+   */
+  async update(role: RoleResource, changes: RoleChanges & { name?: string }): Promise<RoleResource> {
     const name = roleName(role);
     if (isBuiltinRole(name)) throw new ForbiddenError(`built-in role ${name} cannot be changed`);
-    let written: RoleResource;
-    try {
-      written = await this.crs.patch(role.metadata.name, { spec: changes });
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError(`role not found: ${name}`);
-      throw err;
+    if (changes.name !== undefined && changes.name !== name) {
+      throw new BadRequestError('roles cannot be renamed: create a new role and move the assignments');
     }
-    await awaitCache(this.host.roles, written.metadata.name, this.host.namespace, hasVersion(written));
-    return written;
+    const spec: RoleChanges = {};
+    if (changes.description !== undefined) spec.description = changes.description;
+    for (const field of RULE_FIELDS) if (changes[field] !== undefined) spec[field] = changes[field];
+    return this.patch(role, { spec });
   }
 
+  /** Deletes a role and every assignment of it (users and API keys). Built-in roles: 403. */
   async delete(role: RoleResource): Promise<void> {
     const name = roleName(role);
     if (isBuiltinRole(name)) throw new ForbiddenError(`built-in role ${name} cannot be deleted`);
-    try {
-      await this.crs.delete(role.metadata.name, role.metadata.uid);
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError(`role not found: ${name}`);
-      if (apiStatus(err) === 409) throw new ConflictError('the role changed meanwhile; try again');
-      throw err;
-    }
-    await awaitCache(this.host.roles, role.metadata.name, this.host.namespace, isGone(role.metadata.uid));
+    await this.remove(role);
+    await this.holders.users.dropRole(name);
+    await this.holders.apiKeys.dropRole(name);
   }
-}
 
-function alreadyExists(name: string): ConflictError {
-  return new ConflictError(`role already exists: ${name}`, 'AlreadyExists');
+  /** Gives the role to the user named `username` (404 when there is none); `added`: it was new. */
+  async assign(role: RoleResource, username: string): Promise<{ roleId: number; subject: string; added: boolean }> {
+    const { user, added } = await this.holders.users.assignRole(username, roleName(role));
+    return { roleId: resourceId(role)!, subject: user.spec.username, added };
+  }
+
+  /** Takes the role from the user named `username` (admin from the last enabled admin: 409). */
+  async unassign(role: RoleResource, username: string): Promise<void> {
+    await this.holders.users.unassignRole(username, roleName(role));
+  }
 }

@@ -1,21 +1,25 @@
-// Users in the host cluster: User custom resources (object name objectNameFor('user', username),
-// so an atomic create decides username uniqueness) and their password Secrets (key passwordHash).
-// Reads come from the watch-backed cache through an index; writes go to the API server and wait
-// until this replica's cache shows them. Every write that takes admin away from a user goes
-// through the LastAdminGuard (last-admin.ts): there is always an enabled admin, on any number of
-// replicas.
-import { hashPassword } from '../auth/passwords.js';
-import { ConflictError, NotFoundError } from '../errors.js';
-import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
-import { CustomResources } from './crud.js';
-import { ensureId } from './id-assign.js';
-import { LastAdminGuard } from './last-admin.js';
+// The user store: User custom resources (object name objectNameFor('user', username), so the
+// atomic create decides username uniqueness) and their password Secrets (key passwordHash), with
+// every rule about users as one operation:
+//   - the first super user (create_super_user): only while no user was ever created, decided by
+//     the bootstrap lock's atomic create (bootstrap.ts);
+//   - nobody deletes or disables themselves;
+//   - there is always an enabled admin: every write that takes admin away from a user (disable,
+//     delete, unassign the admin role) goes through the LastAdminGuard (last-admin.ts), on any
+//     number of replicas;
+//   - disabling and "log out everywhere" bump the session epoch (a compare-and-swap on the live
+//     user), which ends every session; a new password hash ends them too.
+// Reads come from the watch-backed cache (KindStore); every write returns once this replica's
+// cache shows it.
+import { hashPassword } from '../credentials/passwords.js';
+import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { claimSuperUserBootstrap } from './bootstrap.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { KindStore } from './kind-store.js';
+import { LastAdminGuard } from './last-admin.js';
 import { objectNameFor } from './names.js';
-import { deleteOwnedSecret, secretValue, upsertSecret } from './owned-secrets.js';
-import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type UserResource } from './resources.js';
+import { secretValue } from './owned-secrets.js';
+import { resourceId, type UserResource } from './resources.js';
 import type { HostStore } from './store.js';
 
 export const PASSWORD_HASH_KEY = 'passwordHash';
@@ -30,39 +34,35 @@ export interface NewUser {
   roles?: string[];
 }
 
-export class UserStore {
-  readonly index: CacheIndex<UserResource>;
-  readonly crs: CustomResources<UserResource>;
+export interface UserChanges {
+  name?: string;
+  avatarURL?: string;
+  sidebarPreference?: string;
+}
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+export class UserStore extends KindStore<UserResource> {
   private readonly lastAdmin: LastAdminGuard;
 
   constructor(
-    private readonly host: HostStore,
-    private readonly ids: IdAllocator,
+    host: HostStore,
+    ids: IdAllocator,
     /** The role whose last enabled holder cannot be disabled, deleted or demoted. */
-    private readonly adminRole: string,
+    readonly adminRole: string,
   ) {
-    this.index = new CacheIndex(host.users, (u) => u.spec?.username);
-    this.crs = new CustomResources<UserResource>(host.customObjects, host.namespace, 'users', 'User');
+    super(host, ids, { plural: 'users', kind: 'User', noun: 'user', keyOf: (u) => u.spec?.username, cache: (h) => h.users });
     this.lastAdmin = new LastAdminGuard(host, this.crs, adminRole);
-  }
-
-  byId(id: number): UserResource | undefined {
-    return this.index.byId(id);
   }
 
   /** The user holding username (the oldest, should two CRs claim it), id or not. */
   byUsername(username: string): UserResource | undefined {
-    return this.index.byKey(username);
-  }
-
-  /** Users with an id: the ones the API shows. */
-  list(): readonly UserResource[] {
-    return this.index.all();
+    return this.byKey(username);
   }
 
   /** Any User CR exists (with or without an id yet). */
   any(): boolean {
-    return this.host.users.list().length > 0;
+    return this.cache.list().length > 0;
   }
 
   passwordHash(user: UserResource): string | undefined {
@@ -78,6 +78,10 @@ export class UserStore {
     return user.metadata.annotations?.[SESSION_EPOCH_ANNOTATION] ?? '0';
   }
 
+  private passwordSecretName(user: UserResource): string {
+    return user.spec?.passwordSecretRef?.name ?? `${user.metadata.name}-password`;
+  }
+
   private passwordSecret(user: UserResource) {
     const ref = user.spec?.passwordSecretRef?.name;
     return ref ? this.host.secrets.get(ref, this.host.namespace) : undefined;
@@ -85,54 +89,68 @@ export class UserStore {
 
   /** Creates a password user; 409 AlreadyExists when the username is taken (also under races). */
   async create(input: NewUser): Promise<UserResource> {
-    if (this.byUsername(input.username)) throw alreadyExists(input.username);
+    if (this.byUsername(input.username)) throw this.alreadyExists(input.username);
     const hash = await hashPassword(input.password);
-    const id = await this.ids.next('users', this.index.maxId());
     const name = objectNameFor('user', input.username);
-    let created: UserResource;
-    try {
-      created = await this.crs.create({
-        metadata: { name, labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY } },
+    const secretName = `${name}-password`;
+    return this.createWithId(
+      input.username,
+      () => ({
+        metadata: { name },
         spec: {
           username: input.username,
           ...(input.name ? { name: input.name } : {}),
           provider: 'password',
           enabled: true,
           roles: input.roles ?? [],
-          passwordSecretRef: { name: `${name}-password` },
+          passwordSecretRef: { name: secretName },
         },
-      });
-    } catch (err) {
-      if (apiStatus(err) === 409) throw alreadyExists(input.username);
-      throw err;
-    }
-    try {
-      const secret = await upsertSecret(this.host.core, this.host.namespace, `${name}-password`, { [PASSWORD_HASH_KEY]: hash }, {
-        owner: created,
-        drop: [PLAIN_PASSWORD_KEY],
-      });
-      await awaitCache(this.host.secrets, secret.metadata!.name!, this.host.namespace, hasVersion(secret));
-    } catch (err) {
-      await this.crs.delete(name, created.metadata.uid).catch(() => undefined);
-      throw err;
-    }
-    await awaitCache(this.host.users, name, this.host.namespace, hasVersion(created));
-    return created;
+      }),
+      { name: secretName, values: { [PASSWORD_HASH_KEY]: hash }, drop: [PLAIN_PASSWORD_KEY] },
+    );
   }
 
-  async update(user: UserResource, changes: { name?: string; avatarURL?: string; sidebarPreference?: string }): Promise<UserResource> {
+  /**
+   * The first user, with the admin role: only while no user exists and the bootstrap lock was
+   * never taken (its atomic create decides between concurrent calls); 403 afterwards, for good.
+   * A failed create gives the lock back.
+   */
+  async createSuperUser(input: Omit<NewUser, 'roles'>): Promise<UserResource> {
+    const closed = () => new ForbiddenError('super user already exists');
+    if (this.any()) throw closed();
+    const claim = await claimSuperUserBootstrap(this.host);
+    if (!claim) throw closed();
+    try {
+      return await this.create({ ...input, roles: [this.adminRole] });
+    } catch (err) {
+      await claim.release();
+      throw err;
+    }
+  }
+
+  /** Changes the name, avatar URL or sidebar preference (nothing given: nothing written). */
+  async update(user: UserResource, changes: UserChanges): Promise<UserResource> {
+    if (Object.keys(changes).length === 0) return user;
     return this.patch(user, { spec: changes });
   }
 
-  /** Enables or disables; disabling the last enabled admin is a 409. */
-  async setEnabled(user: UserResource, enabled: boolean): Promise<UserResource> {
-    if (enabled) return this.patch(user, { spec: { enabled } });
-    return this.lastAdmin.removeAdmin(user, 'disable', () => this.patch(user, { metadata: { annotations: this.nextEpoch(user) }, spec: { enabled } }));
+  /**
+   * Enables or disables (disabling ends every session). Disabling yourself (`actorId`, the
+   * caller's user id) or the last enabled admin is a 409; no change is no write.
+   */
+  async setEnabled(user: UserResource, enabled: boolean, actorId?: number): Promise<UserResource> {
+    if (!enabled) this.refuseSelf(user, actorId, 'disable');
+    if ((user.spec.enabled !== false) === enabled) return user;
+    if (enabled) return this.swap(user, (live) => (live.spec.enabled === false ? { spec: { enabled: true } } : undefined));
+    return this.lastAdmin.removeAdmin(user, 'disable', () =>
+      this.swap(user, (live) => (live.spec.enabled === false ? undefined : { metadata: { annotations: this.nextEpoch(live) }, spec: { enabled: false } })),
+    );
   }
 
-  /** Ends every session of the user (bumps the session epoch). */
-  async endSessions(user: UserResource): Promise<UserResource> {
-    return this.patch(user, { metadata: { annotations: this.nextEpoch(user) } });
+  /** Ends every session of the user with this id ("log out everywhere"); no such user: nothing. */
+  async endSessions(id: number): Promise<void> {
+    const user = this.byId(id);
+    if (user) await this.swap(user, (live) => ({ metadata: { annotations: this.nextEpoch(live) } }));
   }
 
   private nextEpoch(user: UserResource): Record<string, string> {
@@ -142,95 +160,77 @@ export class UserStore {
   /** Sets a new password hash (ending the user's sessions: their stamp includes the hash). */
   async setPassword(user: UserResource, password: string): Promise<UserResource> {
     const hash = await hashPassword(password);
-    const secretName = user.spec.passwordSecretRef?.name ?? `${user.metadata.name}-password`;
-    const existing = this.host.secrets.get(secretName, this.host.namespace);
-    const secret = await upsertSecret(this.host.core, this.host.namespace, secretName, { [PASSWORD_HASH_KEY]: hash }, {
-      ...(existing ? {} : { owner: { ...user, kind: 'User', apiVersion: 'kiteline.io/v1alpha1' } }),
-      drop: [PLAIN_PASSWORD_KEY],
-    });
-    await awaitCache(this.host.secrets, secretName, this.host.namespace, hasVersion(secret));
+    const secretName = this.passwordSecretName(user);
+    await this.writeSecret(user, { name: secretName, values: { [PASSWORD_HASH_KEY]: hash }, drop: [PLAIN_PASSWORD_KEY] });
     if (!user.spec.passwordSecretRef) return this.patch(user, { spec: { passwordSecretRef: { name: secretName } } });
     return user;
   }
 
   /**
-   * Changes spec.roles with a compare-and-swap on the live object, retried on conflict; taking
-   * the admin role from the last enabled admin is a 409.
+   * Changes spec.roles with a compare-and-swap on the live object; taking the admin role from the
+   * last enabled admin is a 409.
    */
   async updateRoles(user: UserResource, change: (roles: string[]) => string[]): Promise<UserResource> {
+    const write = () =>
+      this.swap(user, (live) => {
+        const before = live.spec.roles ?? [];
+        const after = change([...before]);
+        return sameList(before, after) ? undefined : { spec: { roles: after } };
+      });
     const roles = user.spec.roles ?? [];
     if (roles.includes(this.adminRole) && !change([...roles]).includes(this.adminRole)) {
-      return this.lastAdmin.removeAdmin(user, 'remove the admin role from', () => this.swapRoles(user, change));
+      return this.lastAdmin.removeAdmin(user, 'remove the admin role from', write);
     }
-    return this.swapRoles(user, change);
+    return write();
   }
 
-  private async swapRoles(user: UserResource, change: (roles: string[]) => string[]): Promise<UserResource> {
-    for (let attempt = 0; ; attempt++) {
-      let live: UserResource;
+  /** The user by username, or 404 "user not found: <username>". */
+  private byUsernameOrThrow(username: string): UserResource {
+    const user = this.byUsername(username);
+    if (!user) throw this.notFound(username);
+    return user;
+  }
+
+  /** Gives the user the role; `added` is false when the user already held it. */
+  async assignRole(username: string, role: string): Promise<{ user: UserResource; added: boolean }> {
+    const user = this.byUsernameOrThrow(username);
+    let added = false;
+    const written = await this.updateRoles(user, (roles) => {
+      added = !roles.includes(role);
+      return added ? [...roles, role] : roles;
+    });
+    return { user: written, added };
+  }
+
+  /** Takes the role from the user (admin from the last enabled admin: 409). */
+  async unassignRole(username: string, role: string): Promise<UserResource> {
+    return this.updateRoles(this.byUsernameOrThrow(username), (roles) => roles.filter((r) => r !== role));
+  }
+
+  /** Takes a deleted role from every user holding it, so a later role of that name grants nothing. */
+  async dropRole(role: string): Promise<void> {
+    for (const user of this.list()) {
+      if (!(user.spec.roles ?? []).includes(role)) continue;
       try {
-        live = await this.crs.read(user.metadata.name);
+        await this.updateRoles(user, (roles) => roles.filter((r) => r !== role));
       } catch (err) {
-        if (apiStatus(err) === 404) throw new NotFoundError(`user not found: ${user.spec.username}`);
-        throw err;
-      }
-      const before = live.spec.roles ?? [];
-      const after = change([...before]);
-      if (after.length === before.length && after.every((r, i) => r === before[i])) return live;
-      try {
-        const written = await this.crs.patch(live.metadata.name, {
-          metadata: { resourceVersion: live.metadata.resourceVersion },
-          spec: { roles: after },
-        });
-        await awaitCache(this.host.users, written.metadata.name, this.host.namespace, hasVersion(written));
-        return written;
-      } catch (err) {
-        if (apiStatus(err) !== 409 || attempt >= 10) throw err;
+        if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile: nothing to take
       }
     }
   }
 
-  /** Deletes the user and its password Secret; deleting the last enabled admin is a 409. */
-  async delete(user: UserResource): Promise<void> {
-    await this.lastAdmin.removeAdmin(user, 'delete', () => this.deleteNow(user));
+  /** Deletes the user and its password Secret; yourself or the last enabled admin: 409. */
+  async delete(user: UserResource, actorId?: number): Promise<void> {
+    this.refuseSelf(user, actorId, 'delete');
+    await this.lastAdmin.removeAdmin(user, 'delete', () => this.remove(user, user.spec?.passwordSecretRef?.name));
   }
 
-  private async deleteNow(user: UserResource): Promise<void> {
-    const secret = this.passwordSecret(user);
-    try {
-      await this.crs.delete(user.metadata.name, user.metadata.uid);
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError(`user not found: ${user.spec.username}`);
-      if (apiStatus(err) === 409) throw new ConflictError('the user changed meanwhile; try again');
-      throw err;
-    }
-    await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
-    await awaitCache(this.host.users, user.metadata.name, this.host.namespace, isGone(user.metadata.uid));
+  private refuseSelf(user: UserResource, actorId: number | undefined, action: string): void {
+    if (actorId !== undefined && resourceId(user) === actorId) throw new ConflictError(`you cannot ${action} yourself`);
   }
 
   /** Writes status.lastLoginAt (callers throttle). */
   async recordLogin(user: UserResource, at: Date): Promise<void> {
     await this.crs.patchStatus(user.metadata.name, { lastLoginAt: at.toISOString().replace(/\.\d{3}Z$/, 'Z') });
   }
-
-  /** The user's id, assigning one first when a kubectl-applied user has none yet. */
-  async ensureId(user: UserResource): Promise<number | undefined> {
-    return resourceId(user) ?? ensureId(this.crs, this.ids, 'users', user, this.index.maxId());
-  }
-
-  private async patch(user: UserResource, patch: object): Promise<UserResource> {
-    let written: UserResource;
-    try {
-      written = await this.crs.patch(user.metadata.name, patch);
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError(`user not found: ${user.spec.username}`);
-      throw err;
-    }
-    await awaitCache(this.host.users, written.metadata.name, this.host.namespace, hasVersion(written));
-    return written;
-  }
-}
-
-function alreadyExists(username: string): ConflictError {
-  return new ConflictError(`user already exists: ${username}`, 'AlreadyExists');
 }

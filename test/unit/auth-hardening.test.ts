@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
 import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
-import { hashPassword, verifyPassword } from '../../src/auth/passwords.js';
+import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { globMatches, patternsMatch } from '../../src/auth/patterns.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { sanitizeKubeconfig } from '../../src/clusters/kubeconfig.js';

@@ -1,10 +1,10 @@
 // Pure pieces of authentication: password hashing, session tokens, API key values, the login
 // rate limiter, cookies and input rules.
 import t from 'tap';
-import { apiKeySecretMatches, generateApiKey, parseApiKey } from '../../src/auth/apikey-token.js';
+import { apiKeySecretMatches, generateApiKey, parseApiKey } from '../../src/credentials/apikey-token.js';
 import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
 import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
-import { hashPassword, verifyPassword } from '../../src/auth/passwords.js';
+import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { checkPassword, checkUsername, parseId } from '../../src/auth/rules.js';
 import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
 import { BadRequestError } from '../../src/errors.js';

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
-import { generateApiKey } from '../../src/auth/apikey-token.js';
-import { hashPassword } from '../../src/auth/passwords.js';
+import { generateApiKey } from '../../src/credentials/apikey-token.js';
+import { hashPassword } from '../../src/credentials/passwords.js';
 import { signSession } from '../../src/auth/session-token.js';
 import { PACKAGE_ROOT } from '../../src/config.js';
 

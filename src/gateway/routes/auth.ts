@@ -2,17 +2,16 @@
 // The session is the HttpOnly auth_token cookie (SameSite=Lax, Secure behind https).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { clearedSessionCookie } from '../../auth/cookies.js';
-import { userView } from '../../auth/views.js';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
-import { creationTime } from '../../host/cache-index.js';
-import { resourceId, type UserResource } from '../../host/resources.js';
+import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
 import { noContent, objectOf, OPTIONALLY_SIGNED_IN, PUBLIC, ref, replies, SESSION_ONLY } from '../schemas.js';
+import { apiKeyCallerView, userView } from '../views/identity.js';
 
 const tags = ['auth'];
 
 export default async function authRoutes(app: FastifyInstance) {
-  const { auth } = app.services;
+  const { auth, users, roles, apiKeys } = app.services;
 
   /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
   function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
@@ -63,8 +62,7 @@ export default async function authRoutes(app: FastifyInstance) {
       await app.requireUser(request, reply);
       const principal = request.principal!;
       if (principal.kind !== 'user') throw new BadRequestError('logout of all sessions needs a session, not an API key');
-      const user = auth.users.byId(principal.id);
-      if (user) await auth.users.endSessions(user);
+      await users.endSessions(principal.id);
     }
     reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
     return { message: 'logged out' };
@@ -74,29 +72,12 @@ export default async function authRoutes(app: FastifyInstance) {
   app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
     const principal = request.principal!;
     if (principal.kind === 'user') {
-      const user = auth.users.byId(principal.id);
+      const user = users.byId(principal.id);
       if (!user) throw new UnauthorizedError('user not found');
-      return { user: userView(user, (name) => auth.roles.byName(name)) };
+      return { user: userView(user, (name) => roles.byName(name)) };
     }
     // An API key: shown as a user-like record with provider "api_key" (as Kite does).
-    const key = auth.apiKeys.byId(principal.id)!;
-    return {
-      user: {
-        id: principal.id,
-        username: principal.name,
-        name: principal.name,
-        avatar_url: '',
-        provider: 'api_key',
-        enabled: true,
-        createdAt: key ? creationTime(key) : null,
-        lastLoginAt: key?.status?.lastUsedAt ?? null,
-        roles: principal.roles
-          .map((name) => ({ name, role: auth.roles.byName(name) }))
-          .filter((r) => r.role)
-          .map((r) => ({ id: resourceId(r.role!)!, name: r.name })),
-        sidebar_preference: '',
-      },
-    };
+    return { user: apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name)) };
   });
 
   const refreshSchema = {
@@ -112,7 +93,7 @@ export default async function authRoutes(app: FastifyInstance) {
       if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
       throw new UnauthorizedError(request.authFailure ?? 'no valid session to refresh');
     }
-    const user = auth.users.byId(principal.id);
+    const user = users.byId(principal.id);
     if (!user) throw new UnauthorizedError('user not found');
     setSession(request, reply, user, principal.sessionStartedAt);
     return reply.code(204).send();

@@ -248,7 +248,7 @@ export default async function clusterRoutes(app: FastifyInstance) {
       const closed = () => new ForbiddenError('import not allowed when clusters exist');
       if (manager.host.clusters.list().length > 0) throw closed();
       // Public only during first-run set-up: once a super user was ever created, an admin only.
-      if (app.services.auth.users.any() || (await bootstrapClaimed(manager.host))) await app.requireAdmin(request, reply);
+      if (app.services.users.any() || (await bootstrapClaimed(manager.host))) await app.requireAdmin(request, reply);
       const inCluster = body.inCluster === true;
       if (!inCluster && !body.config) throw new BadRequestError('send config (a kubeconfig) or inCluster: true');
       if (inCluster && body.config) throw new BadRequestError('give either config or inCluster: true, not both');

@@ -5,23 +5,18 @@
 // lifetime (at most the configured maximum). It is listed and revoked like any API key, and stops
 // working the moment its user is disabled or deleted or loses one of those roles
 // (AuthService.authenticateApiKey). A kubeconfig token may ask for a fresh one, never outliving
-// itself. docs/proxy.md.
-import { randomBytes } from 'node:crypto';
+// itself. The token's rules (its owner, roles, expiry) are the API key store's
+// (APIKeyStore.createKubeconfigToken); this route picks the clusters and writes the YAML.
+// docs/proxy.md.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { stringify } from 'yaml';
-import { BadRequestError, ForbiddenError, NotFoundError } from '../../errors.js';
+import { BadRequestError, NotFoundError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
-import type { UserResource } from '../../host/resources.js';
 import type { HttpsEndpoint } from '../https.js';
 import { replies } from '../schemas.js';
 
 interface Body {
   ttlSeconds?: number;
-}
-
-/** The kubeconfig's token: "kubeconfig-<username, cut>-<8 hex>", within the 63 characters of a key name. */
-function tokenName(username: string): string {
-  return `kubeconfig-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
 }
 
 /**
@@ -39,22 +34,7 @@ function serverBase(request: FastifyRequest, externalUrl: string | undefined, ht
 }
 
 export default async function kubeconfigRoutes(app: FastifyInstance) {
-  const { auth, clusters, config } = app.services;
-
-  /** The user the kubeconfig is for, and the latest expiry its token may have (a token's own). */
-  function ownerOf(request: FastifyRequest): { user: UserResource; notAfter: number } {
-    const principal = request.principal!;
-    if (principal.kind === 'user') {
-      const user = auth.users.byId(principal.id);
-      if (!user) throw new NotFoundError('user not found');
-      return { user, notAfter: Infinity };
-    }
-    const key = auth.apiKeys.byId(principal.id);
-    const owner = key?.spec.owner;
-    const user = owner ? auth.users.byUsername(owner.username) : undefined;
-    if (!key || !user) throw new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig');
-    return { user, notAfter: key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : Infinity };
-  }
+  const { auth, apiKeys, clusters, config } = app.services;
 
   app.post<{ Body: Body | undefined }>(
     '/api/v1/kubeconfig',
@@ -75,22 +55,15 @@ export default async function kubeconfigRoutes(app: FastifyInstance) {
       const ttlSeconds = request.body?.ttlSeconds ?? config.kubeconfigTokenTtlSeconds;
       if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds) throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
       const principal = request.principal!;
-      const { user, notAfter } = ownerOf(request);
+      apiKeys.tokenOwner(principal); // who the token would be for (404 or 403 before anything else)
       const usable = clusters
         .list()
         .filter((conn) => conn.enabled && auth.canAccessCluster(principal, conn.name))
         .map((conn) => conn.name)
         .sort();
       if (usable.length === 0) throw new NotFoundError('there is no cluster you may use');
-      const expires = new Date(Math.min(Date.now() + ttlSeconds * 1000, notAfter));
+      const { key, user } = await apiKeys.createKubeconfigToken(principal, ttlSeconds);
       const username = user.spec.username;
-      const { key } = await auth.apiKeys.create({
-        name: tokenName(username),
-        roles: [...principal.roles],
-        expiresAt: expires.toISOString().replace(/\.\d{3}Z$/, 'Z'),
-        createdBy: principal.name,
-        owner: user,
-      });
       const base = serverBase(request, config.externalUrl, app.services.https);
       const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
       const current = clusters.defaultCluster()?.name;

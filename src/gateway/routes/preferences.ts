@@ -26,7 +26,7 @@ function checkPreference(text: string): void {
 }
 
 export default async function preferenceRoutes(app: FastifyInstance) {
-  const { auth } = app.services;
+  const { users } = app.services;
 
   app.post<{ Body: { sidebar_preference: string } }>(
     '/api/users/sidebar_preference',
@@ -51,9 +51,9 @@ export default async function preferenceRoutes(app: FastifyInstance) {
       if (principal.kind !== 'user') throw new BadRequestError('a sidebar preference is kept on a user: sign in with a session, not an API key');
       const preference = request.body.sidebar_preference;
       checkPreference(preference);
-      const user = auth.users.byId(principal.id);
+      const user = users.byId(principal.id);
       if (!user) throw new UnauthorizedError('user not found');
-      await auth.users.update(user, { sidebarPreference: preference });
+      await users.update(user, { sidebarPreference: preference });
       return { success: true };
     },
   );

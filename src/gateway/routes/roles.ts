@@ -1,13 +1,13 @@
 // Role administration (CONTRACT section 6, Kite's shapes): /api/v1/admin/roles/ list, get,
-// create, update, delete, and assign/unassign to users. Admin only. Built-in roles (admin,
-// viewer) cannot be changed or deleted (403).
+// create, update, delete, and assign/unassign to users. Admin only. The rules (built-in roles
+// cannot be changed or deleted: 403; no renames; a deleted role leaves every user and key; the
+// last enabled admin keeps admin) are the role store's (host/roles.ts) and the user store's.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkPatterns, checkRoleName, parseId } from '../../auth/rules.js';
-import { roleView } from '../../auth/views.js';
-import { BadRequestError, NotFoundError } from '../../errors.js';
+import { BadRequestError } from '../../errors.js';
 import { resourceId, type RoleResource, type RoleSpec } from '../../host/resources.js';
-import { roleName } from '../../host/roles.js';
 import { idParams, objectOf, ref, replies } from '../schemas.js';
+import { roleView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/roles';
 const tags = ['roles'];
@@ -44,20 +44,15 @@ function checkSubjectType(subjectType: string): void {
 }
 
 export default async function roleRoutes(app: FastifyInstance) {
-  const { auth } = app.services;
-  const view = (role: RoleResource) => roleView(role, auth.users.list());
-
-  function roleById(raw: string): RoleResource {
-    const role = auth.roles.byId(parseId(raw));
-    if (!role) throw new NotFoundError('role not found');
-    return role;
-  }
+  const { users, roles } = app.services;
+  const view = (role: RoleResource) => roleView(role, users.list());
+  const roleById = (raw: string) => roles.getById(parseId(raw));
 
   const listRoute = {
     onRequest: app.requireAdmin,
     schema: { tags, summary: 'List roles', response: replies({ 200: objectOf({ roles: { type: 'array', items: ref('Role') } }) }) },
   };
-  const list = async () => ({ roles: [...auth.roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view) });
+  const list = async () => ({ roles: [...roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view) });
   app.get(`${PREFIX}/`, listRoute, list);
   app.get(PREFIX, listRoute, list);
 
@@ -84,7 +79,7 @@ export default async function roleRoutes(app: FastifyInstance) {
     const body = request.body;
     checkRoleName(body.name);
     checkRules(body);
-    const role = await auth.roles.create(body.name, body);
+    const role = await roles.create(body.name, body);
     return reply.code(201).send({ role: view(role) });
   };
   app.post<{ Body: RoleBody & { name: string } }>(`${PREFIX}/`, createRoute, create);
@@ -108,15 +103,8 @@ export default async function roleRoutes(app: FastifyInstance) {
     },
     async (request) => {
       const role = roleById(request.params.id);
-      const body = request.body;
-      if (body.name !== undefined && body.name !== roleName(role)) {
-        throw new BadRequestError('roles cannot be renamed: create a new role and move the assignments');
-      }
-      checkRules(body);
-      const changes: Partial<RoleSpec> = {};
-      if (body.description !== undefined) changes.description = body.description;
-      for (const field of RULE_FIELDS) if (body[field] !== undefined) changes[field] = body[field];
-      return { role: view(await auth.roles.update(role, changes)) };
+      checkRules(request.body);
+      return { role: view(await roles.update(role, request.body)) };
     },
   );
 
@@ -127,14 +115,7 @@ export default async function roleRoutes(app: FastifyInstance) {
     response: replies({ 200: ref('Success') }),
   };
   app.delete<{ Params: { id: string } }>(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: deleteSchema }, async (request) => {
-    const role = roleById(request.params.id);
-    const name = roleName(role);
-    await auth.roles.delete(role);
-    // Assignments die with the role, so a later role of the same name grants nothing by surprise.
-    for (const user of auth.users.list()) {
-      if ((user.spec.roles ?? []).includes(name)) await auth.users.updateRoles(user, (roles) => roles.filter((r) => r !== name));
-    }
-    await auth.apiKeys.removeRole(name);
+    await roles.delete(roleById(request.params.id));
     return { success: true };
   });
 
@@ -153,13 +134,8 @@ export default async function roleRoutes(app: FastifyInstance) {
     async (request, reply) => {
       const role = roleById(request.params.id);
       checkSubjectType(request.body.subjectType);
-      const user = auth.users.byUsername(request.body.subject);
-      if (!user) throw new NotFoundError(`user not found: ${request.body.subject}`);
-      const name = roleName(role);
-      const assignment = { roleId: resourceId(role)!, subjectType: 'user' as const, subject: user.spec.username };
-      const had = (user.spec.roles ?? []).includes(name);
-      await auth.users.updateRoles(user, (roles) => (roles.includes(name) ? roles : [...roles, name]));
-      return reply.code(had ? 200 : 201).send({ assignment });
+      const { roleId, subject, added } = await roles.assign(role, request.body.subject);
+      return reply.code(added ? 201 : 200).send({ assignment: { roleId, subjectType: 'user', subject } });
     },
   );
 
@@ -178,10 +154,7 @@ export default async function roleRoutes(app: FastifyInstance) {
     async (request) => {
       const role = roleById(request.params.id);
       checkSubjectType(request.query.subjectType);
-      const user = auth.users.byUsername(request.query.subject);
-      if (!user) throw new NotFoundError(`user not found: ${request.query.subject}`);
-      const name = roleName(role);
-      await auth.users.updateRoles(user, (roles) => roles.filter((r) => r !== name));
+      await roles.unassign(role, request.query.subject);
       return { success: true };
     },
   );

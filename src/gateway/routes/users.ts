@@ -1,17 +1,16 @@
 // User administration (CONTRACT section 4, spec 4.1): /api/v1/admin/users/... All routes need
 // role admin, except create_super_user, which is public until the first super user is created
-// (and then closed for good, bootstrap.ts); it answers with the new user's session cookie, so
-// Kite's set-up flow goes on signed in (the cluster import that follows needs an admin).
+// (and then closed for good); it answers with the new user's session cookie, so Kite's set-up
+// flow goes on signed in (the cluster import that follows needs an admin). The rules (the first
+// super user, not yourself, the last enabled admin, username uniqueness) are the user store's
+// (host/users.ts); these routes parse, call it and shape the answer.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkPassword, checkUsername, parseId } from '../../auth/rules.js';
-import { userView } from '../../auth/views.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../../errors.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
-import { ADMIN_ROLE } from '../../host/roles.js';
-import { claimSuperUserBootstrap } from '../../host/bootstrap.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
 import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
+import { userView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/users';
 const tags = ['users'];
@@ -68,21 +67,11 @@ function sortKey(user: UserResource, field: (typeof SORT_FIELDS)[number]): strin
 }
 
 export default async function userRoutes(app: FastifyInstance) {
-  const { auth } = app.services;
-  const users = auth.users;
-  const view = (user: UserResource) => userView(user, (name) => auth.roles.byName(name));
+  const { auth, users, roles } = app.services;
+  const view = (user: UserResource) => userView(user, (name) => roles.byName(name));
+  const userById = (raw: string) => users.getById(parseId(raw));
 
-  function userById(raw: string): UserResource {
-    const user = users.byId(parseId(raw));
-    if (!user) throw new NotFoundError('user not found');
-    return user;
-  }
-
-  /** 409 when the change would remove the caller (the last enabled admin is the store's rule). */
-  function guardSelf(target: UserResource, callerId: number | undefined, action: string): void {
-    if (callerId !== undefined && resourceId(target) === callerId) throw new ConflictError(`you cannot ${action} yourself`);
-  }
-
+  /** The caller's user id (the store refuses to delete or disable the caller). */
   const callerUserId = (principal: { kind: string; id: number } | undefined) =>
     principal?.kind === 'user' ? principal.id : undefined;
 
@@ -100,17 +89,7 @@ export default async function userRoutes(app: FastifyInstance) {
     const { username, password, name } = request.body;
     checkUsername(username);
     checkPassword(password);
-    const closed = () => new ForbiddenError('super user already exists');
-    if (users.any()) throw closed();
-    const claim = await claimSuperUserBootstrap(app.services.host);
-    if (!claim) throw closed();
-    let user: UserResource;
-    try {
-      user = await users.create({ username, password, name: name ?? '', roles: [ADMIN_ROLE] });
-    } catch (err) {
-      await claim.release();
-      throw err;
-    }
+    const user = await users.createSuperUser({ username, password, name: name ?? '' });
     reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
     return reply.code(201).send(view(user));
   });
@@ -180,7 +159,6 @@ export default async function userRoutes(app: FastifyInstance) {
       const changes: { name?: string; avatarURL?: string } = {};
       if (name !== undefined) changes.name = name;
       if (avatar_url !== undefined) changes.avatarURL = avatar_url;
-      if (Object.keys(changes).length === 0) return view(user);
       return view(await users.update(user, changes));
     },
   );
@@ -197,9 +175,7 @@ export default async function userRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const user = userById(request.params.id);
-      guardSelf(user, callerUserId(request.principal), 'delete');
-      await users.delete(user);
+      await users.delete(userById(request.params.id), callerUserId(request.principal));
       return { success: true };
     },
   );
@@ -236,10 +212,7 @@ export default async function userRoutes(app: FastifyInstance) {
       },
     },
     async (request) => {
-      const user = userById(request.params.id);
-      const enabled = request.body.enabled;
-      if (!enabled) guardSelf(user, callerUserId(request.principal), 'disable');
-      if ((user.spec.enabled !== false) !== enabled) await users.setEnabled(user, enabled);
+      await users.setEnabled(userById(request.params.id), request.body.enabled, callerUserId(request.principal));
       return { success: true };
     },
   );

@@ -1,6 +1,7 @@
 // API key values: "kl_<id>_<secret>", where secret is 32 random bytes (256 bits) in base64url.
 // The id lets the gateway find the key in its cache without a host round trip; only the SHA-256
-// of the secret is stored (hex, Secret key "keyHash"), compared in constant time.
+// of the secret is stored (hex, Secret key "keyHash"), compared in constant time. Pure crypto:
+// host/apikeys.ts generates keys, auth/auth-service.ts parses and checks them.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { sha256 } from './secrets-compare.js';
 
@@ -11,9 +12,20 @@ export interface ApiKeyParts {
   secret: string;
 }
 
-export function generateApiKey(id: number): { key: string; keyHash: string } {
+/** A new key's secret and the hash to store; the hash does not depend on the key's id. */
+export function generateApiKeySecret(): { secret: string; keyHash: string } {
   const secret = randomBytes(32).toString('base64url');
-  return { key: `kl_${id}_${secret}`, keyHash: sha256(secret).toString('hex') };
+  return { secret, keyHash: sha256(secret).toString('hex') };
+}
+
+/** The value a client sends: the key's id and its secret. */
+export function formatApiKey(id: number, secret: string): string {
+  return `kl_${id}_${secret}`;
+}
+
+export function generateApiKey(id: number): { key: string; keyHash: string } {
+  const { secret, keyHash } = generateApiKeySecret();
+  return { key: formatApiKey(id, secret), keyHash };
 }
 
 export function parseApiKey(value: string): ApiKeyParts | undefined {

@@ -1,4 +1,6 @@
-// Length-safe constant-time comparison of secrets and their SHA-256 digests.
+// Length-safe constant-time comparison of secrets and their SHA-256 digests. Part of src/credentials/:
+// pure credential crypto (no I/O, no kiteline imports) shared by the host stores, which make
+// credentials, and by auth/, which checks them.
 import { createHash, timingSafeEqual } from 'node:crypto';
 
 export function sha256(value: string | Buffer): Buffer {

@@ -1,4 +1,6 @@
-// Password hashing with scrypt (node:crypto). The stored form is self-describing:
+// Password hashing with scrypt (node:crypto): pure credential crypto, used by the user store
+// (host/users.ts hashes what it stores) and by authentication (auth/auth-service.ts verifies).
+// The stored form is self-describing:
 //   scrypt$<N>$<r>$<p>$<salt base64url>$<hash base64url>
 // so parameters can be raised later without breaking stored hashes. Verification is constant-time
 // and refuses parameters outside sane bounds (a crafted Secret cannot make us burn memory).

@@ -1,9 +1,11 @@
-// The JSON shapes of the admin API (CONTRACT sections 4 and 6): User, Role, APIKey.
-// Never a password, hash or key.
-import { creationTime } from '../host/cache-index.js';
-import { apiKeyName } from '../host/apikeys.js';
-import { isBuiltinRole, roleName } from '../host/roles.js';
-import { resourceId, type APIKeyResource, type RoleResource, type UserResource } from '../host/resources.js';
+// The JSON shapes of the identity routes (CONTRACT sections 4 and 6): User, Role, APIKey, and the
+// caller of GET /api/auth/user. Answer shaping for the gateway's routes (not authentication, so
+// not in auth/): a store object in, the JSON a client sees out. Never a password, hash or key.
+import type { Principal } from '../../auth/principal.js';
+import { creationTime } from '../../host/cache-index.js';
+import { apiKeyName } from '../../host/apikeys.js';
+import { isBuiltinRole, roleName } from '../../host/roles.js';
+import { resourceId, type APIKeyResource, type RoleResource, type UserResource } from '../../host/resources.js';
 
 export interface UserView {
   id: number;
@@ -76,5 +78,24 @@ export function apiKeyView(key: APIKeyResource) {
     createdAt: creationTime(key),
     lastUsedAt: key.status?.lastUsedAt ?? null,
     createdBy: key.spec.createdBy ?? '',
+  };
+}
+
+/** An API key calling GET /api/auth/user: a user-like record with provider "api_key" (as Kite does). */
+export function apiKeyCallerView(principal: Principal, key: APIKeyResource | undefined, roleByName: RoleLookup) {
+  return {
+    id: principal.id,
+    username: principal.name,
+    name: principal.name,
+    avatar_url: '',
+    provider: 'api_key',
+    enabled: true,
+    createdAt: key ? creationTime(key) : null,
+    lastLoginAt: key?.status?.lastUsedAt ?? null,
+    roles: principal.roles
+      .map((name) => ({ name, role: roleByName(name) }))
+      .filter((r) => r.role)
+      .map((r) => ({ id: resourceId(r.role!)!, name: r.name })),
+    sidebar_preference: '',
   };
 }

@@ -1,0 +1,59 @@
+// The identity stores of a replica, assembled in one place: users, roles and API keys (one store
+// per kind), the session signing key, and their background reconcilers (id back-fill for objects
+// applied with kubectl, hashing plain passwords applied with kubectl, deleting long-expired API
+// keys). server.ts builds it on the HostStore and starts it once the host caches are synced; the
+// routes use the stores through Services (services.users, services.roles, services.apiKeys) and
+// authentication (auth/auth-service.ts) only reads them.
+import type { Config } from '../config.js';
+import { limitPasswordHashing } from '../credentials/passwords.js';
+import type { Logger } from '../log.js';
+import { APIKeyStore } from './apikeys.js';
+import { ExpiredKeySweeper } from './expired-keys.js';
+import { IdBackfill } from './id-backfill.js';
+import { IdAllocator } from './ids.js';
+import { PlainPasswordHasher } from './password-hasher.js';
+import { ADMIN_ROLE, RoleStore } from './roles.js';
+import { SessionKey } from './session-key.js';
+import type { HostStore } from './store.js';
+import { UserStore } from './users.js';
+
+export class IdentityStores {
+  readonly users: UserStore;
+  readonly roles: RoleStore;
+  readonly apiKeys: APIKeyStore;
+  readonly sessionKey: SessionKey;
+  private readonly backfill: IdBackfill;
+  private readonly hasher: PlainPasswordHasher;
+  private readonly expiredKeys: ExpiredKeySweeper;
+
+  constructor(host: HostStore, config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds'>, log: Logger) {
+    limitPasswordHashing(config.passwordHashConcurrency);
+    const ids = new IdAllocator(host.core, host.namespace);
+    const users = new UserStore(host, ids, ADMIN_ROLE);
+    // Keys name roles and roles are taken from keys when deleted: the lookup is late-bound.
+    const apiKeys: APIKeyStore = new APIKeyStore(host, ids, users, (name: string): boolean => roles.byName(name) !== undefined);
+    const roles: RoleStore = new RoleStore(host, ids, log, { users, apiKeys });
+    this.users = users;
+    this.roles = roles;
+    this.apiKeys = apiKeys;
+    this.sessionKey = new SessionKey(host);
+    this.backfill = new IdBackfill(ids, log, [users, roles, apiKeys]);
+    this.hasher = new PlainPasswordHasher(host, log);
+    this.expiredKeys = new ExpiredKeySweeper(host, apiKeys, config.expiredKeyRetentionSeconds * 1000, log);
+  }
+
+  /** After the host caches synced: the session key, the built-in roles, the reconcilers. */
+  async start(): Promise<void> {
+    await this.sessionKey.ensure();
+    await this.roles.ensureBuiltins();
+    this.backfill.start();
+    this.hasher.start();
+    this.expiredKeys.start();
+  }
+
+  stop(): void {
+    this.backfill.stop();
+    this.hasher.stop();
+    this.expiredKeys.stop();
+  }
+}
