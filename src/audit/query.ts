@@ -80,7 +80,7 @@ export interface AuditOperatorView {
   username: string;
   name: string;
   /** Kite's provider: `password` for users, `api_key` for API keys, `anonymous` for neither. */
-  provider: string;
+  provider: 'password' | 'api_key' | 'anonymous';
   kind: OperatorKind;
 }
 
@@ -109,7 +109,7 @@ export interface AuditLogView extends StoredFields {
   operator: AuditOperatorView;
 }
 
-const PROVIDERS: Record<OperatorKind, string> = { user: 'password', apikey: 'api_key', anonymous: 'anonymous' };
+const PROVIDERS: Record<OperatorKind, AuditLogView['operator']['provider']> = { user: 'password', apikey: 'api_key', anonymous: 'anonymous' };
 
 export function auditLogView({ id, record }: IndexedRecord): AuditLogView {
   const success = record.result === 'success';

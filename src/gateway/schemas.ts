@@ -1,246 +1,308 @@
-// The shared pieces of the route schemas: the named JSON shapes of the API (ErrorResponse, User,
-// Role, APIKey, Cluster, ...; registered with app.addSchema and referenced as `$ref: 'Name#'`), the
-// security requirements of the OpenAPI document, and small helpers the route modules use.
+// The shapes of the API, each defined once: a TypeBox schema is at the same time the JSON Schema
+// Fastify validates requests with, the one fast-json-stringify serializes answers with, the one
+// @fastify/swagger documents, and (Static<typeof X>) the TypeScript type. Here: the named shapes
+// (ErrorResponse, User, Role, APIKey, Cluster, ...; registered with app.addSchema, referenced as
+// `$ref: 'Name#'` so the OpenAPI document keeps them under components.schemas), their types, the
+// security requirements of the document, and the helpers route modules build their schemas with.
 //
-// Response schemas are also what Fastify serializes with (fast-json-stringify): a property that is
-// not listed here is DROPPED from the answer, a null in a `string` property becomes "". So every
-// member of every view is listed, nullable ones with type [..., 'null'], and free-form answers
-// (Kubernetes objects, whose streams Fastify never re-serializes) are open objects.
-import type { FastifyInstance } from 'fastify';
+// How a route declares its shapes (the convention):
+//  - The module exports `default async function xRoutes(app: App)` (App: the instance with the
+//    TypeBox type provider), so request.body/query/params are typed from the route's schema.
+//  - Each body, querystring and params is one `Type.Object(...)` const named after what it is
+//    (`ApplyBody`, `LogQuery`); its type, where a helper needs one, is `Static<typeof ApplyBody>`:
+//    never a hand-written interface beside it. Optional members are Type.Optional; a body that
+//    takes nothing else says `{ additionalProperties: false }`.
+//  - Answers: `replies({ 200: X })` adds ErrorResponse for 4xx and 5xx. A named shape is `ref('User')`
+//    (typed as the shape); its type is exported here (UserView, ClusterView, ...): views are typed
+//    with it, not with an interface of their own. A member the answer always has is plain; one it
+//    may leave out is Type.Optional (`objectOf` makes them all optional). The handler RETURNS the
+//    answer (after `reply.code(201)` if need be), so the compiler checks it against the schema. An
+//    answer the handler streams itself is `streamed(...)`: documented, never serialized, unknown.
+//  - A helper several routes share takes `RequestWith<{ query: Static<typeof X> }>`, not FastifyRequest.
+//  - Strings with a fixed set of values: `stringEnum([...])`; nullable members: `nullable(X)`; a
+//    member with a default: `defaulted(Type.Integer({ default: 1 }))`.
+//  - TypeBox only builds schemas: Ajv still validates, with app.ts's options (coercion, defaults),
+//    so error messages ("invalid request: body must have required property 'name'") are unchanged.
+//
+// Response schemas are what Fastify serializes with (fast-json-stringify): a property that is not
+// listed here is DROPPED from the answer, a null in a `string` property becomes "", and a listed
+// `required` member that is missing fails the answer (500). So every member of every view is listed,
+// nullable ones with type [..., 'null'] (nullable()), members an answer may lack are optional, and
+// free-form answers (Kubernetes objects, whose streams Fastify never re-serializes) are open objects.
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
+import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema, type TSchemaOptions, type TUnsafe } from 'typebox';
 
-const string = { type: 'string' } as const;
-const boolean = { type: 'boolean' } as const;
-const integer = { type: 'integer' } as const;
-const stringList = { type: 'array', items: string } as const;
-const timestamp = { type: 'string', description: 'ISO 8601 UTC date-time' } as const;
-const nullableTimestamp = { type: ['string', 'null'], description: 'ISO 8601 UTC date-time, null when never' } as const;
+/** The gateway as route modules see it: Fastify with the TypeBox type provider (app.ts). */
+export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
 
-export type SharedSchemaId =
-  | 'ErrorResponse'
-  | 'User'
-  | 'SessionUser'
-  | 'Role'
-  | 'RoleAssignment'
-  | 'APIKey'
-  | 'NewAPIKey'
-  | 'Cluster'
-  | 'ClusterSummary'
-  | 'Overview'
-  | 'KubernetesObject'
-  | 'OpenAPIDocument'
-  | 'Message'
-  | 'Success';
+/**
+ * A request as a helper shared by several routes takes it: any route's request whose parts have
+ * these types, e.g. `RequestWith<{ params: Static<typeof ObjectViewParams> }>`.
+ */
+export type RequestWith<Parts extends { params?: unknown; query?: unknown; body?: unknown }> = FastifyRequest & Parts;
 
-/** `{ $ref: 'Name#' }`: a reference to one of SHARED_SCHEMAS, for Fastify and the document alike. */
-export function ref(id: SharedSchemaId): { $ref: string } {
-  return { $ref: `${id}#` };
+// ---- Builders --------------------------------------------------------------------------------
+
+/** A member that may be null: `type: [<type>, 'null']`, so the serializer writes null (not ""). */
+export function nullable<T extends TSchema & { type: string }>(schema: T): TUnsafe<Static<T> | null> {
+  return Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
 }
+
+/** A string with a fixed set of values: `{type: 'string', enum}` (Ajv's "must be equal to one of the allowed values"). */
+export function stringEnum<const V extends readonly string[]>(values: V, options: TSchemaOptions = {}): TUnsafe<V[number]> {
+  return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
+}
+
+/**
+ * An answer the handler sends itself (a stream through reply.send, a WebSocket, server-sent
+ * events): documented by `schema`, never serialized by Fastify, typed unknown.
+ */
+export function streamed(schema: object): TUnsafe<unknown> {
+  return Type.Unsafe<unknown>(schema);
+}
+
+/** An object whose members are not modeled: `{type: 'object', additionalProperties: true}`, typed `object`. */
+export function openObject(options: TSchemaOptions = {}): TUnsafe<object> {
+  return Type.Unsafe<object>({ type: 'object', additionalProperties: true, ...options });
+}
+
+/**
+ * A member with a `default`: optional to the client (not in `required`), always there for the
+ * handler (Ajv fills the default in before it runs), so its type is not optional.
+ */
+export function defaulted<T extends TSchema>(schema: T): T {
+  return Type.Optional(schema) as unknown as T;
+}
+
+type AllOptional<P extends TProperties> = { [K in keyof P]: P[K] extends TOptional<TSchema> ? P[K] : TOptional<P[K]> };
+
+/**
+ * An object answer with the given members, each optional: listed so the serializer keeps them, none
+ * promised (no `required`). For shapes whose members are always there, use Type.Object.
+ */
+export function objectOf<P extends TProperties>(properties: P, description?: string): TObject<AllOptional<P>> {
+  const optional = Object.fromEntries(Object.entries(properties).map(([key, schema]) => [key, Type.Optional(schema)]));
+  return Type.Object(optional, description ? { description } : {}) as unknown as TObject<AllOptional<P>>;
+}
+
+const string = Type.String();
+const boolean = Type.Boolean();
+const integer = Type.Integer();
+const stringList = (description?: string) => Type.Array(Type.String(), description ? { description } : {});
+const timestamp = () => Type.String({ description: 'ISO 8601 UTC date-time' });
+const nullableTimestamp = () => nullable(Type.String({ description: 'ISO 8601 UTC date-time, null when never' }));
+
+/** A reference to a named shape (its `$id`), typed as that shape. */
+function refTo<T extends TSchema>(_schema: T, id: string): TUnsafe<Static<T>> {
+  return Type.Unsafe<Static<T>>({ $ref: `${id}#` });
+}
+
+// ---- The named shapes ------------------------------------------------------------------------
+
+export const ErrorResponse = Type.Object(
+  {
+    error: string,
+    reason: Type.String({ description: 'e.g. BadRequest, Unauthorized, NotFound, AlreadyExists, Conflict, Invalid, BadGateway' }),
+    code: integer,
+    details: Type.Optional(Type.Unknown({ description: "the `details` of a target cluster's Status object, when it sent one" })),
+  },
+  { $id: 'ErrorResponse', description: 'Every error: a human message, a Kubernetes-style reason and the status code' },
+);
 
 const userProperties = {
   id: integer,
   username: string,
   name: string,
   avatar_url: string,
-  provider: { type: 'string', description: '`password` (an API key shown as a user: `api_key`)' },
+  provider: Type.String({ description: '`password` (an API key shown as a user: `api_key`)' }),
   enabled: boolean,
-  createdAt: timestamp,
-  lastLoginAt: nullableTimestamp,
-  roles: {
-    type: 'array',
-    items: { type: 'object', properties: { id: integer, name: string } },
+  createdAt: timestamp(),
+  lastLoginAt: nullableTimestamp(),
+  roles: Type.Array(Type.Object({ id: integer, name: string })),
+  sidebar_preference: Type.String({ description: "Kite UI's sidebar layout (JSON text) the user saved, \"\" when none" }),
+};
+
+export const User = Type.Object(userProperties, { $id: 'User', description: 'A user (never a password or hash)' });
+
+export const SessionUser = Type.Object(
+  { ...userProperties, createdAt: nullableTimestamp() },
+  { $id: 'SessionUser', description: 'The caller: a user, or an API key shown as a user with provider `api_key`' },
+);
+
+export const RoleAssignment = Type.Object(
+  { roleId: integer, subjectType: stringEnum(['user']), subject: Type.String({ description: 'the username' }) },
+  { $id: 'RoleAssignment', description: 'A role held by a user' },
+);
+
+export const Role = Type.Object(
+  {
+    id: integer,
+    name: string,
+    description: string,
+    isSystem: Type.Boolean({ description: 'built-in (admin, viewer): cannot be changed or deleted' }),
+    clusters: stringList(),
+    namespaces: stringList(),
+    resources: stringList(),
+    verbs: stringList(),
+    createdAt: timestamp(),
+    assignments: Type.Array(refTo(RoleAssignment, 'RoleAssignment')),
   },
-  sidebar_preference: { type: 'string', description: "Kite UI's sidebar layout (JSON text) the user saved, \"\" when none" },
-} as const;
+  { $id: 'Role', description: 'A role: anchored glob patterns (`*`, `prod-*`, `!x` excludes) and the users holding it' },
+);
 
 const apiKeyProperties = {
   id: integer,
   name: string,
-  roles: { ...stringList, description: 'names of the roles the key carries' },
-  expiresAt: nullableTimestamp,
-  createdAt: timestamp,
-} as const;
+  roles: stringList('names of the roles the key carries'),
+  expiresAt: nullableTimestamp(),
+  createdAt: timestamp(),
+};
 
-const resourceAmounts = {
+export const APIKey = Type.Object(
+  { ...apiKeyProperties, lastUsedAt: nullableTimestamp(), createdBy: string },
+  { $id: 'APIKey', description: 'An API key (never its secret)' },
+);
+
+export const NewAPIKey = Type.Object(
+  { ...apiKeyProperties, key: string },
+  { $id: 'NewAPIKey', description: 'A new API key; `key` is the whole value to send as `Authorization: <key>`, shown this once' },
+);
+
+export const Cluster = Type.Object(
+  {
+    id: integer,
+    name: string,
+    description: string,
+    config: Type.String({ description: 'always "" (the kubeconfig is never shown)' }),
+    prometheusURL: string,
+    inCluster: boolean,
+    isDefault: boolean,
+    enabled: boolean,
+    impersonate: Type.Boolean({ description: 'requests reach the cluster as the caller (Impersonate-User/-Group)' }),
+    version: Type.String({ description: 'the gitVersion of the cluster, "" when unknown' }),
+    ready: boolean,
+    error: Type.String({ description: 'the last connection error, "" when none' }),
+  },
+  { $id: 'Cluster', description: 'A registered cluster (admin view; `config` is always "")' },
+);
+
+export const ClusterSummary = Type.Object(
+  { name: string, version: string, isDefault: boolean, ready: boolean, error: string },
+  { $id: 'ClusterSummary', description: 'A cluster as any signed-in user sees it' },
+);
+
+const resourceAmounts = Type.Object({ allocatable: Type.Number(), requested: Type.Number(), limited: Type.Number() });
+
+export const Overview = Type.Object(
+  {
+    totalNodes: integer,
+    readyNodes: integer,
+    totalPods: integer,
+    runningPods: integer,
+    totalNamespaces: integer,
+    totalServices: integer,
+    prometheusEnabled: boolean,
+    resource: Type.Object({ cpu: resourceAmounts, memory: resourceAmounts }),
+  },
+  { $id: 'Overview', description: 'The counts on the home page of the selected cluster; CPU and memory in milli-units', additionalProperties: true },
+);
+
+// Passed through as the cluster sent it (a stream Fastify never re-serializes): not modeled.
+export const KubernetesObject = streamed({
+  $id: 'KubernetesObject',
+  description: "The target cluster's answer, passed through unchanged (an object, a List or a stream of watch events)",
   type: 'object',
-  properties: { allocatable: { type: 'number' }, requested: { type: 'number' }, limited: { type: 'number' } },
-} as const;
+  additionalProperties: true,
+}) as TUnsafe<unknown> & { $id: 'KubernetesObject' };
 
-/** The named shapes; `$id` is also their name under components.schemas in the OpenAPI document. */
-export const SHARED_SCHEMAS: ({ $id: SharedSchemaId } & Record<string, unknown>)[] = [
-  {
-    $id: 'ErrorResponse',
-    description: 'Every error: a human message, a Kubernetes-style reason and the status code',
-    type: 'object',
-    required: ['error', 'reason', 'code'],
-    properties: {
-      error: string,
-      reason: { type: 'string', description: 'e.g. BadRequest, Unauthorized, NotFound, AlreadyExists, Conflict, Invalid, BadGateway' },
-      code: integer,
-      details: { description: "the `details` of a target cluster's Status object, when it sent one" },
-    },
-  },
-  {
-    $id: 'User',
-    description: 'A user (never a password or hash)',
-    type: 'object',
-    properties: userProperties,
-  },
-  {
-    $id: 'SessionUser',
-    description: 'The caller: a user, or an API key shown as a user with provider `api_key`',
-    type: 'object',
-    properties: { ...userProperties, createdAt: nullableTimestamp },
-  },
-  {
-    $id: 'Role',
-    description: 'A role: anchored glob patterns (`*`, `prod-*`, `!x` excludes) and the users holding it',
-    type: 'object',
-    properties: {
-      id: integer,
-      name: string,
-      description: string,
-      isSystem: { type: 'boolean', description: 'built-in (admin, viewer): cannot be changed or deleted' },
-      clusters: stringList,
-      namespaces: stringList,
-      resources: stringList,
-      verbs: stringList,
-      createdAt: timestamp,
-      assignments: { type: 'array', items: ref('RoleAssignment') },
-    },
-  },
-  {
-    $id: 'RoleAssignment',
-    description: 'A role held by a user',
-    type: 'object',
-    properties: { roleId: integer, subjectType: { type: 'string', enum: ['user'] }, subject: { type: 'string', description: 'the username' } },
-  },
-  {
-    $id: 'APIKey',
-    description: 'An API key (never its secret)',
-    type: 'object',
-    properties: { ...apiKeyProperties, lastUsedAt: nullableTimestamp, createdBy: string },
-  },
-  {
-    $id: 'NewAPIKey',
-    description: 'A new API key; `key` is the whole value to send as `Authorization: <key>`, shown this once',
-    type: 'object',
-    properties: { ...apiKeyProperties, key: string },
-  },
-  {
-    $id: 'Cluster',
-    description: 'A registered cluster (admin view; `config` is always "")',
-    type: 'object',
-    properties: {
-      id: integer,
-      name: string,
-      description: string,
-      config: { type: 'string', description: 'always "" (the kubeconfig is never shown)' },
-      prometheusURL: string,
-      inCluster: boolean,
-      isDefault: boolean,
-      enabled: boolean,
-      impersonate: { type: 'boolean', description: 'requests reach the cluster as the caller (Impersonate-User/-Group)' },
-      version: { type: 'string', description: 'the gitVersion of the cluster, "" when unknown' },
-      ready: boolean,
-      error: { type: 'string', description: 'the last connection error, "" when none' },
-    },
-  },
-  {
-    $id: 'ClusterSummary',
-    description: 'A cluster as any signed-in user sees it',
-    type: 'object',
-    properties: { name: string, version: string, isDefault: boolean, ready: boolean, error: string },
-  },
-  {
-    $id: 'Overview',
-    description: 'The counts on the home page of the selected cluster; CPU and memory in milli-units',
-    type: 'object',
-    additionalProperties: true,
-    properties: {
-      totalNodes: integer,
-      readyNodes: integer,
-      totalPods: integer,
-      runningPods: integer,
-      totalNamespaces: integer,
-      totalServices: integer,
-      prometheusEnabled: boolean,
-      resource: { type: 'object', properties: { cpu: resourceAmounts, memory: resourceAmounts } },
-    },
-  },
-  {
-    $id: 'KubernetesObject',
-    description: "The target cluster's answer, passed through unchanged (an object, a List or a stream of watch events)",
-    type: 'object',
-    additionalProperties: true,
-  },
-  {
-    $id: 'OpenAPIDocument',
-    description: 'An OpenAPI 3 document',
-    type: 'object',
-    additionalProperties: true,
-  },
-  {
-    $id: 'Message',
-    description: 'A confirmation',
-    type: 'object',
-    properties: { message: string },
-  },
-  {
-    $id: 'Success',
-    description: 'A confirmation',
-    type: 'object',
-    properties: { success: boolean },
-  },
-];
+export const OpenAPIDocument = openObject({ $id: 'OpenAPIDocument', description: 'An OpenAPI 3 document' }) as TUnsafe<object> & { $id: 'OpenAPIDocument' };
+
+export const Message = Type.Object({ message: string }, { $id: 'Message', description: 'A confirmation' });
+
+export const Success = Type.Object({ success: boolean }, { $id: 'Success', description: 'A confirmation' });
+
+// The TypeScript types of the named shapes (the views the routes answer with).
+export type ErrorView = Static<typeof ErrorResponse>;
+export type UserView = Static<typeof User>;
+export type SessionUserView = Static<typeof SessionUser>;
+export type RoleView = Static<typeof Role>;
+export type RoleAssignmentView = Static<typeof RoleAssignment>;
+export type APIKeyView = Static<typeof APIKey>;
+export type NewAPIKeyView = Static<typeof NewAPIKey>;
+export type ClusterView = Static<typeof Cluster>;
+export type ClusterSummaryView = Static<typeof ClusterSummary>;
+export type OverviewView = Static<typeof Overview>;
+export type MessageView = Static<typeof Message>;
+export type SuccessView = Static<typeof Success>;
+
+/** The named shapes by `$id` (also their name under components.schemas in the OpenAPI document). */
+const NAMED = {
+  ErrorResponse,
+  User,
+  SessionUser,
+  Role,
+  RoleAssignment,
+  APIKey,
+  NewAPIKey,
+  Cluster,
+  ClusterSummary,
+  Overview,
+  KubernetesObject,
+  OpenAPIDocument,
+  Message,
+  Success,
+};
+
+export type SharedSchemaId = keyof typeof NAMED;
+
+export const SHARED_SCHEMAS: ({ $id: SharedSchemaId } & TSchema)[] = Object.values(NAMED) as ({ $id: SharedSchemaId } & TSchema)[];
+
+/** `{ $ref: 'Name#' }`: a reference to one of SHARED_SCHEMAS, for Fastify and the document alike, typed as that shape. */
+export function ref<K extends SharedSchemaId>(id: K): TUnsafe<Static<(typeof NAMED)[K]>> {
+  return Type.Unsafe<Static<(typeof NAMED)[K]>>({ $ref: `${id}#` });
+}
 
 export function registerSharedSchemas(app: FastifyInstance): void {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
 }
 
+const errorRef = ref('ErrorResponse');
+
 /** A route's responses: its success answers plus the one error shape for every 4xx and 5xx. */
-export function replies(success: Record<number, object>): Record<string, object> {
-  return { ...success, '4xx': ref('ErrorResponse'), '5xx': ref('ErrorResponse') };
+export function replies<const S extends Record<number, TSchema>>(success: S): S & { '4xx': typeof errorRef; '5xx': typeof errorRef } {
+  return { ...success, '4xx': errorRef, '5xx': errorRef };
 }
 
 /** A 204 answer: no body. */
-export function noContent(description: string): object {
-  return { description, type: 'null' };
-}
-
-/** An object answer with the given members (listed so the serializer keeps them). */
-export function objectOf(properties: Record<string, object>, description?: string): object {
-  return { type: 'object', ...(description ? { description } : {}), properties };
+export function noContent(description: string): TSchema {
+  return Type.Null({ description });
 }
 
 /**
  * The members of Kite's ResourceHistory, which both its audit-log page and its history tab read
  * (routes/audit-logs.ts, routes/history.ts); `yamlDescriptions` says what the two YAML members hold there.
  */
-export function resourceHistoryProperties(yamlDescriptions: { resourceYaml: string; previousYaml: string }): Record<string, object> {
-  const string = { type: 'string' };
+export function resourceHistoryProperties(yamlDescriptions: { resourceYaml: string; previousYaml: string }) {
   return {
-    id: { type: 'integer' },
-    createdAt: { type: 'string', format: 'date-time', description: 'when the action began' },
-    updatedAt: { type: 'string', format: 'date-time', description: 'when it ended, else createdAt' },
-    clusterName: string,
-    resourceType: string,
-    resourceName: string,
-    namespace: string,
-    operationType: string,
-    resourceYaml: { type: 'string', description: yamlDescriptions.resourceYaml },
-    previousYaml: { type: 'string', description: yamlDescriptions.previousYaml },
-    success: { type: 'boolean' },
-    errorMessage: string,
-    operatorId: { type: 'integer' },
+    id: Type.Integer(),
+    createdAt: Type.String({ format: 'date-time', description: 'when the action began' }),
+    updatedAt: Type.String({ format: 'date-time', description: 'when it ended, else createdAt' }),
+    clusterName: Type.String(),
+    resourceType: Type.String(),
+    resourceName: Type.String(),
+    namespace: Type.String(),
+    operationType: Type.String(),
+    resourceYaml: Type.String({ description: yamlDescriptions.resourceYaml }),
+    previousYaml: Type.String({ description: yamlDescriptions.previousYaml }),
+    success: Type.Boolean(),
+    errorMessage: Type.String(),
+    operatorId: Type.Integer(),
   };
 }
 
 /** Path parameters of `/:id` routes (the id's format is checked by the route: 400 "invalid id"). */
-export const idParams = {
-  type: 'object',
-  required: ['id'],
-  properties: { id: { type: 'string', maxLength: 20, description: 'the integer id' } },
-} as const;
+export const idParams = Type.Object({ id: Type.String({ maxLength: 20, description: 'the integer id' }) });
 
 // Security (components.securitySchemes in the document). An API key goes in Authorization, alone
 // or as `Bearer <key>`; a browser session is the HttpOnly auth_token cookie.
@@ -261,13 +323,12 @@ export const OPTIONALLY_SIGNED_IN: SecurityRequirements = [{}, ...SIGNED_IN];
 export const SESSION_ONLY: SecurityRequirements = [{ sessionCookie: [] }];
 
 /** The target cluster of a request (also the `x-cluster-name` query parameter or cookie). */
-export const clusterHeader = {
-  type: 'object',
-  properties: {
-    'x-cluster-name': { type: 'string', description: 'the target cluster (else the query parameter, the cookie, the default cluster)' },
-  },
-} as const;
-export const clusterCookie = {
-  type: 'object',
-  properties: { 'x-cluster-name': { type: 'string', description: 'the target cluster, as set by the Kite UI' } },
-} as const;
+export const clusterHeader = objectOf({
+  'x-cluster-name': Type.String({ description: 'the target cluster (else the query parameter, the cookie, the default cluster)' }),
+});
+export const clusterCookie = objectOf({ 'x-cluster-name': Type.String({ description: 'the target cluster, as set by the Kite UI' }) });
+
+/** The `x-cluster-name` query parameter every cluster route accepts (else the header, the cookie, the default). */
+export const clusterQueryProperties = { 'x-cluster-name': Type.Optional(Type.String()) };
+/** A querystring of only `x-cluster-name`. */
+export const ClusterQuery = Type.Object(clusterQueryProperties);

@@ -26,9 +26,12 @@ export async function toolRequest(app: FastifyInstance, request: FastifyRequest,
   return { principal, conn, headers: impersonationHeaders(conn, principal), signal };
 }
 
-/** Runs a handler with a signal aborted when the client goes away; failures after that are 499s. */
-export function withClientSignal(handler: (request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) => Promise<unknown>) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
+/**
+ * Runs a handler with a signal aborted when the client goes away; failures after that are 499s.
+ * Generic in the request and reply, so a route's handler keeps the types its schema gives them.
+ */
+export function withClientSignal<Req extends FastifyRequest, Rep extends FastifyReply, R>(handler: (request: Req, reply: Rep, signal: AbortSignal) => Promise<R>) {
+  return async (request: Req, reply: Rep): Promise<R> => {
     const controller = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();

@@ -3,32 +3,24 @@
 // (default true) waits for the object to be gone by watching it, up to timeoutSeconds
 // (default 60), answering 504 when that runs out. No polling loop: one list to learn the current
 // resourceVersion, then a watch narrowed to the object's name with the server-side timeout.
+import { Type, type Static } from 'typebox';
 import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, GatewayTimeoutError, isKubeStatus, type KubeStatus } from '../errors.js';
 import { clientClosed, expectSuccess, readJson } from './upstream.js';
 import { withSearch } from './read-query.js';
 
-export interface DeleteQuery {
-  force?: boolean;
-  cascade?: boolean;
-  wait?: boolean;
-  timeoutSeconds?: number;
-  dryRun?: 'All';
-}
-
 export const DEFAULT_DELETE_TIMEOUT_SECONDS = 60;
 
-export const deleteQuerySchema = {
-  type: 'object',
-  properties: {
-    force: { type: 'boolean' },
-    cascade: { type: 'boolean' },
-    wait: { type: 'boolean' },
-    timeoutSeconds: { type: 'integer', minimum: 1, maximum: 600 },
-    dryRun: { type: 'string', enum: ['All'] },
-    'x-cluster-name': { type: 'string' },
-  },
-} as const;
+/** The query string of a DELETE: its schema and its type. */
+export const DeleteQuery = Type.Object({
+  force: Type.Optional(Type.Boolean()),
+  cascade: Type.Optional(Type.Boolean()),
+  wait: Type.Optional(Type.Boolean()),
+  timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 600 })),
+  dryRun: Type.Optional(Type.Unsafe<'All'>({ type: 'string', enum: ['All'] })),
+  'x-cluster-name': Type.Optional(Type.String()),
+});
+export type DeleteQuery = Static<typeof DeleteQuery>;
 
 /** The DeleteOptions body sent with the DELETE. */
 export function deleteOptions(query: DeleteQuery): Record<string, unknown> {

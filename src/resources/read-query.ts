@@ -1,35 +1,22 @@
 // Query parameters of reads (get, list, watch) mapped onto the upstream request. Only the
 // parameters kiteline knows pass through; unknown ones (e.g. Kite's reduce=true) are dropped.
+import { Type, type Static } from 'typebox';
 import { BadRequestError } from '../errors.js';
 
-export interface ReadQuery {
-  labelSelector?: string;
-  fieldSelector?: string;
-  limit?: number;
-  continue?: string;
-  resourceVersion?: string;
-  resourceVersionMatch?: string;
-  watch?: boolean;
-  allowWatchBookmarks?: boolean;
-  timeoutSeconds?: number;
-}
-
-/** JSON schema of the read query string (shared by the three GET routes). */
-export const readQuerySchema = {
-  type: 'object',
-  properties: {
-    labelSelector: { type: 'string', maxLength: 4096 },
-    fieldSelector: { type: 'string', maxLength: 4096 },
-    limit: { type: 'integer', minimum: 1, maximum: 100000 },
-    continue: { type: 'string', maxLength: 8192 },
-    resourceVersion: { type: 'string', maxLength: 64 },
-    resourceVersionMatch: { type: 'string', enum: ['Exact', 'NotOlderThan'] },
-    watch: { type: 'boolean' },
-    allowWatchBookmarks: { type: 'boolean' },
-    timeoutSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
-    'x-cluster-name': { type: 'string' },
-  },
-} as const;
+/** The read query string (shared by the three GET routes): its schema and its type. */
+export const ReadQuery = Type.Object({
+  labelSelector: Type.Optional(Type.String({ maxLength: 4096 })),
+  fieldSelector: Type.Optional(Type.String({ maxLength: 4096 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
+  continue: Type.Optional(Type.String({ maxLength: 8192 })),
+  resourceVersion: Type.Optional(Type.String({ maxLength: 64 })),
+  resourceVersionMatch: Type.Optional(Type.Unsafe<'Exact' | 'NotOlderThan'>({ type: 'string', enum: ['Exact', 'NotOlderThan'] })),
+  watch: Type.Optional(Type.Boolean()),
+  allowWatchBookmarks: Type.Optional(Type.Boolean()),
+  timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),
+  'x-cluster-name': Type.Optional(Type.String()),
+});
+export type ReadQuery = Static<typeof ReadQuery>;
 
 /** The upstream query string of a list (or of a watch when query.watch). */
 export function listSearch(query: ReadQuery): URLSearchParams {

@@ -3,6 +3,7 @@
 // follow). Read whole it is bounded (limitBytes upstream and a bounded read here) and answered as
 // Kite's `{logs: [...], container, pod, namespace}`; followed, its lines go out as the container
 // writes them: as server-sent events here (followLogAsEvents), over a WebSocket in log-fanout.ts.
+import { Type, type Static } from 'typebox';
 import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadRequestError } from '../errors.js';
 import type { UpstreamHeaders } from '../resources/impersonation.js';
@@ -19,36 +20,21 @@ const DEFAULT_TAIL_LINES = 100;
 
 /** A container name (a DNS label). */
 export const CONTAINER_PATTERN = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
-const BOOLEAN = { type: 'string', enum: ['true', 'false'] } as const;
+/** A flag as the query string sends it. */
+const booleanText = (description: string) => Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description }));
 
-/** The query of the log routes, as sent (strings); checked by the route schema, parsed by logOptions. */
-export interface LogQuery {
-  container?: string;
-  tailLines?: string;
-  timestamps?: string;
-  previous?: string;
-  sinceSeconds?: string;
-  follow?: string;
-  labelSelector?: string;
-}
-
+/** The query of the log routes, as sent (strings): checked by the route schema, parsed by logOptions. */
 export const logQueryProperties = {
-  container: {
-    type: 'string',
-    pattern: CONTAINER_PATTERN,
-    description: 'the container; the only one when the pod has one',
-  },
-  tailLines: {
-    type: 'string',
-    pattern: '^(-1|0|[1-9][0-9]{0,8})$',
-    description: 'the last N lines (default 100); -1 for the whole log',
-  },
-  timestamps: { ...BOOLEAN, description: 'prefix each line with its RFC 3339 time (default true)' },
-  previous: { ...BOOLEAN, description: "the previous (terminated) container's log (default false)" },
-  sinceSeconds: { type: 'string', pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' },
-  follow: { ...BOOLEAN, description: 'keep streaming new lines (server-sent events) instead of one JSON answer' },
-  'x-cluster-name': { type: 'string' },
-} as const;
+  container: Type.Optional(Type.String({ pattern: CONTAINER_PATTERN, description: 'the container; the only one when the pod has one' })),
+  tailLines: Type.Optional(Type.String({ pattern: '^(-1|0|[1-9][0-9]{0,8})$', description: 'the last N lines (default 100); -1 for the whole log' })),
+  timestamps: booleanText('prefix each line with its RFC 3339 time (default true)'),
+  previous: booleanText("the previous (terminated) container's log (default false)"),
+  sinceSeconds: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' })),
+  follow: booleanText('keep streaming new lines (server-sent events) instead of one JSON answer'),
+  'x-cluster-name': Type.Optional(Type.String()),
+};
+export const LogQuery = Type.Object(logQueryProperties);
+export type LogQuery = Static<typeof LogQuery>;
 
 /** What the API server's pods/log takes. */
 export interface LogOptions {

@@ -4,45 +4,52 @@
 // guard) and dry-run before anything is written (src/tools/apply.ts). The answer keeps Kite's
 // {message, kind, name, namespace} (of the first document) and adds each document's outcome;
 // a failure answers the failing document's status with the outcomes in details.documents.
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { HttpError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { parseApplyDocuments } from '../../tools/apply-documents.js';
 import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, clusterQueryProperties, objectOf, replies, stringEnum, type App } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
-interface ApplyBody {
-  yaml: string;
-  force?: boolean;
-  dryRun?: boolean;
-  namespace?: string;
-}
+const namespace = (description?: string) =>
+  Type.String({ maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$', ...(description ? { description } : {}) });
+const string = Type.String();
 
-interface ApplyQuery {
-  force?: boolean;
-  dryRun?: 'All';
-  namespace?: string;
-}
+const ApplyQuery = Type.Object({
+  force: Type.Optional(Type.Boolean()),
+  dryRun: Type.Optional(stringEnum(['All'])),
+  namespace: Type.Optional(namespace()),
+  ...clusterQueryProperties,
+});
 
-const NAMESPACE = { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' } as const;
-const string = { type: 'string' } as const;
+const ApplyBody = Type.Object(
+  {
+    yaml: Type.String({ minLength: 1, description: 'one or more YAML (or JSON) documents separated by ---' }),
+    force: Type.Optional(Type.Boolean({ description: 'take ownership of fields other managers own (server-side apply force)' })),
+    dryRun: Type.Optional(Type.Boolean({ description: 'only check: nothing is written' })),
+    namespace: Type.Optional(namespace('the namespace of namespaced documents that name none (default: default)')),
+  },
+  { additionalProperties: false },
+);
 
-const outcomeSchema = objectOf({
-  position: { type: 'integer', description: '1-based position of the document in the file' },
+const Outcome = objectOf({
+  position: Type.Integer({ description: '1-based position of the document in the file' }),
   apiVersion: string,
   kind: string,
   name: string,
   namespace: string,
   resource: string,
-  result: { type: 'string', enum: ['created', 'configured', 'failed', 'not-applied', 'not-checked', 'removed'] },
-  status: { type: 'integer' },
+  result: stringEnum(['created', 'configured', 'failed', 'not-applied', 'not-checked', 'removed']),
+  status: Type.Integer(),
   reason: string,
   error: string,
 });
 
-export default async function applyRoutes(app: FastifyInstance) {
+const ApplyReply = objectOf({ message: string, kind: string, name: string, namespace: string, dryRun: Type.Boolean(), documents: Type.Array(Outcome) });
+
+export default async function applyRoutes(app: App) {
   app.post(
     '/api/v1/resources/apply',
     {
@@ -55,29 +62,13 @@ export default async function applyRoutes(app: FastifyInstance) {
           '(create and patch), and dry-run before anything is written. Conflicts with other field managers fail the apply unless force is set.',
         headers: clusterHeader,
         cookies: clusterCookie,
-        querystring: {
-          type: 'object',
-          properties: { force: { type: 'boolean' }, dryRun: { type: 'string', enum: ['All'] }, namespace: NAMESPACE, 'x-cluster-name': string },
-        },
-        body: {
-          type: 'object',
-          required: ['yaml'],
-          additionalProperties: false,
-          properties: {
-            yaml: { type: 'string', minLength: 1, description: 'one or more YAML (or JSON) documents separated by ---' },
-            force: { type: 'boolean', description: 'take ownership of fields other managers own (server-side apply force)' },
-            dryRun: { type: 'boolean', description: 'only check: nothing is written' },
-            namespace: { ...NAMESPACE, description: 'the namespace of namespaced documents that name none (default: default)' },
-          },
-        },
-        response: replies({
-          200: objectOf({ message: string, kind: string, name: string, namespace: string, dryRun: { type: 'boolean' }, documents: { type: 'array', items: outcomeSchema } }),
-        }),
+        querystring: ApplyQuery,
+        body: ApplyBody,
+        response: replies({ 200: ApplyReply }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const body = request.body as ApplyBody;
-      const query = request.query as ApplyQuery;
+      const { body, query } = request;
       const documents = parseApplyDocuments(body.yaml);
       const dryRun = body.dryRun === true || query.dryRun === 'All';
       const force = body.force === true || query.force === true;

@@ -3,7 +3,8 @@
 // cluster like the resource routes. Kite's UI then lists custom resources at /api/v1/<crd>/<ns>,
 // which the resource routes serve through discovery. Authorized as `list` / `get` on
 // customresourcedefinitions (the canonical name: a role naming "crds" grants nothing here).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { upstreamHeaders } from '../../resources/impersonation.js';
@@ -11,35 +12,28 @@ import { withSearch } from '../../resources/read-query.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import { collectionPath, objectPath } from '../../resources/target.js';
 import { expectSuccess, sendObject, streamToClient } from '../../resources/upstream.js';
-import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const CRDS = 'customresourcedefinitions.apiextensions.k8s.io';
 const RESOURCE = 'customresourcedefinitions';
 
-interface ListQuery {
-  labelSelector?: string;
-  limit?: number;
-  continue?: string;
-}
+const CrdListQuery = Type.Object({
+  labelSelector: Type.Optional(Type.String({ maxLength: 4096 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10000 })),
+  continue: Type.Optional(Type.String({ maxLength: 4096 })),
+  ...clusterQueryProperties,
+});
 
-const listQuery = {
-  type: 'object',
-  properties: {
-    labelSelector: { type: 'string', maxLength: 4096 },
-    limit: { type: 'integer', minimum: 1, maximum: 10000 },
-    continue: { type: 'string', maxLength: 4096 },
-    'x-cluster-name': { type: 'string' },
-  },
-} as const;
+const CrdParams = Type.Object({ crd: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 
-export default async function crdRoutes(app: FastifyInstance) {
-  async function list(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+export default async function crdRoutes(app: App) {
+  async function list(request: RequestWith<{ query: Static<typeof CrdListQuery> }>, reply: FastifyReply, signal: AbortSignal) {
     const ctx = await toolRequest(app, request, reply, signal);
     requireAccess(app.services.auth, ctx.principal, ctx.conn.name, RESOURCE, undefined, 'list');
     const resolved = await ctx.conn.resolveResource(CRDS);
     if (!resolved) throw new NotFoundError(`cluster ${ctx.conn.name} serves no CustomResourceDefinitions`);
-    const query = request.query as ListQuery;
+    const { query } = request;
     const search = new URLSearchParams();
     if (query.labelSelector) search.set('labelSelector', query.labelSelector);
     if (query.limit) search.set('limit', String(query.limit));
@@ -55,7 +49,7 @@ export default async function crdRoutes(app: FastifyInstance) {
     summary,
     headers: clusterHeader,
     cookies: clusterCookie,
-    querystring: listQuery,
+    querystring: CrdListQuery,
     response: replies({ 200: ref('KubernetesObject') }),
   });
   app.get('/api/v1/crds', { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds)") }, withClientSignal(list));
@@ -70,13 +64,13 @@ export default async function crdRoutes(app: FastifyInstance) {
         summary: 'One CustomResourceDefinition by name (`<plural>.<group>`)',
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: { type: 'object', required: ['crd'], properties: { crd: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } },
-        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        params: CrdParams,
+        querystring: ClusterQuery,
         response: replies({ 200: ref('KubernetesObject') }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const { crd } = request.params as { crd: string };
+      const { crd } = request.params;
       const ctx = await toolRequest(app, request, reply, signal);
       requireAccess(app.services.auth, ctx.principal, ctx.conn.name, RESOURCE, undefined, 'get');
       const resolved = await ctx.conn.resolveResource(CRDS);

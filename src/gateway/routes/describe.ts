@@ -7,7 +7,8 @@
 // roles allow that read too (src/describe/related.ts); docs/tools.md ("Describe") says what that
 // reveals. readObjectView and objectViewSchema serve the related-objects route too. Registered with
 // prefix /api/v1, before the generic resource routes.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import type { ResolvedResource } from '../../clusters/types.js';
 import { describe } from '../../describe/describe.js';
 import type { Json } from '../../describe/format.js';
@@ -17,31 +18,26 @@ import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { objectPath, planTarget } from '../../resources/target.js';
 import { getJson } from '../../tools/kube.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, ClusterQuery, objectOf, replies, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
-interface Params {
-  resource: string;
-  namespace: string;
-  name: string;
-}
+/** The path of a view of one object: /:resource/:namespace/:name/<view>. */
+export const ObjectViewParams = Type.Object({
+  resource: Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' }),
+  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'the namespace, or `_all` for a cluster-scoped kind' }),
+  name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
+});
 
 /** The schema parts of a GET /:resource/:namespace/:name/<view> route (describe, related). */
 export const objectViewSchema = {
   tags: ['resources'],
   headers: clusterHeader,
   cookies: clusterCookie,
-  params: {
-    type: 'object',
-    required: ['resource', 'namespace', 'name'],
-    properties: {
-      resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' },
-      namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'the namespace, or `_all` for a cluster-scoped kind' },
-      name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
-    },
-  },
-  querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+  params: ObjectViewParams,
+  querystring: ClusterQuery,
 };
+
+const DescribeReply = objectOf({ result: Type.String({ description: 'the describe text, as kubectl prints it' }) });
 
 /** What a view of one object starts from: the request's cluster, the object's kind, the object, a reader of its related objects. */
 export interface ObjectView {
@@ -55,9 +51,14 @@ export interface ObjectView {
  * The object a view route names, after `get` on it is authorized (kiteline's roles, the host
  * guard), read with the caller's impersonation; related objects are read for the caller.
  */
-export async function readObjectView(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, signal: AbortSignal): Promise<ObjectView> {
+export async function readObjectView(
+  app: FastifyInstance,
+  request: RequestWith<{ params: Static<typeof ObjectViewParams> }>,
+  reply: FastifyReply,
+  signal: AbortSignal,
+): Promise<ObjectView> {
   const { auth, hostGuard } = app.services;
-  const p = request.params as Params;
+  const p = request.params;
   const segments = checkSegments({ resource: p.resource, namespace: p.namespace, name: p.name });
   const ctx = await toolRequest(app, request, reply, signal);
   const { conn, principal } = ctx;
@@ -71,7 +72,7 @@ export async function readObjectView(app: FastifyInstance, request: FastifyReque
   return { ctx, resolved, object, related: new RelatedReader(callerAccess(auth, hostGuard, conn, principal, signal)) };
 }
 
-export default async function describeRoutes(app: FastifyInstance) {
+export default async function describeRoutes(app: App) {
   app.get(
     '/:resource/:namespace/:name/describe',
     {
@@ -79,7 +80,7 @@ export default async function describeRoutes(app: FastifyInstance) {
       schema: {
         ...objectViewSchema,
         summary: 'The text kubectl describe prints for an object (namespace `_all` for cluster-scoped kinds)',
-        response: replies({ 200: objectOf({ result: { type: 'string', description: 'the describe text, as kubectl prints it' } }) }),
+        response: replies({ 200: DescribeReply }),
       },
     },
     withClientSignal(async (request, reply, signal) => {

@@ -2,30 +2,30 @@
 // route and answer, a core/v1 EventList, newest first). Authorized as `get` on the object's
 // resource and `list` on events where they are kept: the object's namespace, or all namespaces
 // for a cluster-scoped object (a Node's events live in "default"); the host guard applies to both.
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { planTarget } from '../../resources/target.js';
 import { objectEvents } from '../../tools/events.js';
-import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, clusterQueryProperties, objectOf, openObject, replies, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
-interface EventsQuery {
-  resource: string;
-  name: string;
-  namespace?: string;
-}
+const EventsQuery = Type.Object({
+  resource: Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' }),
+  name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
+  namespace: Type.Optional(
+    Type.String({ maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'empty or `_all` for a cluster-scoped object' }),
+  ),
+  ...clusterQueryProperties,
+});
 
-const openObject = { type: 'object', additionalProperties: true } as const;
+export const EventList = objectOf(
+  { apiVersion: Type.String(), kind: Type.String(), metadata: openObject(), items: Type.Array(openObject()) },
+  'A core/v1 EventList: the events of the object, newest first (events.k8s.io/v1 events converted to the core shape)',
+);
 
-export const eventListSchema = {
-  type: 'object',
-  description: 'A core/v1 EventList: the events of the object, newest first (events.k8s.io/v1 events converted to the core shape)',
-  properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: openObject, items: { type: 'array', items: openObject } },
-} as const;
-
-export default async function eventRoutes(app: FastifyInstance) {
+export default async function eventRoutes(app: App) {
   app.get(
     '/api/v1/events/resources',
     {
@@ -35,21 +35,12 @@ export default async function eventRoutes(app: FastifyInstance) {
         summary: 'The events of one object, newest first (core/v1 and events.k8s.io/v1, merged)',
         headers: clusterHeader,
         cookies: clusterCookie,
-        querystring: {
-          type: 'object',
-          required: ['resource', 'name'],
-          properties: {
-            resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' },
-            name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
-            namespace: { type: 'string', maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'empty or `_all` for a cluster-scoped object' },
-            'x-cluster-name': { type: 'string' },
-          },
-        },
-        response: replies({ 200: eventListSchema }),
+        querystring: EventsQuery,
+        response: replies({ 200: EventList }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const query = request.query as EventsQuery;
+      const { query } = request;
       const namespace = query.namespace === '' ? undefined : query.namespace;
       const segments = checkSegments({ resource: query.resource, namespace, name: query.name });
       const ctx = await toolRequest(app, request, reply, signal);

@@ -1,12 +1,11 @@
 // Liveness and readiness. /readyz turns 200 once the host-cluster caches have synced.
-import type { FastifyInstance } from 'fastify';
-import { objectOf, PUBLIC, replies } from '../schemas.js';
+import { objectOf, PUBLIC, replies, stringEnum, type App } from '../schemas.js';
 
-const ok = objectOf({ status: { type: 'string', enum: ['ok'] } });
+const ok = objectOf({ status: stringEnum(['ok']) });
 
-export default async function healthRoutes(app: FastifyInstance) {
+export default async function healthRoutes(app: App) {
   app.get('/healthz', { schema: { tags: ['health'], summary: 'The process is alive', security: PUBLIC, response: replies({ 200: ok }) } }, async () => ({
-    status: 'ok',
+    status: 'ok' as const,
   }));
   app.get(
     '/readyz',
@@ -22,7 +21,7 @@ export default async function healthRoutes(app: FastifyInstance) {
       if (!app.services.host.synced) {
         return reply.code(503).send({ error: 'host caches not synced yet', reason: 'ServiceUnavailable', code: 503 });
       }
-      return { status: 'ok' };
+      return { status: 'ok' as const };
     },
   );
 }

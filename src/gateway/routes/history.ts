@@ -4,31 +4,34 @@
 // sending a history entry's YAML to POST /resources/apply instead; both work.
 // History: `get` on the workload and `list` on its revision records (replicasets or
 // controllerrevisions) in its namespace. Rollback: `patch` on the workload, plus the same reads.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import type { Verb } from '../../auth/principal.js';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { planTarget } from '../../resources/target.js';
 import { DEFAULT_HISTORY_PAGE_SIZE, hasRevisions, MAX_HISTORY_PAGE_SIZE, rollbackWorkload, workloadHistory, type WorkloadRef } from '../../tools/history.js';
-import { clusterCookie, clusterHeader, objectOf, replies, resourceHistoryProperties } from '../schemas.js';
+import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, defaulted, objectOf, replies, resourceHistoryProperties, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
-const string = { type: 'string' } as const;
-const integer = { type: 'integer' } as const;
-const boolean = { type: 'boolean' } as const;
+const string = Type.String();
+const integer = Type.Integer();
+const boolean = Type.Boolean();
 
-const params = {
-  type: 'object',
-  required: ['resource', 'namespace', 'name'],
-  properties: {
-    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN },
-    namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN },
-    name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
-  },
-} as const;
+const WorkloadParams = Type.Object({
+  resource: Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN }),
+  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN }),
+  name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
+});
 
-const entrySchema = objectOf({
+const HistoryQuery = Type.Object({
+  page: defaulted(Type.Integer({ minimum: 1, maximum: 100000, default: 1 })),
+  pageSize: defaulted(Type.Integer({ minimum: 1, maximum: MAX_HISTORY_PAGE_SIZE, default: DEFAULT_HISTORY_PAGE_SIZE })),
+  ...clusterQueryProperties,
+});
+
+const HistoryEntry = objectOf({
   ...resourceHistoryProperties({
     resourceYaml: 'an apply document restoring this revision’s pod template',
     previousYaml: 'the same for the revision before it ("" for the first)',
@@ -39,18 +42,27 @@ const entrySchema = objectOf({
   changeCause: string,
 });
 
-interface Params {
-  resource: string;
-  namespace: string;
-  name: string;
-}
+const HistoryReply = objectOf({
+  data: Type.Array(HistoryEntry),
+  pagination: objectOf({ page: integer, pageSize: integer, total: integer, totalPages: integer, hasNextPage: boolean, hasPrevPage: boolean }),
+});
 
-export default async function historyRoutes(app: FastifyInstance) {
+const RollbackBody = Type.Object(
+  { revision: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647, description: '0 (default): the revision before the current one' })) },
+  { additionalProperties: false },
+);
+
+export default async function historyRoutes(app: App) {
   const { auth, hostGuard } = app.services;
 
   /** The workload, authorized for `verb`, plus `list` on its revision records. */
-  async function workload(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal, verb: Verb): Promise<{ ctx: ToolRequest; ref: WorkloadRef }> {
-    const p = request.params as Params;
+  async function workload(
+    request: RequestWith<{ params: Static<typeof WorkloadParams> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+    verb: Verb,
+  ): Promise<{ ctx: ToolRequest; ref: WorkloadRef }> {
+    const p = request.params;
     const segments = checkSegments({ resource: p.resource, namespace: p.namespace, name: p.name });
     const ctx = await toolRequest(app, request, reply, signal);
     const resolved = await ctx.conn.resolveResource(segments.resource);
@@ -75,25 +87,13 @@ export default async function historyRoutes(app: FastifyInstance) {
         summary: "A workload's revisions, newest first (Deployments: ReplicaSets; StatefulSets, DaemonSets: ControllerRevisions; others: empty)",
         headers: clusterHeader,
         cookies: clusterCookie,
-        params,
-        querystring: {
-          type: 'object',
-          properties: {
-            page: { type: 'integer', minimum: 1, maximum: 100000, default: 1 },
-            pageSize: { type: 'integer', minimum: 1, maximum: MAX_HISTORY_PAGE_SIZE, default: DEFAULT_HISTORY_PAGE_SIZE },
-            'x-cluster-name': string,
-          },
-        },
-        response: replies({
-          200: objectOf({
-            data: { type: 'array', items: entrySchema },
-            pagination: objectOf({ page: integer, pageSize: integer, total: integer, totalPages: integer, hasNextPage: boolean, hasPrevPage: boolean }),
-          }),
-        }),
+        params: WorkloadParams,
+        querystring: HistoryQuery,
+        response: replies({ 200: HistoryReply }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const { page, pageSize } = request.query as { page: number; pageSize: number };
+      const { page, pageSize } = request.query;
       const { ctx, ref } = await workload(request, reply, signal, 'get');
       return workloadHistory(ctx, ref, page, pageSize);
     }),
@@ -108,18 +108,15 @@ export default async function historyRoutes(app: FastifyInstance) {
         summary: 'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
         headers: clusterHeader,
         cookies: clusterCookie,
-        params,
-        querystring: { type: 'object', properties: { 'x-cluster-name': string } },
-        body: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { revision: { type: 'integer', minimum: 0, maximum: 2147483647, description: '0 (default): the revision before the current one' } },
-        },
+        params: WorkloadParams,
+        querystring: ClusterQuery,
+        body: RollbackBody,
         response: replies({ 200: objectOf({ message: string, revision: integer }) }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const body = (request.body ?? {}) as { revision?: number };
+      // No body at all is a rollback to the previous revision.
+      const body = request.body ?? {};
       const { ctx, ref } = await workload(request, reply, signal, 'patch');
       return rollbackWorkload(ctx, ref, body.revision ?? 0);
     }),

@@ -6,48 +6,57 @@
 // `watch` on pods there); kiteline's own namespace on the host cluster is refused. Everything that
 // can fail before streaming (parameters, roles, the cluster's answer to the first request) fails
 // as a plain HTTP answer, before any event or WebSocket handshake. docs/workloads.md.
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { BadRequestError } from '../../errors.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { impersonationHeaders } from '../../resources/impersonation.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { LogSession } from '../../workloads/log-fanout.js';
-import { followLogAsEvents, logOptions, logQueryProperties, openLog, readLog, type LogQuery } from '../../workloads/logs.js';
+import { followLogAsEvents, LogQuery, logOptions, logQueryProperties, openLog, readLog } from '../../workloads/logs.js';
 import { EventStream } from '../../workloads/sse.js';
 import { listPods, podsPath } from '../../workloads/watch-events.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
-interface Params {
-  namespace: string;
-  pod: string;
-}
-
-const string = { type: 'string' } as const;
+const string = Type.String();
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** A label selector is short; the cluster checks its syntax. */
 const MAX_SELECTOR_LENGTH = 4096;
 
-const paramsSchema = (podPattern: string) => ({
-  type: 'object',
-  required: ['namespace', 'pod'],
-  properties: {
-    namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_ONLY },
-    pod: { type: 'string', maxLength: 253, pattern: podPattern },
-  },
+const podParams = (podPattern: string) =>
+  Type.Object({
+    namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+    pod: Type.String({ maxLength: 253, pattern: podPattern }),
+  });
+const PodParams = podParams(NAME_PATTERN);
+/** A pod, or `_all` (with a labelSelector): every pod the selector matches. */
+const PodOrAllParams = podParams(`^(_all|${NAME_PATTERN.slice(1, -1)})$`);
+
+const LogSessionQuery = Type.Object({
+  ...logQueryProperties,
+  labelSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH, description: 'with pod `_all`: the pods to follow' })),
 });
 
-const logsAnswer = objectOf({ logs: { type: 'array', items: string }, container: string, pod: string, namespace: string }, "The container's log lines (Kite's shape)");
-const webSocketAnswer = {
+const LogsAnswer = objectOf({ logs: Type.Array(string), container: string, pod: string, namespace: string }, "The container's log lines (Kite's shape)");
+// JSON (LogsAnswer), or server-sent events the handler writes itself.
+const LogOrEvents = streamed({
+  description: 'the log',
+  content: {
+    'application/json': { schema: LogsAnswer },
+    'text/event-stream': {
+      schema: { type: 'string', description: 'server-sent events: `connected`, then one `log` per line, `close` at the end, `error` ({error}) if it breaks' },
+    },
+  },
+});
+const webSocketAnswer = streamed({
   description: 'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data[, pod, container]}',
   type: 'object',
   additionalProperties: true,
-};
-const eventStream = { type: 'string', description: 'server-sent events: `connected`, then one `log` per line, `close` at the end, `error` ({error}) if it breaks' };
+});
 
-export default async function logRoutes(app: FastifyInstance) {
+export default async function logRoutes(app: App) {
   const { services } = app;
 
   app.get(
@@ -59,14 +68,14 @@ export default async function logRoutes(app: FastifyInstance) {
         summary: "A container's log: JSON, or server-sent events with follow=true",
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: paramsSchema(NAME_PATTERN),
-        querystring: { type: 'object', properties: logQueryProperties },
-        response: replies({ 200: { description: 'the log', content: { 'application/json': { schema: logsAnswer }, 'text/event-stream': { schema: eventStream } } } }),
+        params: PodParams,
+        querystring: LogQuery,
+        response: replies({ 200: LogOrEvents }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const { namespace, pod } = request.params as Params;
-      const options = logOptions(request.query as LogQuery);
+      const { namespace, pod } = request.params;
+      const options = logOptions(request.query);
       const ctx = await toolRequest(app, request, reply, signal, options.follow);
       await requireWorkloadAccess(services, ctx.principal, ctx.conn, { kind: POD_RESOURCE, resource: 'pods/log', verb: 'get', namespace, name: pod });
       if (!options.follow) return readLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
@@ -87,21 +96,15 @@ export default async function logRoutes(app: FastifyInstance) {
           'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), `info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: paramsSchema(`^(_all|${NAME_PATTERN.slice(1, -1)})$`),
-        querystring: {
-          type: 'object',
-          properties: {
-            ...logQueryProperties,
-            labelSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH, description: 'with pod `_all`: the pods to follow' },
-          },
-        },
+        params: PodOrAllParams,
+        querystring: LogSessionQuery,
         response: replies({ 200: webSocketAnswer }),
       },
     },
     async (request, reply) => {
       if (!isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
-      const { namespace, pod } = request.params as Params;
-      const query = request.query as LogQuery;
+      const { namespace, pod } = request.params;
+      const { query } = request;
       const options = logOptions(query, true);
       const fanOut = pod === '_all';
       const labelSelector = query.labelSelector ?? '';

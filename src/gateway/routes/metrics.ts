@@ -1,10 +1,9 @@
 // GET /metrics: the Prometheus exposition of this gateway replica (CONTRACT section 8). Like the
 // kube-apiserver's /metrics it needs an admin principal (an admin API key works as Prometheus'
 // bearer token) unless KITELINE_METRICS_PUBLIC=true serves it to anyone.
-import type { FastifyInstance } from 'fastify';
-import { PUBLIC, replies, SIGNED_IN } from '../schemas.js';
+import { PUBLIC, replies, SIGNED_IN, streamed, type App } from '../schemas.js';
 
-export default async function metricsRoutes(app: FastifyInstance) {
+export default async function metricsRoutes(app: App) {
   const { config, metrics } = app.services;
   app.get(
     '/metrics',
@@ -17,7 +16,7 @@ export default async function metricsRoutes(app: FastifyInstance) {
           ? 'Served without authentication (KITELINE_METRICS_PUBLIC=true).'
           : 'Needs an admin principal: an admin API key (e.g. as Prometheus\' bearer token) or an admin session. KITELINE_METRICS_PUBLIC=true serves it without authentication.',
         security: config.metricsPublic ? PUBLIC : SIGNED_IN,
-        response: replies({ 200: { description: 'Prometheus text exposition format 0.0.4', type: 'string' } }),
+        response: replies({ 200: streamed({ description: 'Prometheus text exposition format 0.0.4', type: 'string' }) }),
       },
     },
     async (_request, reply) => {

@@ -5,35 +5,59 @@
 // every namespace it evicts from, all checked before the node is cordoned. On kiteline's own host
 // cluster a node that runs a pod of kiteline's install namespace is never drained through kiteline
 // (403): evicting kiteline from every node would leave nobody able to uncordon them through it.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type, type Static, type TSchema } from 'typebox';
 import { ForbiddenError, NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import { DEFAULT_DRAIN_TIMEOUT_SECONDS, drainNode, MAX_DRAIN_TIMEOUT_SECONDS, planDrain, type DrainOptions, type DrainReport } from '../../tools/drain.js';
 import { getJson, type KubeList } from '../../tools/kube.js';
-import { addTaint, checkTaint, removeTaint, setUnschedulable, TAINT_EFFECTS, type Taint, type TaintEffect } from '../../tools/node-actions.js';
+import { addTaint, checkTaint, removeTaint, setUnschedulable, TAINT_EFFECTS, type Taint } from '../../tools/node-actions.js';
 import { HttpError } from '../../errors.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { ClusterQuery, clusterCookie, clusterHeader, objectOf, openObject, replies, stringEnum, type App, type RequestWith } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
-const string = { type: 'string' } as const;
-const boolean = { type: 'boolean' } as const;
-const params = { type: 'object', required: ['name'], properties: { name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } } as const;
-const clusterQuery = { type: 'object', properties: { 'x-cluster-name': string } } as const;
+const string = Type.String();
+const boolean = Type.Boolean();
+const NodeParams = Type.Object({ name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 const podRef = objectOf({ namespace: string, name: string });
 const podNote = objectOf({ namespace: string, name: string, reason: string });
 
-interface DrainBody {
-  force?: boolean;
-  gracePeriod?: number;
-  deleteLocalData?: boolean;
-  ignoreDaemonsets?: boolean;
-  timeoutSeconds?: number;
-  podSelector?: string;
-}
+const CordonReply = objectOf({ message: string, node: string, unschedulable: boolean });
 
-export default async function nodeRoutes(app: FastifyInstance) {
+const TaintBody = Type.Object(
+  { key: Type.String({ maxLength: 316 }), value: Type.Optional(Type.String({ maxLength: 63 })), effect: stringEnum(TAINT_EFFECTS) },
+  { additionalProperties: false },
+);
+const TaintReply = objectOf({ message: string, node: string, taint: objectOf({ key: string, value: string, effect: string, timeAdded: string }) });
+
+const UntaintBody = Type.Object({ key: Type.String({ maxLength: 316 }), effect: Type.Optional(stringEnum(TAINT_EFFECTS)) }, { additionalProperties: false });
+const UntaintReply = objectOf({ message: string, node: string, removedTaintKey: string });
+
+const DrainBody = Type.Object(
+  {
+    force: Type.Optional(Type.Boolean({ description: 'also evict pods no controller manages' })),
+    gracePeriod: Type.Optional(Type.Integer({ minimum: -1, maximum: 86400, description: 'seconds each pod gets to stop; -1 (default): its own grace period' })),
+    deleteLocalData: Type.Optional(Type.Boolean({ description: 'also evict pods with emptyDir volumes' })),
+    ignoreDaemonsets: Type.Optional(Type.Boolean({ description: 'skip DaemonSet pods (default true); false refuses a node with DaemonSet pods' })),
+    timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DRAIN_TIMEOUT_SECONDS, description: `default ${DEFAULT_DRAIN_TIMEOUT_SECONDS}` })),
+    podSelector: Type.Optional(Type.String({ maxLength: 1024, description: 'only pods matching this label selector (kubectl drain --pod-selector)' })),
+  },
+  { additionalProperties: false },
+);
+const DrainReply = objectOf({
+  message: string,
+  node: string,
+  complete: boolean,
+  evicted: Type.Array(podRef),
+  terminating: Type.Array(podRef),
+  blocked: Type.Array(podNote),
+  failed: Type.Array(podNote),
+  skipped: Type.Array(podNote),
+  options: openObject(),
+});
+
+export default async function nodeRoutes(app: App) {
   // Kite's UI posts cordon and uncordon with Content-Type application/json and no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
@@ -45,8 +69,14 @@ export default async function nodeRoutes(app: FastifyInstance) {
   const { auth, hostGuard } = app.services;
 
   /** The cluster, the `patch nodes` check, and the audit detail of a node action. */
-  async function prepare(request: FastifyRequest, reply: Parameters<typeof toolRequest>[2], signal: AbortSignal, verb: string, longRunning = false) {
-    const { name } = request.params as { name: string };
+  async function prepare(
+    request: RequestWith<{ params: Static<typeof NodeParams> }>,
+    reply: Parameters<typeof toolRequest>[2],
+    signal: AbortSignal,
+    verb: string,
+    longRunning = false,
+  ) {
+    const { name } = request.params;
     const ctx = await toolRequest(app, request, reply, signal, longRunning);
     request.auditDetail = { verb, cluster: ctx.conn.name, resource: 'nodes', name };
     requireAccess(auth, ctx.principal, ctx.conn.name, 'nodes', undefined, 'patch');
@@ -56,22 +86,16 @@ export default async function nodeRoutes(app: FastifyInstance) {
     return { ctx, node: name };
   }
 
-  const schema = (summary: string, body: object | undefined, answer: object) => ({
-    tags: ['resources'],
-    summary,
-    headers: clusterHeader,
-    cookies: clusterCookie,
-    params,
-    querystring: clusterQuery,
-    ...(body ? { body } : {}),
-    response: replies({ 200: answer }),
-  });
-  const cordonAnswer = objectOf({ message: string, node: string, unschedulable: boolean });
+  const common = { tags: ['resources'], headers: clusterHeader, cookies: clusterCookie, params: NodeParams, querystring: ClusterQuery };
+  const schema = <B extends TSchema, A extends TSchema>(summary: string, body: B, answer: A) => ({ ...common, summary, body, response: replies({ 200: answer }) });
 
   for (const [action, unschedulable] of [['cordon', true], ['uncordon', false]] as const) {
     app.post(
       `/api/v1/nodes/_all/:name/${action}`,
-      { onRequest: app.requireUser, schema: schema(`${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`, undefined, cordonAnswer) },
+      {
+        onRequest: app.requireUser,
+        schema: { ...common, summary: `${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`, response: replies({ 200: CordonReply }) },
+      },
       withClientSignal(async (request, reply, signal) => {
         const { ctx, node } = await prepare(request, reply, signal, action);
         return setUnschedulable(ctx, node, unschedulable);
@@ -83,19 +107,10 @@ export default async function nodeRoutes(app: FastifyInstance) {
     '/api/v1/nodes/_all/:name/taint',
     {
       onRequest: app.requireUser,
-      schema: schema(
-        'Add a taint (replacing the one with the same key and effect)',
-        {
-          type: 'object',
-          required: ['key', 'effect'],
-          additionalProperties: false,
-          properties: { key: { type: 'string', maxLength: 316 }, value: { type: 'string', maxLength: 63 }, effect: { type: 'string', enum: [...TAINT_EFFECTS] } },
-        },
-        objectOf({ message: string, node: string, taint: objectOf({ key: string, value: string, effect: string, timeAdded: string }) }),
-      ),
+      schema: schema('Add a taint (replacing the one with the same key and effect)', TaintBody, TaintReply),
     },
     withClientSignal(async (request, reply, signal) => {
-      const body = request.body as { key: string; value?: string; effect: string };
+      const { body } = request;
       const taint = checkTaint(body.key, body.value, body.effect, true) as Taint;
       const { ctx, node } = await prepare(request, reply, signal, 'taint');
       return addTaint(ctx, node, taint);
@@ -106,19 +121,10 @@ export default async function nodeRoutes(app: FastifyInstance) {
     '/api/v1/nodes/_all/:name/untaint',
     {
       onRequest: app.requireUser,
-      schema: schema(
-        'Remove the taints with a key (and effect, when given)',
-        {
-          type: 'object',
-          required: ['key'],
-          additionalProperties: false,
-          properties: { key: { type: 'string', maxLength: 316 }, effect: { type: 'string', enum: [...TAINT_EFFECTS] } },
-        },
-        objectOf({ message: string, node: string, removedTaintKey: string }),
-      ),
+      schema: schema('Remove the taints with a key (and effect, when given)', UntaintBody, UntaintReply),
     },
     withClientSignal(async (request, reply, signal) => {
-      const body = request.body as { key: string; effect?: TaintEffect };
+      const { body } = request;
       checkTaint(body.key, undefined, body.effect, false);
       const { ctx, node } = await prepare(request, reply, signal, 'untaint');
       return removeTaint(ctx, node, body.key, body.effect);
@@ -140,35 +146,11 @@ export default async function nodeRoutes(app: FastifyInstance) {
     '/api/v1/nodes/_all/:name/drain',
     {
       onRequest: app.requireUser,
-      schema: schema(
-        'Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)',
-        {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            force: { ...boolean, description: 'also evict pods no controller manages' },
-            gracePeriod: { type: 'integer', minimum: -1, maximum: 86400, description: 'seconds each pod gets to stop; -1 (default): its own grace period' },
-            deleteLocalData: { ...boolean, description: 'also evict pods with emptyDir volumes' },
-            ignoreDaemonsets: { ...boolean, description: 'skip DaemonSet pods (default true); false refuses a node with DaemonSet pods' },
-            timeoutSeconds: { type: 'integer', minimum: 1, maximum: MAX_DRAIN_TIMEOUT_SECONDS, description: `default ${DEFAULT_DRAIN_TIMEOUT_SECONDS}` },
-            podSelector: { type: 'string', maxLength: 1024, description: 'only pods matching this label selector (kubectl drain --pod-selector)' },
-          },
-        },
-        objectOf({
-          message: string,
-          node: string,
-          complete: boolean,
-          evicted: { type: 'array', items: podRef },
-          terminating: { type: 'array', items: podRef },
-          blocked: { type: 'array', items: podNote },
-          failed: { type: 'array', items: podNote },
-          skipped: { type: 'array', items: podNote },
-          options: { type: 'object', additionalProperties: true },
-        }),
-      ),
+      schema: schema('Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)', DrainBody, DrainReply),
     },
     withClientSignal(async (request, reply, signal) => {
-      const body = (request.body ?? {}) as DrainBody;
+      // No body at all: the defaults.
+      const body = request.body ?? {};
       const options: DrainOptions = {
         force: body.force === true,
         gracePeriod: body.gracePeriod ?? -1,

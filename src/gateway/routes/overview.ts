@@ -1,15 +1,14 @@
 // GET /api/v1/overview: the counts on Kite's home page for the selected cluster. The caller must
 // be allowed to list nodes, pods, namespaces and services across all namespaces (403 otherwise).
-import type { FastifyInstance } from 'fastify';
 import { requireAccess } from '../../resources/access.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { holdClusterSlot } from '../../resources/cluster-slot.js';
 import { impersonationHeaders } from '../../resources/impersonation.js';
 import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
 import { clientClosed } from '../../resources/upstream.js';
-import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, ClusterQuery, ref, replies, type App } from '../schemas.js';
 
-export default async function overviewRoutes(app: FastifyInstance) {
+export default async function overviewRoutes(app: App) {
   app.get(
     '/api/v1/overview',
     {
@@ -18,7 +17,7 @@ export default async function overviewRoutes(app: FastifyInstance) {
         tags: ['resources'],
         summary: 'Node, pod, namespace and service counts of the selected cluster',
         description: 'The caller must be allowed to list nodes, pods, namespaces and services in all namespaces.',
-        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        querystring: ClusterQuery,
         headers: clusterHeader,
         cookies: clusterCookie,
         response: replies({ 200: ref('Overview') }),

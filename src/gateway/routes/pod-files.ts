@@ -8,7 +8,8 @@
 // policy, and a preview is text/plain unless it is a raster image. An upload is audited (who,
 // cluster, pod, and the file's path as the record's subject).
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { BadRequestError, PayloadTooLargeError } from '../../errors.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import {
@@ -24,36 +25,24 @@ import {
   type PodFileTarget,
 } from '../../workloads/pod-files.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
-interface Params {
-  namespace: string;
-  pod: string;
-}
-interface Query {
-  container?: string;
-  path?: string;
-}
+const PodParams = Type.Object({
+  namespace: Type.String({ maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' }),
+  pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
+});
+type PodParams = Static<typeof PodParams>;
+const PodFileQuery = Type.Object({
+  container: Type.Optional(Type.String({ maxLength: 253, description: "the container; empty: the pod's only (or default) one" })),
+  path: Type.Optional(Type.String({ maxLength: 4096, description: 'an absolute path in the container' })),
+});
+type PodFileQuery = Static<typeof PodFileQuery>;
 
-const string = { type: 'string' } as const;
-const params = {
-  type: 'object',
-  required: ['namespace', 'pod'],
-  properties: {
-    namespace: { type: 'string', maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' },
-    pod: { type: 'string', maxLength: 253, pattern: NAME_PATTERN },
-  },
-};
-const querystring = {
-  type: 'object',
-  properties: {
-    container: { type: 'string', maxLength: 253, description: "the container; empty: the pod's only (or default) one" },
-    path: { type: 'string', maxLength: 4096, description: 'an absolute path in the container' },
-  },
-};
-const fileInfo = objectOf({ name: string, isDir: { type: 'boolean' }, size: string, modTime: string, mode: string, uid: string, gid: string });
-const bytes = { type: 'string', description: "the file's bytes" };
+const string = Type.String();
+const FileInfo = objectOf({ name: string, isDir: Type.Boolean(), size: string, modTime: string, mode: string, uid: string, gid: string });
+/** Sent as a stream (reply.send), never serialized. */
+const bytes = streamed({ type: 'string', description: "the file's bytes" });
 
 /** Raster images preview as themselves; everything else (HTML and SVG included) as plain text. */
 const IMAGE_TYPES: Readonly<Record<string, string>> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp' };
@@ -73,27 +62,27 @@ function contained(reply: FastifyReply, type: string, contentDisposition: string
   reply.headers({ 'content-type': type, 'content-disposition': contentDisposition, 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox', 'cache-control': 'no-store' });
 }
 
-export default async function podFileRoutes(app: FastifyInstance) {
+export default async function podFileRoutes(app: App) {
   const { services } = app;
   // Encapsulated: only these routes take multipart bodies, one file of at most MAX_UPLOAD_BYTES.
   await app.register(multipart, { limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 0, parts: 1 } });
 
   /** The cluster, the caller's exec right on the pod, and the pod and container. */
-  async function podFiles(ctx: ToolRequest, p: Params, query: Query): Promise<PodFileTarget> {
+  async function podFiles(ctx: ToolRequest, p: PodParams, query: PodFileQuery): Promise<PodFileTarget> {
     await requireWorkloadAccess(services, ctx.principal, ctx.conn, { kind: POD_RESOURCE, resource: 'pods/exec', verb: 'create', namespace: p.namespace, name: p.pod });
     return { namespace: p.namespace, pod: p.pod, container: query.container ?? '' };
   }
 
   const base = '/api/v1/pods/:namespace/:pod/files';
-  const common = { tags: ['resources'], headers: clusterHeader, cookies: clusterCookie, params, querystring };
+  const common = { tags: ['resources'], headers: clusterHeader, cookies: clusterCookie, params: PodParams, querystring: PodFileQuery };
 
   app.get(
     base,
-    { onRequest: app.requireUser, schema: { ...common, summary: 'A directory in a container: its entries, directories first', response: replies({ 200: { type: 'array', items: fileInfo } }) } },
+    { onRequest: app.requireUser, schema: { ...common, summary: 'A directory in a container: its entries, directories first', response: replies({ 200: Type.Array(FileInfo) }) } },
     withClientSignal(async (request, reply, signal) => {
-      const query = request.query as Query;
+      const { query } = request;
       const ctx = await toolRequest(app, request, reply, signal);
-      const target = await podFiles(ctx, request.params as Params, query);
+      const target = await podFiles(ctx, request.params, query);
       return listFiles(ctx, target, checkedPath(query.path, '/'));
     }),
   );
@@ -102,10 +91,10 @@ export default async function podFileRoutes(app: FastifyInstance) {
     `${base}/preview`,
     { onRequest: app.requireUser, schema: { ...common, summary: `A file shown inline (text, or a raster image), cut after ${MAX_PREVIEW_BYTES} bytes`, response: replies({ 200: bytes }) } },
     withClientSignal(async (request, reply, signal) => {
-      const query = request.query as Query;
+      const { query } = request;
       const path = checkedPath(query.path);
       const ctx = await toolRequest(app, request, reply, signal, true);
-      const target = await podFiles(ctx, request.params as Params, query);
+      const target = await podFiles(ctx, request.params, query);
       const { stream } = await openFileStream(ctx, target, ['cat', '--', path], MAX_PREVIEW_BYTES);
       const extension = /\.[A-Za-z0-9]+$/.exec(path)?.[0]?.toLowerCase() ?? '';
       contained(reply, IMAGE_TYPES[extension] ?? 'text/plain; charset=utf-8', disposition('inline', baseName(path)));
@@ -117,10 +106,10 @@ export default async function podFileRoutes(app: FastifyInstance) {
     `${base}/download`,
     { onRequest: app.requireUser, schema: { ...common, summary: `A file, or a directory as a tar archive (at most ${MAX_DOWNLOAD_BYTES} bytes)`, response: replies({ 200: bytes }) } },
     withClientSignal(async (request, reply, signal) => {
-      const query = request.query as Query;
+      const { query } = request;
       const path = checkedPath(query.path);
       const ctx = await toolRequest(app, request, reply, signal, true);
-      const target = await podFiles(ctx, request.params as Params, query);
+      const target = await podFiles(ctx, request.params, query);
       const directory = await isDirectory(ctx, target, path);
       const command = directory ? ['tar', 'cf', '-', '--', path] : ['cat', '--', path];
       const { stream } = await openFileStream(ctx, target, command, MAX_DOWNLOAD_BYTES);
@@ -142,8 +131,8 @@ export default async function podFileRoutes(app: FastifyInstance) {
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const p = request.params as Params;
-      const query = request.query as Query;
+      const p = request.params;
+      const { query } = request;
       const directory = checkedPath(query.path);
       const ctx = await toolRequest(app, request, reply, signal, true);
       request.auditDetail = { cluster: ctx.conn.name, namespace: p.namespace, name: p.pod };

@@ -4,30 +4,40 @@
 // leaves. Authorized as `watch` on pods in the namespace (all namespaces for `_all`); on kiteline's
 // own host cluster its install namespace is refused, and left out of `_all`. Metrics come along
 // when the caller may also list pods.metrics.k8s.io there. docs/workloads.md.
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../workloads/sse.js';
 import { openWatch, podsPath } from '../../workloads/watch-events.js';
 import { NAMESPACE_PATTERN } from '../../resources/segments.js';
-import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, clusterQueryProperties, replies, streamed, stringEnum, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
-
-interface WatchQuery {
-  reduce?: string;
-  labelSelector?: string;
-  fieldSelector?: string;
-}
 
 const MAX_SELECTOR_LENGTH = 4096;
 
-const eventStream = {
-  type: 'string',
-  description:
-    'server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite\'s `metrics` member), `error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
-};
+const PodWatchParams = Type.Object({ namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN }) });
+const PodWatchQuery = Type.Object({
+  reduce: Type.Optional(stringEnum(['true', 'false'], { description: "trim each pod to what Kite's list shows (default false)" })),
+  labelSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
+  fieldSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
+  ...clusterQueryProperties,
+});
 
-export default async function podWatchRoutes(app: FastifyInstance) {
+/** Written by the handler as it goes (EventStream), never serialized. */
+const PodEvents = streamed({
+  description: 'the event stream',
+  content: {
+    'text/event-stream': {
+      schema: {
+        type: 'string',
+        description:
+          'server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite\'s `metrics` member), `error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
+      },
+    },
+  },
+});
+
+export default async function podWatchRoutes(app: App) {
   const { services } = app;
 
   app.get(
@@ -39,22 +49,13 @@ export default async function podWatchRoutes(app: FastifyInstance) {
         summary: 'The pods of a namespace (or `_all`) as server-sent events, live',
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: { type: 'object', required: ['namespace'], properties: { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN } } },
-        querystring: {
-          type: 'object',
-          properties: {
-            reduce: { type: 'string', enum: ['true', 'false'], description: "trim each pod to what Kite's list shows (default false)" },
-            labelSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH },
-            fieldSelector: { type: 'string', maxLength: MAX_SELECTOR_LENGTH },
-            'x-cluster-name': { type: 'string' },
-          },
-        },
-        response: replies({ 200: { description: 'the event stream', content: { 'text/event-stream': { schema: eventStream } } } }),
+        params: PodWatchParams,
+        querystring: PodWatchQuery,
+        response: replies({ 200: PodEvents }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const params = request.params as { namespace: string };
-      const query = request.query as WatchQuery;
+      const { params, query } = request;
       const namespace = params.namespace === '_all' ? undefined : params.namespace;
       const ctx = await toolRequest(app, request, reply, signal, true);
       const { conn, principal } = ctx;

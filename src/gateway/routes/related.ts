@@ -6,15 +6,22 @@
 // when the caller may `get` or `list` its kind in its namespace (docs/tools.md, "Related objects").
 // The object is read as the describe route reads it (readObjectView). Registered with prefix
 // /api/v1, before the generic resource routes.
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { RelatedFinder } from '../../tools/related.js';
-import { objectOf, replies } from '../schemas.js';
+import { objectOf, replies, type App } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
 import { objectViewSchema, readObjectView } from './describe.js';
 
-const string = { type: 'string' } as const;
+const RelatedReply = Type.Array(
+  objectOf({
+    type: Type.String({ description: 'the plural resource name, from the cluster’s discovery' }),
+    name: Type.String(),
+    namespace: Type.String({ description: 'absent for a cluster-scoped kind' }),
+    apiVersion: Type.String({ description: '`v1`, `apps/v1`, ...' }),
+  }),
+);
 
-export default async function relatedRoutes(app: FastifyInstance) {
+export default async function relatedRoutes(app: App) {
   app.get(
     '/:resource/:namespace/:name/related',
     {
@@ -22,17 +29,7 @@ export default async function relatedRoutes(app: FastifyInstance) {
       schema: {
         ...objectViewSchema,
         summary: "An object's related objects: owners, owned objects, Services and Ingresses, referenced ConfigMaps, Secrets, claims, ServiceAccount",
-        response: replies({
-          200: {
-            type: 'array',
-            items: objectOf({
-              type: { type: 'string', description: 'the plural resource name, from the cluster’s discovery' },
-              name: string,
-              namespace: { type: 'string', description: 'absent for a cluster-scoped kind' },
-              apiVersion: { type: 'string', description: '`v1`, `apps/v1`, ...' },
-            }),
-          },
-        }),
+        response: replies({ 200: RelatedReply }),
       },
     },
     withClientSignal(async (request, reply, signal) => {

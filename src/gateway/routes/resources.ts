@@ -3,7 +3,8 @@
 // Registered last with prefix /api/v1 so admin, auth and cluster routes win. The logic lives in
 // src/resources/; this file wires each route to it: authenticate, pick the cluster, resolve the
 // resource, authorize, send upstream, stream the answer back.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
@@ -12,41 +13,27 @@ import { isWriteVerb } from '../../resources/audit.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
-import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, deleteQuerySchema, deletedAtOnce, waitUntilDeleted, type DeleteQuery } from '../../resources/delete.js';
+import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, DeleteQuery, deletedAtOnce, waitUntilDeleted } from '../../resources/delete.js';
 import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
 import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
-import { getSearch, listSearch, objectWatchSearch, readQuerySchema, withSearch, type ReadQuery } from '../../resources/read-query.js';
+import { getSearch, listSearch, objectWatchSearch, ReadQuery, withSearch } from '../../resources/read-query.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN, type PathSegments } from '../../resources/segments.js';
 import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
 import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
 import { prepareWrite } from '../../resources/write-body.js';
-import { writeQueryProperties, writeSearch, type WriteQuery } from '../../resources/write-query.js';
-import { clusterCookie, clusterHeader, ref, replies } from '../schemas.js';
+import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query.js';
+import { clusterCookie, clusterHeader, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
 
-interface Params {
-  resource: string;
-  namespace?: string;
-  name?: string;
-}
-
-const paramsSchema = (withNamespace: boolean, withName: boolean) => ({
-  type: 'object',
-  required: ['resource', ...(withNamespace ? ['namespace'] : []), ...(withName ? ['name'] : [])],
-  properties: {
-    resource: { type: 'string', maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' },
-    ...(withNamespace
-      ? { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'a namespace, or `_all` (all namespaces; cluster-scoped kinds)' } }
-      : {}),
-    ...(withName ? { name: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } : {}),
-  },
-});
-
-const writeQuerySchema = { type: 'object', properties: writeQueryProperties } as const;
-const patchQuerySchema = {
-  type: 'object',
-  properties: { ...writeQueryProperties, patchType: { type: 'string', maxLength: 32 }, force: { type: 'boolean' } },
-} as const;
+const resource = Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' });
+const namespace = Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'a namespace, or `_all` (all namespaces; cluster-scoped kinds)' });
+const name = Type.String({ maxLength: 253, pattern: NAME_PATTERN });
+/** /:resource, /:resource/:namespace and /:resource/:namespace/:name. */
+const ResourceParams = Type.Object({ resource });
+const CollectionParams = Type.Object({ resource, namespace });
+const ObjectParams = Type.Object({ resource, namespace, name });
+/** What a handler reads of any of the three. */
+type Params = Static<typeof ResourceParams> & Partial<Static<typeof ObjectParams>>;
 
 const JSON_HEADERS = { accept: 'application/json' };
 
@@ -91,12 +78,12 @@ interface Prepared {
   signal: AbortSignal;
 }
 
-export default async function resourceRoutes(app: FastifyInstance) {
+export default async function resourceRoutes(app: App) {
   registerBodyParsers(app);
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
-  async function prepare(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal): Promise<Prepared> {
-    const params = request.params as Params;
+  async function prepare(request: RequestWith<{ params: Params }>, reply: FastifyReply, signal: AbortSignal): Promise<Prepared> {
+    const { params } = request;
     const segments: PathSegments = checkSegments({ resource: params.resource, namespace: params.namespace, name: params.name });
     const principal = request.principal!;
     const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
@@ -126,9 +113,9 @@ export default async function resourceRoutes(app: FastifyInstance) {
     await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb });
   }
 
-  async function list(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function list(request: RequestWith<{ params: Params; query: ReadQuery }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
-    const query = request.query as ReadQuery;
+    const { query } = request;
     await authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
     const fieldSelector =
       p.target.namespace === undefined ? await app.services.hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector) : query.fieldSelector;
@@ -137,10 +124,10 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return streamToClient(reply, res, { flushHeaders: !!query.watch });
   }
 
-  async function get(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function get(request: RequestWith<{ params: Params; query: ReadQuery }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
     const { resolved, namespace, name } = p.target;
-    const query = request.query as ReadQuery;
+    const { query } = request;
     await authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
     const headers = upstreamHeaders(JSON_HEADERS, p.impersonation);
     if (!query.watch) {
@@ -153,9 +140,9 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return streamToClient(reply, res, { flushHeaders: true });
   }
 
-  async function create(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function create(request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
-    const query = request.query as WriteQuery;
+    const { query } = request;
     const write = prepareWrite(request.body, p.target.resolved, p.target.resource, p.target.namespace, undefined, 'POST');
     await authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
     const path = withSearch(collectionPath(p.target.resolved, write.namespace), writeSearch(query));
@@ -163,10 +150,10 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return streamToClient(reply, res);
   }
 
-  async function replace(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function replace(request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
-    const query = request.query as WriteQuery;
+    const { query } = request;
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
     await authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
     const object = objectPath(resolved, write.namespace, name!);
@@ -174,10 +161,10 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return streamToClient(reply, res);
   }
 
-  async function patch(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function patch(request: RequestWith<{ params: Params; query: Static<typeof PatchQuery> }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
-    const query = request.query as WriteQuery & { patchType?: string };
+    const { query } = request;
     const type = patchTypeOf(query.patchType, request.headers['content-type']);
     const body = preparePatch(type, request.body, { resource, namespace, name: name!, fieldManager: query.fieldManager });
     await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
@@ -188,10 +175,10 @@ export default async function resourceRoutes(app: FastifyInstance) {
     return streamToClient(reply, res);
   }
 
-  async function remove(request: FastifyRequest, reply: FastifyReply, signal: AbortSignal) {
+  async function remove(request: RequestWith<{ params: Params; query: DeleteQuery }>, reply: FastifyReply, signal: AbortSignal) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
-    const query = request.query as DeleteQuery;
+    const { query } = request;
     await authorize(request, p, 'delete', namespace, name, !!query.dryRun);
     const res = await send(p, 'DELETE', objectPath(resolved, namespace, name!), 'application/json', JSON.stringify(deleteOptions(query)));
     if (query.wait === false || query.dryRun) return streamToClient(reply, res);
@@ -219,12 +206,11 @@ export default async function resourceRoutes(app: FastifyInstance) {
 
   // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
   const onRequest = app.requireUser;
-  const readOnly = { type: 'object', properties: readQuerySchema.properties } as const;
-  app.get('/:resource', { onRequest, schema: { ...docs.listAll, params: paramsSchema(false, false), querystring: readOnly } }, guarded(list));
-  app.get('/:resource/:namespace', { onRequest, schema: { ...docs.list, params: paramsSchema(true, false), querystring: readOnly } }, guarded(list));
-  app.get('/:resource/:namespace/:name', { onRequest, schema: { ...docs.get, params: paramsSchema(true, true), querystring: readOnly } }, guarded(get));
-  app.post('/:resource/:namespace', { onRequest, schema: { ...docs.create, params: paramsSchema(true, false), querystring: writeQuerySchema } }, guarded(create));
-  app.put('/:resource/:namespace/:name', { onRequest, schema: { ...docs.replace, params: paramsSchema(true, true), querystring: writeQuerySchema } }, guarded(replace));
-  app.patch('/:resource/:namespace/:name', { onRequest, schema: { ...docs.patch, params: paramsSchema(true, true), querystring: patchQuerySchema } }, guarded(patch));
-  app.delete('/:resource/:namespace/:name', { onRequest, schema: { ...docs.remove, params: paramsSchema(true, true), querystring: deleteQuerySchema } }, guarded(remove));
+  app.get('/:resource', { onRequest, schema: { ...docs.listAll, params: ResourceParams, querystring: ReadQuery } }, guarded(list));
+  app.get('/:resource/:namespace', { onRequest, schema: { ...docs.list, params: CollectionParams, querystring: ReadQuery } }, guarded(list));
+  app.get('/:resource/:namespace/:name', { onRequest, schema: { ...docs.get, params: ObjectParams, querystring: ReadQuery } }, guarded(get));
+  app.post('/:resource/:namespace', { onRequest, schema: { ...docs.create, params: CollectionParams, querystring: WriteQuery } }, guarded(create));
+  app.put('/:resource/:namespace/:name', { onRequest, schema: { ...docs.replace, params: ObjectParams, querystring: WriteQuery } }, guarded(replace));
+  app.patch('/:resource/:namespace/:name', { onRequest, schema: { ...docs.patch, params: ObjectParams, querystring: PatchQuery } }, guarded(patch));
+  app.delete('/:resource/:namespace/:name', { onRequest, schema: { ...docs.remove, params: ObjectParams, querystring: DeleteQuery } }, guarded(remove));
 }

@@ -4,38 +4,38 @@
 // connection, stopped when idle). The index holds what kiteline can see, so each result is one the
 // caller may `list` (kind and namespace) by kiteline's roles; on a cluster registered with
 // `impersonate` the cluster's own RBAC is not asked. docs/tools.md, "Search".
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { BadRequestError } from '../../errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
 import { SearchIndexes } from '../../tools/search-index.js';
 import { mayAccess } from '../../workloads/access.js';
-import { clusterCookie, clusterHeader, objectOf, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, clusterQueryProperties, defaulted, objectOf, replies, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
-interface SearchQuery {
-  q: string;
-  limit?: number;
-  namespace?: string;
-}
-
-const string = { type: 'string' } as const;
-
-const searchAnswerSchema = objectOf({
-  results: {
-    type: 'array',
-    items: objectOf({
-      id: { type: 'string', description: 'the object’s uid' },
-      name: string,
-      namespace: { type: 'string', description: 'absent for a cluster-scoped kind' },
-      resourceType: { type: 'string', description: 'the plural resource name: `pods`, `deployments`, ...' },
-      createdAt: { type: 'string', description: 'the object’s creationTimestamp (RFC 3339)' },
-    }),
-  },
-  total: { type: 'integer', description: 'every match the caller may see (results holds at most `limit`)' },
-  partial: { type: 'boolean', description: 'the cluster’s index may be missing objects: still loading, a list or watch failing, or over its size limit' },
+const SearchQuery = Type.Object({
+  q: Type.String({ minLength: 1, maxLength: MAX_QUERY_LENGTH, description: 'a part of a name, a label value, `key=value`; may start with a kind (`pod web`)' }),
+  limit: defaulted(Type.Integer({ minimum: 1, maximum: MAX_SEARCH_LIMIT, default: DEFAULT_SEARCH_LIMIT })),
+  namespace: Type.Optional(
+    Type.String({ maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'only objects of this namespace; empty or `_all`: every namespace' }),
+  ),
+  ...clusterQueryProperties,
 });
 
-export default async function searchRoutes(app: FastifyInstance) {
+const SearchAnswer = objectOf({
+  results: Type.Array(
+    objectOf({
+      id: Type.String({ description: 'the object’s uid' }),
+      name: Type.String(),
+      namespace: Type.String({ description: 'absent for a cluster-scoped kind' }),
+      resourceType: Type.String({ description: 'the plural resource name: `pods`, `deployments`, ...' }),
+      createdAt: Type.String({ description: 'the object’s creationTimestamp (RFC 3339)' }),
+    }),
+  ),
+  total: Type.Integer({ description: 'every match the caller may see (results holds at most `limit`)' }),
+  partial: Type.Boolean({ description: 'the cluster’s index may be missing objects: still loading, a list or watch failing, or over its size limit' }),
+});
+
+export default async function searchRoutes(app: App) {
   const { services } = app;
   const indexes = new SearchIndexes({ hostGuard: services.hostGuard, log: services.log });
   app.addHook('onClose', () => indexes.stopAll());
@@ -49,27 +49,18 @@ export default async function searchRoutes(app: FastifyInstance) {
         summary: 'Objects of the common kinds whose name contains the query or whose label matches it, that the caller may list',
         headers: clusterHeader,
         cookies: clusterCookie,
-        querystring: {
-          type: 'object',
-          required: ['q'],
-          properties: {
-            q: { type: 'string', minLength: 1, maxLength: MAX_QUERY_LENGTH, description: 'a part of a name, a label value, `key=value`; may start with a kind (`pod web`)' },
-            limit: { type: 'integer', minimum: 1, maximum: MAX_SEARCH_LIMIT, default: DEFAULT_SEARCH_LIMIT },
-            namespace: { type: 'string', maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'only objects of this namespace; empty or `_all`: every namespace' },
-            'x-cluster-name': { type: 'string' },
-          },
-        },
-        response: replies({ 200: searchAnswerSchema }),
+        querystring: SearchQuery,
+        response: replies({ 200: SearchAnswer }),
       },
     },
     withClientSignal(async (request, reply, signal) => {
-      const query = request.query as SearchQuery;
+      const { query } = request;
       if (query.q.trim() === '') throw new BadRequestError('q must not be blank');
       const namespace = query.namespace === '' || query.namespace === '_all' ? undefined : query.namespace;
       const { conn, principal } = await toolRequest(app, request, reply, signal);
       const index = indexes.forCluster(conn);
       await index.settle(signal);
-      return searchIndex(index, { text: query.q, limit: query.limit ?? DEFAULT_SEARCH_LIMIT, namespace }, (resource, objectNamespace) =>
+      return searchIndex(index, { text: query.q, limit: query.limit, namespace }, (resource, objectNamespace) =>
         mayAccess(services.auth, principal, conn.name, resource, objectNamespace, 'list'),
       );
     }),

@@ -4,48 +4,50 @@
 // (src/host/templates.ts). Template JSON: {id, ID, name, description, yaml, createdAt, updatedAt};
 // the name cannot change after creation, as in Kite's UI. docs/tools.md, "Templates and sidebar
 // preferences".
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { parseAllDocuments } from 'yaml';
 import { parseId } from '../../auth/rules.js';
 import { BadRequestError } from '../../errors.js';
 import { templateView, TemplateStore } from '../../host/templates.js';
-import { idParams, objectOf, replies } from '../schemas.js';
+import { idParams, objectOf, replies, type App } from '../schemas.js';
 
 const READ_PREFIX = '/api/v1/templates';
 const ADMIN_PREFIX = '/api/v1/admin/templates';
 const tags = ['templates'];
-const string = { type: 'string' } as const;
-const integer = { type: 'integer' } as const;
+const string = Type.String();
+const integer = Type.Integer();
 
 /** Template YAML at most (far below the API server's object limit). */
 export const MAX_TEMPLATE_YAML = 512 * 1024;
 
-const templateSchema = objectOf(
+const Template = objectOf(
   {
     id: integer,
-    ID: { type: 'integer', description: 'the id again: Kite’s UI reads it under this name' },
+    ID: Type.Integer({ description: 'the id again: Kite’s UI reads it under this name' }),
     name: string,
     description: string,
-    yaml: { type: 'string', description: 'one or more YAML documents, for POST /api/v1/resources/apply' },
+    yaml: Type.String({ description: 'one or more YAML documents, for POST /api/v1/resources/apply' }),
     createdAt: string,
     updatedAt: string,
   },
   'A resource template',
 );
 
-const fields = {
-  name: { type: 'string', minLength: 1, maxLength: 255, pattern: '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$', description: 'unique; no leading or trailing space' },
-  description: { type: 'string', maxLength: 1024 },
-  yaml: { type: 'string', minLength: 1, maxLength: MAX_TEMPLATE_YAML, description: 'YAML text (checked for syntax)' },
-} as const;
+const NAME_PATTERN = '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$';
+const templateName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: NAME_PATTERN, description });
+const description = Type.String({ maxLength: 1024 });
+const yaml = Type.String({ minLength: 1, maxLength: MAX_TEMPLATE_YAML, description: 'YAML text (checked for syntax)' });
 
-interface TemplateBody {
-  name?: string;
-  description?: string;
-  yaml?: string;
-}
-
-type NewTemplateBody = Required<Pick<TemplateBody, 'name' | 'yaml'>> & TemplateBody;
+const NewTemplateBody = Type.Object({ name: templateName('unique; no leading or trailing space'), description: Type.Optional(description), yaml }, { additionalProperties: false });
+const TemplateChangeBody = Type.Object(
+  {
+    name: Type.Optional(templateName('the template’s own name (it cannot change)')),
+    description: Type.Optional(description),
+    yaml: Type.Optional(yaml),
+  },
+  { additionalProperties: false },
+);
 
 /** 400 unless the text parses as YAML and holds something. */
 function checkYaml(text: string): void {
@@ -57,20 +59,20 @@ function checkYaml(text: string): void {
   if (text.trim() === '') throw new BadRequestError('yaml is empty');
 }
 
-export default async function templateRoutes(app: FastifyInstance) {
+export default async function templateRoutes(app: App) {
   const store = new TemplateStore(app.services.host);
 
   const listRoute = {
     onRequest: app.requireUser,
-    schema: { tags, summary: 'List the resource templates', response: replies({ 200: { type: 'array', items: templateSchema } }) },
+    schema: { tags, summary: 'List the resource templates', response: replies({ 200: Type.Array(Template) }) },
   };
   const list = async () => (await store.list()).map(templateView);
   app.get(`${READ_PREFIX}/`, listRoute, list);
   app.get(READ_PREFIX, listRoute, list);
 
-  app.get<{ Params: { id: string } }>(
+  app.get(
     `${READ_PREFIX}/:id`,
-    { onRequest: app.requireUser, schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: templateSchema }) } },
+    { onRequest: app.requireUser, schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: Template }) } },
     async (request) => templateView(await store.byId(parseId(request.params.id))),
   );
 
@@ -79,20 +81,21 @@ export default async function templateRoutes(app: FastifyInstance) {
     schema: {
       tags,
       summary: 'Create a resource template',
-      body: { type: 'object', required: ['name', 'yaml'], additionalProperties: false, properties: fields },
-      response: replies({ 201: templateSchema }),
+      body: NewTemplateBody,
+      response: replies({ 201: Template }),
     },
   };
-  const create = async (request: FastifyRequest<{ Body: NewTemplateBody }>, reply: FastifyReply) => {
+  const create = async (request: { body: Static<typeof NewTemplateBody> }, reply: FastifyReply) => {
     const { name, description, yaml } = request.body;
     checkYaml(yaml);
     const created = await store.create({ name, ...(description ? { description } : {}), yaml });
-    return reply.code(201).send(templateView(created));
+    reply.code(201);
+    return templateView(created);
   };
-  app.post<{ Body: NewTemplateBody }>(`${ADMIN_PREFIX}/`, createRoute, create);
-  app.post<{ Body: NewTemplateBody }>(ADMIN_PREFIX, createRoute, create);
+  app.post(`${ADMIN_PREFIX}/`, createRoute, create);
+  app.post(ADMIN_PREFIX, createRoute, create);
 
-  app.put<{ Params: { id: string }; Body: TemplateBody }>(
+  app.put(
     `${ADMIN_PREFIX}/:id`,
     {
       onRequest: app.requireAdmin,
@@ -100,8 +103,8 @@ export default async function templateRoutes(app: FastifyInstance) {
         tags,
         summary: 'Change a resource template’s description or YAML (the name cannot change)',
         params: idParams,
-        body: { type: 'object', additionalProperties: false, properties: { ...fields, name: { ...fields.name, description: 'the template’s own name (it cannot change)' } } },
-        response: replies({ 200: templateSchema }),
+        body: TemplateChangeBody,
+        response: replies({ 200: Template }),
       },
     },
     async (request) => {
@@ -113,7 +116,7 @@ export default async function templateRoutes(app: FastifyInstance) {
     },
   );
 
-  app.delete<{ Params: { id: string } }>(
+  app.delete(
     `${ADMIN_PREFIX}/:id`,
     { onRequest: app.requireAdmin, schema: { tags, summary: 'Delete a resource template', params: idParams, response: replies({ 200: objectOf({ message: string }) }) } },
     async (request) => {

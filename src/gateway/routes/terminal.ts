@@ -11,7 +11,8 @@
 // pod that then does not start is an `error` message. One audit record per session (or refusal):
 // who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
 // docs/workloads.md, Terminals.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import type WebSocket from 'ws';
 import { sessionEntry, type SessionEntry } from '../../audit/record.js';
 import type { Principal } from '../../auth/principal.js';
@@ -34,7 +35,7 @@ import {
 } from '../../workloads/node-terminal.js';
 import { SHELL_NAME_PATTERN, terminalCommand, terminalContainer, TerminalSession, type TerminalOutcome } from '../../workloads/terminal.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, replies, streamed, type App } from '../schemas.js';
 
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
@@ -55,15 +56,26 @@ interface TerminalCaller {
   release: () => void;
 }
 
-const webSocketAnswer = {
+const webSocketAnswer = streamed({
   description: 'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data}',
   type: 'object',
   additionalProperties: true,
-};
+});
+
+const PodTerminalParams = Type.Object({
+  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+  pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
+});
+const PodTerminalQuery = Type.Object({
+  container: Type.Optional(Type.String({ pattern: CONTAINER_PATTERN, description: "the container (default: the pod's default container, as kubectl picks it)" })),
+  shell: Type.Optional(Type.String({ pattern: SHELL_NAME_PATTERN, description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh' })),
+  ...clusterQueryProperties,
+});
+const NodeTerminalParams = Type.Object({ node: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 const protocol =
   'Messages are JSON. The client sends {"type":"stdin","data"}, {"type":"resize","cols","rows"} and {"type":"ping"}; the server sends `connected`, `stdout`, `info`, `error`, `close` (with `exitCode`, then the WebSocket closes) and `pong`.';
 
-export default async function terminalRoutes(app: FastifyInstance) {
+export default async function terminalRoutes(app: App) {
   const { services } = app;
   const settings = DEFAULT_NODE_TERMINAL_SETTINGS;
   const nodePods = new NodeTerminalPods((err, pod) => app.log.error({ err, pod }, 'deleting a node terminal pod failed'));
@@ -163,25 +175,14 @@ export default async function terminalRoutes(app: FastifyInstance) {
         description: `Authorized as create on pods/exec in the namespace. Without \`shell\`: bash when the container has it, else sh. ${protocol}`,
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: {
-          type: 'object',
-          required: ['namespace', 'pod'],
-          properties: { namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_ONLY }, pod: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } },
-        },
-        querystring: {
-          type: 'object',
-          properties: {
-            container: { type: 'string', pattern: CONTAINER_PATTERN, description: "the container (default: the pod's default container, as kubectl picks it)" },
-            shell: { type: 'string', pattern: SHELL_NAME_PATTERN, description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh' },
-            'x-cluster-name': { type: 'string' },
-          },
-        },
+        params: PodTerminalParams,
+        querystring: PodTerminalQuery,
         response: replies({ 200: webSocketAnswer }),
       },
     },
     async (request, reply) => {
-      const { namespace, pod } = request.params as { namespace: string; pod: string };
-      const query = request.query as { container?: string; shell?: string };
+      const { params, query } = request;
+      const { namespace, pod } = params;
       const record = openRecord(request, 'pods/exec', namespace, pod);
       let release: (() => void) | undefined;
       try {
@@ -216,13 +217,13 @@ export default async function terminalRoutes(app: FastifyInstance) {
         description: `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. The pod is deleted when the session ends. ${protocol}`,
         headers: clusterHeader,
         cookies: clusterCookie,
-        params: { type: 'object', required: ['node'], properties: { node: { type: 'string', maxLength: 253, pattern: NAME_PATTERN } } },
-        querystring: { type: 'object', properties: { 'x-cluster-name': { type: 'string' } } },
+        params: NodeTerminalParams,
+        querystring: ClusterQuery,
         response: replies({ 200: webSocketAnswer }),
       },
     },
     async (request, reply) => {
-      const { node } = request.params as { node: string };
+      const { node } = request.params;
       const namespace = settings.namespace;
       const record = openRecord(request, 'nodes/terminal', '', node);
       let release: (() => void) | undefined;

@@ -3,7 +3,7 @@
 // resource routes; every path here has a fixed segment the generic /api/v1/:resource/... routes
 // cannot claim (events/resources, resources/apply, nodes/_all/:name/<action>, a fourth segment
 // history or rollback, crds, version). docs/tools.md describes them.
-import type { FastifyInstance } from 'fastify';
+import type { App } from '../schemas.js';
 import applyRoutes from './apply.js';
 import crdRoutes from './crds.js';
 import eventRoutes from './events.js';
@@ -11,7 +11,7 @@ import historyRoutes from './history.js';
 import nodeRoutes from './nodes.js';
 import versionRoutes from './version.js';
 
-export default async function toolRoutes(app: FastifyInstance) {
+export default async function toolRoutes(app: App) {
   await app.register(eventRoutes);
   await app.register(applyRoutes);
   await app.register(nodeRoutes);

@@ -5,17 +5,12 @@
 // callers only (Kite answers anyone; a version tells an attacker which advisories to try).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { PACKAGE_ROOT } from '../../config.js';
-import { objectOf, replies } from '../schemas.js';
+import { replies, type App } from '../schemas.js';
 
-export interface VersionInfo {
-  version: string;
-  buildDate: string;
-  commitId: string;
-  hasNewVersion: boolean;
-  releaseUrl: string;
-}
+const VersionInfo = Type.Object({ version: Type.String(), buildDate: Type.String(), commitId: Type.String(), hasNewVersion: Type.Boolean(), releaseUrl: Type.String() });
+export type VersionInfo = Static<typeof VersionInfo>;
 
 function versionInfo(): VersionInfo {
   const pkg = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version?: string };
@@ -28,9 +23,8 @@ function versionInfo(): VersionInfo {
   };
 }
 
-export default async function versionRoutes(app: FastifyInstance) {
+export default async function versionRoutes(app: App) {
   const info = versionInfo();
-  const string = { type: 'string' };
   app.get(
     '/api/v1/version',
     {
@@ -38,7 +32,7 @@ export default async function versionRoutes(app: FastifyInstance) {
       schema: {
         tags: ['health'],
         summary: "kiteline's version (Kite's shape)",
-        response: replies({ 200: objectOf({ version: string, buildDate: string, commitId: string, hasNewVersion: { type: 'boolean' }, releaseUrl: string }) }),
+        response: replies({ 200: VersionInfo }),
       },
     },
     async () => info,

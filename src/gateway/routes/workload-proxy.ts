@@ -4,12 +4,13 @@
 // built-in viewer may not), kiteline's own namespace on the host cluster refused. Bodies are never
 // parsed: the request streams up as it arrives, the answer streams back as it comes, under the
 // proxy's header policy. A write through it (any method but GET, HEAD, OPTIONS) is audited.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { requireWorkloadAccess } from '../../workloads/access.js';
 import { proxiedKind, proxyAnswerHeaders, proxyTarget, PROXY_TARGET_PATTERN, type ProxyKind } from '../../workloads/workload-proxy.js';
 import { upstreamRequestHeaders } from '../../proxy/headers.js';
 import { isWriteMethod } from '../audit-table.js';
-import { clusterCookie, clusterHeader, replies } from '../schemas.js';
+import { clusterCookie, clusterHeader, replies, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -22,9 +23,17 @@ function hasBody(request: FastifyRequest): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-const answer = { description: "the pod's or service's answer as it sent it (any status and type), under kiteline's header policy", type: 'string' };
+const answer = streamed({ description: "the pod's or service's answer as it sent it (any status and type), under kiteline's header policy", type: 'string' });
 
-export default async function workloadProxyRoutes(app: FastifyInstance) {
+const targetProperties = {
+  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+  name: Type.String({ maxLength: 300, pattern: PROXY_TARGET_PATTERN, description: '<name>, <name>:<port> or <scheme>:<name>:<port>' }),
+};
+const ProxyParams = Type.Object(targetProperties);
+/** The rest of the path: find-my-way's wildcard. */
+const ProxyPathParams = Type.Object({ ...targetProperties, '*': Type.Optional(Type.String({ description: 'the path on the pod or service' })) });
+
+export default async function workloadProxyRoutes(app: App) {
   const { services } = app;
 
   // The body stays the raw request stream, whatever its type or size: it is piped upstream.
@@ -62,20 +71,12 @@ export default async function workloadProxyRoutes(app: FastifyInstance) {
       summary: `Any request to ${what} through the cluster's proxy subresource (Kite's links)`,
       headers: clusterHeader,
       cookies: clusterCookie,
-      params: {
-        type: 'object',
-        required: ['namespace', 'name'],
-        properties: {
-          namespace: { type: 'string', maxLength: 63, pattern: NAMESPACE_ONLY },
-          name: { type: 'string', maxLength: 300, pattern: PROXY_TARGET_PATTERN, description: '<name>, <name>:<port> or <scheme>:<name>:<port>' },
-        },
-      },
+      params: ProxyParams,
       response: replies({ 200: answer }),
     };
     const base = `/api/v1/namespaces/:namespace/${kind}/:name/proxy`;
     app.route({ method: METHODS, url: base, schema, handler: forward(kind), onRequest: app.requireUser });
     // The rest of the path: find-my-way's wildcard, left out of the OpenAPI document like the kubectl proxy's.
-    const params = { ...schema.params, properties: { ...schema.params.properties, '*': { type: 'string', description: 'the path on the pod or service' } } };
-    app.route({ method: METHODS, url: `${base}/*`, schema: { ...schema, params, hide: true }, handler: forward(kind), onRequest: app.requireUser });
+    app.route({ method: METHODS, url: `${base}/*`, schema: { ...schema, params: ProxyPathParams, hide: true }, handler: forward(kind), onRequest: app.requireUser });
   }
 }
