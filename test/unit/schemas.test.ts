@@ -5,7 +5,7 @@
 // line goes when its interface does.
 import t from 'tap';
 import { Value } from 'typebox/value';
-import type { UserView as UserInterface, roleView, apiKeyView } from '../../src/auth/views.js';
+import type { UserView as UserInterface, roleView, apiKeyView } from '../../src/gateway/views/identity.js';
 import type { ClusterView as ClusterInterface } from '../../src/clusters/manager.js';
 import type { Overview as OverviewInterface } from '../../src/resources/overview.js';
 import {
