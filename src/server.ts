@@ -36,11 +36,22 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
   const auth = new AuthService(host, config, log);
-  const metrics = new Metrics(metricsSources(host, clusterManager));
+  const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
   const audit = buildAuditService(kc, config, auth, () => clusterManager.lease.isLeader, log);
-  const services: Services = { config, log, host, auth, clusters: clusterManager.registry, clusterManager, metrics, hostGuard, audit };
+  const services: Services = {
+    config,
+    log,
+    host,
+    auth,
+    clusters: clusterManager.registry,
+    clusterStore: clusterManager.store,
+    clusterManager,
+    metrics,
+    hostGuard,
+    audit,
+  };
   const app = await buildApp(services);
   let draining = false;
   app.addHook('onSend', async (_request, reply) => {

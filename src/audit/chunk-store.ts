@@ -8,7 +8,7 @@ import type { KubernetesObject, V1ObjectMeta } from '@kubernetes/client-node';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
 import { customResourceSource, WatchedCache } from '../host/informer.js';
-import { apiStatus } from '../host/kube.js';
+import { apiStatus } from '../host/host-errors.js';
 import { API_VERSION, GROUP, MANAGED_BY, MANAGED_BY_LABEL, VERSION } from '../host/resources.js';
 import type { AuditRecord } from './record.js';
 

@@ -5,7 +5,6 @@ import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { APIKeyStore, apiKeyName } from '../host/apikeys.js';
-import { awaitCache } from '../host/cache-sync.js';
 import { IdBackfill, type BackfillTarget } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
 import { ExpiredKeySweeper } from '../host/expired-keys.js';
@@ -223,7 +222,7 @@ export class AuthService {
     const id = await this.users.ensureId(user);
     if (id === undefined) throw new UnauthorizedError(INVALID_LOGIN);
     const name = user.metadata.name;
-    await awaitCache(this.host.users, name, this.host.namespace, (u) => u !== undefined && resourceId(u) === id);
+    await this.host.users.waitFor(name, (u) => u !== undefined && resourceId(u) === id);
     user = this.users.byId(id) ?? user;
     const current = user;
     this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));

@@ -3,7 +3,7 @@
 // replica won: we read theirs), so every replica signs and checks sessions with the same key.
 // Replacing the Secret rotates the key (every session ends); the cache picks the change up.
 import { randomBytes } from 'node:crypto';
-import { apiStatus } from '../host/kube.js';
+import { apiStatus } from '../host/host-errors.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 

@@ -3,6 +3,7 @@
 import type { AuditService } from '../audit/audit-service.js';
 import type { ClusterManager } from '../clusters/manager.js';
 import type { ClusterDirectory } from '../clusters/types.js';
+import type { ClusterStore } from '../host/clusters.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { Config } from '../config.js';
 import type { HostStore } from '../host/store.js';
@@ -17,9 +18,11 @@ export interface Services {
   host: HostStore;
   /** Who is calling and what they may do: sessions, API keys, roles, users (cache-only reads). */
   auth: AuthService;
-  /** This replica's warm cluster connections (kept current by the reconciler). */
+  /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */
   clusters: ClusterDirectory;
-  /** Cluster registration: writes, the admin view, the reconciler and the leader lease. */
+  /** Registered clusters: their admin writes, rules, import and views (host/clusters.ts). */
+  clusterStore: ClusterStore;
+  /** The clusters part's life cycle: the reconciler and the leader lease. */
   clusterManager: ClusterManager;
   /** This gateway's Prometheus metrics (its own registry). */
   metrics: Metrics;

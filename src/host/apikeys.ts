@@ -4,10 +4,10 @@
 import { generateApiKey } from '../auth/apikey-token.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
+import { hasVersion, isGone } from './cache-sync.js';
 import { CustomResources } from './crud.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { apiStatus } from './host-errors.js';
 import { objectNameFor } from './names.js';
 import { deleteOwnedSecret, secretValue, upsertSecret } from './owned-secrets.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type APIKeyResource, type UserResource } from './resources.js';
@@ -79,12 +79,12 @@ export class APIKeyStore {
     }
     try {
       const secret = await upsertSecret(this.host.core, this.host.namespace, secretName, { [KEY_HASH_KEY]: keyHash }, { owner: created });
-      await awaitCache(this.host.secrets, secretName, this.host.namespace, hasVersion(secret));
+      await this.host.secrets.waitFor(secretName, hasVersion(secret));
     } catch (err) {
       await this.crs.delete(name, created.metadata.uid).catch(() => undefined);
       throw err;
     }
-    await awaitCache(this.host.apiKeys, name, this.host.namespace, hasVersion(created));
+    await this.host.apiKeys.waitFor(name, hasVersion(created));
     return { resource: created, key };
   }
 
@@ -98,7 +98,7 @@ export class APIKeyStore {
       throw err;
     }
     await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
-    await awaitCache(this.host.apiKeys, key.metadata.name, this.host.namespace, isGone(key.metadata.uid));
+    await this.host.apiKeys.waitFor(key.metadata.name, isGone(key.metadata.uid));
   }
 
   /** Removes a deleted role from every key that holds it (compare-and-swap per key). */

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { apiStatus, describeApiError } from './host-errors.js';
 
 const HASH_ANNOTATION = 'kiteline.io/crd-hash';
 

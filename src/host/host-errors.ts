@@ -34,6 +34,7 @@ export class HostPermissionError extends ServiceUnavailableError {
 /** The HTTP status of a failed client-node call, or undefined for network and other errors. */
 export function apiStatus(err: unknown): number | undefined {
   if (err instanceof k8s.ApiException) return err.code;
+  if (err instanceof HttpError) return err.status;
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'number' ? code : undefined;
 }

@@ -16,7 +16,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { ConflictError } from '../errors.js';
 import type { CustomResources } from './crud.js';
-import { apiStatus } from './kube.js';
+import { apiStatus } from './host-errors.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, type UserResource } from './resources.js';
 import type { HostStore } from './store.js';
 

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import * as k8s from '@kubernetes/client-node';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { apiStatus, describeApiError } from './host-errors.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 
 export const LEADER_LEASE_NAME = 'kiteline-leader';

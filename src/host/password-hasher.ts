@@ -5,7 +5,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import { hashPassword } from '../auth/passwords.js';
 import type { Logger } from '../log.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { apiStatus, describeApiError } from './host-errors.js';
 import { LAST_APPLIED_ANNOTATION, secretValue } from './owned-secrets.js';
 import { SerialTask } from './serial-task.js';
 import type { HostStore } from './store.js';

@@ -6,10 +6,10 @@
 import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
+import { hasVersion, isGone } from './cache-sync.js';
 import { CustomResources } from './crud.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus, describeApiError } from './kube.js';
+import { apiStatus, describeApiError } from './host-errors.js';
 import { objectNameFor } from './names.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type RoleResource, type RoleSpec } from './resources.js';
 import type { HostStore } from './store.js';
@@ -117,7 +117,7 @@ export class RoleStore {
       if (apiStatus(err) === 409) throw alreadyExists(name);
       throw err;
     }
-    await awaitCache(this.host.roles, objectName, this.host.namespace, hasVersion(created));
+    await this.host.roles.waitFor(objectName, hasVersion(created));
     return created;
   }
 
@@ -131,7 +131,7 @@ export class RoleStore {
       if (apiStatus(err) === 404) throw new NotFoundError(`role not found: ${name}`);
       throw err;
     }
-    await awaitCache(this.host.roles, written.metadata.name, this.host.namespace, hasVersion(written));
+    await this.host.roles.waitFor(written.metadata.name, hasVersion(written));
     return written;
   }
 
@@ -145,7 +145,7 @@ export class RoleStore {
       if (apiStatus(err) === 409) throw new ConflictError('the role changed meanwhile; try again');
       throw err;
     }
-    await awaitCache(this.host.roles, role.metadata.name, this.host.namespace, isGone(role.metadata.uid));
+    await this.host.roles.waitFor(role.metadata.name, isGone(role.metadata.uid));
   }
 }
 

@@ -9,7 +9,7 @@ import { creationTime, oldestFirst } from './cache-index.js';
 import { CustomResources } from './crud.js';
 import { ensureId } from './id-assign.js';
 import { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { apiStatus } from './host-errors.js';
 import { objectNameFor } from './names.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId } from './resources.js';
 import type { HostStore } from './store.js';

@@ -7,12 +7,12 @@
 import { hashPassword } from '../auth/passwords.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import { CacheIndex } from './cache-index.js';
-import { awaitCache, hasVersion, isGone } from './cache-sync.js';
+import { hasVersion, isGone } from './cache-sync.js';
 import { CustomResources } from './crud.js';
 import { ensureId } from './id-assign.js';
 import { LastAdminGuard } from './last-admin.js';
 import type { IdAllocator } from './ids.js';
-import { apiStatus } from './kube.js';
+import { apiStatus } from './host-errors.js';
 import { objectNameFor } from './names.js';
 import { deleteOwnedSecret, secretValue, upsertSecret } from './owned-secrets.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type UserResource } from './resources.js';
@@ -111,12 +111,12 @@ export class UserStore {
         owner: created,
         drop: [PLAIN_PASSWORD_KEY],
       });
-      await awaitCache(this.host.secrets, secret.metadata!.name!, this.host.namespace, hasVersion(secret));
+      await this.host.secrets.waitFor(secret.metadata!.name!, hasVersion(secret));
     } catch (err) {
       await this.crs.delete(name, created.metadata.uid).catch(() => undefined);
       throw err;
     }
-    await awaitCache(this.host.users, name, this.host.namespace, hasVersion(created));
+    await this.host.users.waitFor(name, hasVersion(created));
     return created;
   }
 
@@ -148,7 +148,7 @@ export class UserStore {
       ...(existing ? {} : { owner: { ...user, kind: 'User', apiVersion: 'kiteline.io/v1alpha1' } }),
       drop: [PLAIN_PASSWORD_KEY],
     });
-    await awaitCache(this.host.secrets, secretName, this.host.namespace, hasVersion(secret));
+    await this.host.secrets.waitFor(secretName, hasVersion(secret));
     if (!user.spec.passwordSecretRef) return this.patch(user, { spec: { passwordSecretRef: { name: secretName } } });
     return user;
   }
@@ -182,7 +182,7 @@ export class UserStore {
           metadata: { resourceVersion: live.metadata.resourceVersion },
           spec: { roles: after },
         });
-        await awaitCache(this.host.users, written.metadata.name, this.host.namespace, hasVersion(written));
+        await this.host.users.waitFor(written.metadata.name, hasVersion(written));
         return written;
       } catch (err) {
         if (apiStatus(err) !== 409 || attempt >= 10) throw err;
@@ -205,7 +205,7 @@ export class UserStore {
       throw err;
     }
     await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
-    await awaitCache(this.host.users, user.metadata.name, this.host.namespace, isGone(user.metadata.uid));
+    await this.host.users.waitFor(user.metadata.name, isGone(user.metadata.uid));
   }
 
   /** Writes status.lastLoginAt (callers throttle). */
@@ -226,7 +226,7 @@ export class UserStore {
       if (apiStatus(err) === 404) throw new NotFoundError(`user not found: ${user.spec.username}`);
       throw err;
     }
-    await awaitCache(this.host.users, written.metadata.name, this.host.namespace, hasVersion(written));
+    await this.host.users.waitFor(written.metadata.name, hasVersion(written));
     return written;
   }
 }
