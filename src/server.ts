@@ -38,12 +38,25 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const clusterManager = new ClusterManager(host, config, log);
   const identity = new IdentityStores(host, config, log);
   const auth = new AuthService(identity, config, log);
-  const metrics = new Metrics(metricsSources(host, clusterManager));
+  const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
   const audit = buildAuditService(kc, config, identity, () => clusterManager.lease.isLeader, log);
-  const { users, roles, apiKeys } = identity;
-  const services: Services = { config, log, host, auth, users, roles, apiKeys, clusters: clusterManager.registry, clusterManager, metrics, hostGuard, audit };
+  const services: Services = {
+    config,
+    log,
+    host,
+    auth,
+    users: identity.users,
+    roles: identity.roles,
+    apiKeys: identity.apiKeys,
+    clusters: clusterManager.registry,
+    clusterStore: clusterManager.store,
+    clusterManager,
+    metrics,
+    hostGuard,
+    audit,
+  };
   const app = await buildApp(services);
   let draining = false;
   app.addHook('onSend', async (_request, reply) => {

@@ -99,8 +99,8 @@ t.test('concurrent imports: exactly one winner', async (t) => {
   );
   const statuses = results.map((r) => r.status).sort();
   t.same(statuses, [201, 403, 403, 403, 403, 403], 'one 201, the rest 403');
-  await eventually('the import is in the cache', () => gw.services.host.clusters.list().length > 0 || undefined);
   t.equal(clusterObjects(gw).length, 1, 'one cluster registered');
+  await eventually('the import is in the other replica\'s cache too', () => [gw, second].every((g) => g.services.host.clusters.list().length === 1) || undefined);
 });
 
 t.test('create, update, delete and their rules', async (t) => {
@@ -149,30 +149,26 @@ t.test('create, update, delete and their rules', async (t) => {
 
   const beta = await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'beta', config: configB, isDefault: true } });
   t.equal(beta.status, 201);
-  await eventually('beta is the only default', () => {
-    const objs = gw.services.host.clusters.list();
-    return objs.length === 2 && objs.filter((o) => o.spec.isDefault).map((o) => o.spec.name).join() === 'beta' ? true : undefined;
-  });
+  // The create answers once the other default was cleared and this replica's cache shows both.
+  const objs = gw.services.host.clusters.list();
+  t.same(objs.filter((o) => o.spec.isDefault).map((o) => o.spec.name), ['beta'], 'beta is the only default when the create answers');
+  t.same(clusterObjects(gw).filter((o) => o.spec.isDefault).map((o) => o.spec.name), ['beta'], 'also in the host cluster');
 
   // Update: absent members untouched; rename keeps the id.
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/abc`, { headers, body: {} })).status, 400, 'bad id');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/999999`, { headers, body: {} })).status, 404, 'unknown id');
   const upd = await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { description: 'changed' } });
   t.same(upd.body, { message: 'cluster updated successfully' });
-  let view = await eventually('update visible', async () => {
-    const list = (await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[];
-    const v = list.find((c) => c.id === alphaId);
-    return v?.description === 'changed' ? v : undefined;
-  });
+  // Read-your-writes: the next read on this replica shows the change, no polling.
+  let view = ((await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[]).find((c) => c.id === alphaId);
+  t.equal(view?.description, 'changed', 'update visible at once');
   t.match(view, { name: 'alpha', enabled: true, prometheusURL: 'http://prom:9090', isDefault: false }, 'omitted members kept (Kite would disable)');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'beta' } })).status, 409, 'rename onto a taken name');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { config: 'nope: [' } })).status, 400, 'bad config on update');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: '' } })).status, 200, 'empty name is ignored');
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'alpha-renamed' } })).status, 200);
-  view = await eventually('rename visible', async () => {
-    const list = (await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[];
-    return list.find((c) => c.name === 'alpha-renamed');
-  });
+  view = ((await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[]).find((c) => c.name === 'alpha-renamed');
+  t.ok(view, 'rename visible at once');
   t.equal(view.id, alphaId, 'renames keep the id');
   await eventually('the directory serves the new name', () => gw.services.clusters.get('alpha-renamed') ?? undefined);
   t.notOk(gw.services.clusters.get('alpha'), 'the old name is gone');
@@ -187,7 +183,7 @@ t.test('create, update, delete and their rules', async (t) => {
   t.equal(del.status, 400);
   t.match(del.body.error, /cannot delete default cluster/);
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { isDefault: true } })).status, 200);
-  await eventually('the default moved', () => (gw.services.clusters.defaultCluster()?.id === alphaId ? true : undefined));
+  t.equal(gw.services.clusters.defaultCluster()?.id, alphaId, 'the default moved when the update answers');
   t.notOk(gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')?.spec.isDefault, 'the old default was cleared');
 
   // Disable and enable: the warm connection goes and comes back.
@@ -207,6 +203,7 @@ t.test('create, update, delete and their rules', async (t) => {
   // Delete: the object and its Secret go.
   const gone = await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers });
   t.same(gone.body, { message: 'cluster deleted successfully' });
+  t.notOk(gw.services.host.clusters.list().find((o) => o.spec.name === 'beta'), 'gone from the cache when the delete answers');
   await eventually('beta gone', () => (gw.services.clusters.get('beta') ? undefined : true));
   t.not(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', secretB]).status, 0, 'its Secret is deleted');
   t.equal((await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers })).status, 404);

@@ -35,8 +35,7 @@ function firstRequest(gw: TestGateway, caller: Caller, cluster: string) {
 async function removeAllClusters(t: Test, gw: TestGateway): Promise<void> {
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'clusters.kiteline.io', '--all']).status, 0, 'clusters deleted');
   kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'configmap', IMPORT_LOCK_CONFIGMAP, '--ignore-not-found']);
-  const manager = gw.services.clusterManager;
-  await eventually('the gateway to see no cluster', () => manager.host.clusters.list().length === 0 && manager.registry.objects().length === 0, 30_000);
+  await eventually('the gateway to see no cluster', () => gw.services.host.clusters.list().length === 0 && gw.services.clusters.list().length === 0, 30_000);
 }
 
 let gw: TestGateway;

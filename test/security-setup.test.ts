@@ -132,7 +132,7 @@ t.test('point 10: a cluster made the default on one replica is not deleted on th
   for (let round = 0; round < 8; round++) {
     const name = uniqueName('next');
     const id = await registerCluster(a, admin, { name, config: testKubeconfig('target-b') });
-    await eventually('both replicas see the new cluster', () => [a, b].every((gw) => gw.services.clusterManager.findById(id)));
+    await eventually('both replicas see the new cluster', () => [a, b].every((gw) => gw.services.clusterStore.byId(id)));
     const [made, deleted] = await Promise.all([
       call(a.url, 'PUT', `/api/v1/admin/clusters/${id}`, { body: { isDefault: true }, headers: admin.headers }),
       call(b.url, 'DELETE', `/api/v1/admin/clusters/${id}`, { headers: admin.headers }),

@@ -17,6 +17,7 @@ import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Client, Pool } from 'undici';
 import { abortError, BadGatewayError, HttpError } from '../errors.js';
+import type { Cluster } from '../host/clusters.js';
 import type { Logger } from '../log.js';
 import { CallerLimits, type CallerLimitOptions } from './caller-limits.js';
 import { loadDiscovery, type DiscoverySnapshot } from './discovery.js';
@@ -27,19 +28,8 @@ import type { ConnectionTarget } from './target.js';
 import { within } from './within.js';
 import type { BufferedAnswer, ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
 
-/** What the Cluster CR says about this connection (changes without a reconnect). */
-export interface ConnectionMeta {
-  /** The Cluster CR's metadata.name. */
-  objectName: string;
-  id: number;
-  name: string;
-  enabled: boolean;
-  impersonate: boolean;
-  isDefault: boolean;
-  /** When isDefault was last set (ms since epoch; 0 unknown): the newest default wins a tie. */
-  defaultSince: number;
-  inCluster: boolean;
-}
+/** What the Cluster object says about this connection (changes without a reconnect). */
+export type ConnectionMeta = Pick<Cluster, 'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster'>;
 
 export interface ConnectionOptions {
   /** Where and how to connect: from a sanitized kubeconfig, or the host's own config. */

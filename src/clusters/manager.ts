@@ -1,44 +1,29 @@
 // The clusters part of a replica, assembled: the registry of warm connections (the
-// ClusterDirectory routes use), the host-store writes, the leader lease and the reconciler, plus
-// the JSON view of a Cluster for the admin routes. server.ts builds one and starts it once the
-// host caches are synced.
+// ClusterDirectory resource routes use), the cluster store (admin writes and views, host/clusters.ts),
+// the id back-fill of Clusters applied with kubectl, the leader lease and the reconciler. It gives
+// the store what only the warm connections know: a cluster's health for its view, and the wait
+// for a just-written cluster's first probe. server.ts builds one and starts it once the host
+// caches are synced.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
-import { clusterDisplayName, ClusterWrites } from '../host/clusters.js';
+import { ClusterStore, type ClusterConnections, type ClusterHealth, type WrittenConnection } from '../host/clusters.js';
+import { IdBackfill } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
 import { LeaderElector } from '../host/lease.js';
-import { resourceId, type ClusterResource } from '../host/resources.js';
+import type { ClusterResource } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import { FIRST_PROBE_GRACE_MS } from './connection.js';
-import { sanitizeKubeconfig } from './kubeconfig.js';
+import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
 
-/** A Cluster as the admin API shows it (CONTRACT section 5); config is never returned. */
-export interface ClusterView {
-  id: number;
-  name: string;
-  description: string;
-  config: '';
-  prometheusURL: string;
-  inCluster: boolean;
-  isDefault: boolean;
-  enabled: boolean;
-  impersonate: boolean;
-  version: string;
-  ready: boolean;
-  error: string;
-}
-
-/** Where a just-written cluster connects: the host's own credentials, or a sanitized kubeconfig. */
-export type WrittenConnection = { inCluster: true } | { inCluster: false; kubeconfig: string | undefined };
-
-export class ClusterManager {
+export class ClusterManager implements ClusterConnections {
   readonly registry = new ClusterRegistry();
-  readonly writes: ClusterWrites;
+  readonly store: ClusterStore;
   readonly lease: LeaderElector;
   readonly reconciler: ClusterReconciler;
+  private readonly idBackfill: IdBackfill;
   /** The longest a registration answer waits for its cluster's first probe. */
   private readonly firstProbeWaitMs: number;
 
@@ -49,19 +34,20 @@ export class ClusterManager {
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {
     const ids = new IdAllocator(host.core, host.namespace);
-    this.writes = new ClusterWrites(host, ids);
+    this.store = new ClusterStore(host, ids, this, log);
+    this.idBackfill = new IdBackfill(ids, log, [this.store]);
     // Like client-go: the replica id plus a random suffix, so two processes never share an identity.
     const identity = `${config.replicaId}_${randomUUID().slice(0, 8)}`;
     this.lease = new LeaderElector(host.kc, host.namespace, identity, log, leaseOptions);
-    this.reconciler = new ClusterReconciler(host, this.registry, this.writes, ids, this.lease, config, log);
+    this.reconciler = new ClusterReconciler(host, this.registry, this.store, this.lease, config, log);
     this.firstProbeWaitMs = config.upstreamConnectTimeoutMs + FIRST_PROBE_GRACE_MS;
   }
 
   /**
    * Waits until this replica has connected a Cluster object as just written (with that kubeconfig,
    * or the host's credentials; `kubeconfig: undefined` means whatever it stores) and probed it
-   * once: at most the connect timeout plus FIRST_PROBE_GRACE_MS in all. The route that wrote it
-   * answers after this, so the cluster serves (or shows its probe's error) at once.
+   * once: at most the connect timeout plus FIRST_PROBE_GRACE_MS in all. The store's write returns
+   * after this, so the cluster serves (or shows its probe's error) as soon as the route answers.
    */
   async firstProbeAfterWrite(objectName: string, written: WrittenConnection): Promise<void> {
     const deadline = Date.now() + this.firstProbeWaitMs;
@@ -76,41 +62,22 @@ export class ClusterManager {
 
   /** Call after the host caches have synced. */
   start(): void {
+    this.idBackfill.start();
     this.reconciler.start();
   }
 
   stop(): Promise<void> {
+    this.idBackfill.stop();
     return this.reconciler.stop();
   }
 
-  /** Cluster objects that have an id, ordered by id (objects still waiting for one are left out). */
-  listResources(): ClusterResource[] {
-    return this.host.clusters
-      .list()
-      .filter((cr) => resourceId(cr) !== undefined)
-      .sort((a, b) => resourceId(a)! - resourceId(b)!);
-  }
-
-  findById(id: number): ClusterResource | undefined {
-    return this.host.clusters.list().find((cr) => resourceId(cr) === id);
-  }
-
   /** Health from this replica's warm connection when it has one, else the recorded status. */
-  view(cr: ClusterResource): ClusterView {
+  health(cr: ClusterResource): ClusterHealth {
     const conn = this.registry.forObject(cr.metadata.name);
     const serving = conn && this.registry.isServing(cr.metadata.name);
     const status = cr.status ?? {};
     const enabled = cr.spec?.enabled !== false;
     return {
-      id: resourceId(cr) ?? 0,
-      name: clusterDisplayName(cr),
-      description: cr.spec?.description ?? '',
-      config: '',
-      prometheusURL: cr.spec?.prometheusURL ?? '',
-      inCluster: cr.spec?.inCluster === true,
-      isDefault: cr.spec?.isDefault === true,
-      enabled,
-      impersonate: cr.spec?.impersonate === true,
       version: (serving ? conn.version : '') || status.version || '',
       ready: serving ? conn.ready : false,
       error: serving ? conn.lastError : enabled ? (this.reconciler.desiredStatus(cr).error ?? '') : '',

@@ -2,26 +2,21 @@
 // (through the host store's caches) and keeps one warm connection per enabled cluster in its
 // ClusterRegistry: a change to a Cluster or its Secret takes effect as soon as the watch event
 // arrives, without a restart. Only the elected leader writes: Cluster status (ready, version,
-// error, conditions, observedGeneration; only when something changed), missing or duplicate id
-// labels, the one-default-cluster rule, and the clean-up of a stale import lock.
+// error, conditions, observedGeneration; only when something changed) and, after every change,
+// the store's housekeeping: settling the one default cluster (ClusterStore.settleDefaults) and
+// re-opening the import once no cluster is left. (Ids of Clusters applied with kubectl are
+// back-filled by IdBackfill, as for every kind: ClusterManager.)
 import { createHash } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import type { Config } from '../config.js';
-import {
-  clusterDisplayName,
-  ClusterWrites,
-  DEFAULT_SINCE_ANNOTATION,
-  defaultSince,
-  KUBECONFIG_KEY,
-} from '../host/clusters.js';
-import type { IdAllocator } from '../host/ids.js';
+import { clusterOf, KUBECONFIG_KEY, type ClusterStore } from '../host/clusters.js';
 import { describeApiError } from '../host/host-errors.js';
 import type { LeaderElector } from '../host/lease.js';
-import { ID_LABEL, resourceId, type ClusterResource, type ClusterStatus, type Condition } from '../host/resources.js';
+import type { ClusterResource, ClusterStatus, Condition } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import { WarmConnection, type ConnectionMeta } from './connection.js';
-import { KubeconfigError, sanitizeKubeconfig } from './kubeconfig.js';
+import { KubeconfigError, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { targetFromCredentials, targetFromKubeConfig, type ConnectionTarget } from './target.js';
 import type { ClusterRegistry } from './registry.js';
 import { within } from './within.js';
@@ -65,8 +60,7 @@ export class ClusterReconciler {
   constructor(
     private readonly host: HostStore,
     private readonly registry: ClusterRegistry,
-    private readonly writes: ClusterWrites,
-    private readonly ids: IdAllocator,
+    private readonly store: ClusterStore,
     private readonly lease: LeaderElector,
     private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns' | 'maxWatchesPerPrincipal' | 'maxRequestsPerPrincipal'>,
     log: Logger,
@@ -121,19 +115,6 @@ export class ClusterReconciler {
     clearTimeout(this.resyncTimer);
     await this.lease.stop();
     this.registry.closeAll();
-  }
-
-  private metaOf(cr: ClusterResource): ConnectionMeta {
-    return {
-      objectName: cr.metadata.name,
-      id: resourceId(cr) ?? 0,
-      name: clusterDisplayName(cr),
-      enabled: cr.spec?.enabled !== false,
-      impersonate: cr.spec?.impersonate === true,
-      isDefault: cr.spec?.isDefault === true,
-      defaultSince: defaultSince(cr),
-      inCluster: cr.spec?.inCluster === true,
-    };
   }
 
   /** Where to connect: the host's own config for inCluster, else the sanitized kubeconfig Secret. */
@@ -216,7 +197,7 @@ export class ClusterReconciler {
       if (cr) this.queueStatus(objectName);
       return;
     }
-    const meta = this.metaOf(cr);
+    const meta: ConnectionMeta = clusterOf(cr);
     const target = this.target(cr);
     if ('reason' in target) {
       if (existing) this.registry.remove(objectName)?.close();
@@ -350,7 +331,7 @@ export class ClusterReconciler {
     const next = this.desiredStatus(cr);
     if (sameStatus(cr.status, next)) return true;
     next.lastProbeTime = new Date().toISOString();
-    return this.writes.writeStatus({ ...cr, status: next });
+    return this.store.writeStatus({ ...cr, status: next });
   }
 
   // ---- housekeeping (leader only) ----
@@ -367,59 +348,12 @@ export class ClusterReconciler {
     this.housekeepingTimer.unref();
   }
 
-  /** Ids for objects without one (or with a duplicate), exactly one default, stale import lock. */
+  /** Exactly one default cluster; a stale import lock removed once no cluster is left. */
   async housekeeping(): Promise<void> {
     if (!this.lease.isLeader || this.stopped) return;
-    let again = false;
-    const all = [...this.host.clusters.list()].sort((a, b) => created(a) - created(b) || a.metadata.name.localeCompare(b.metadata.name));
-    const seen = new Set<number>();
-    for (const cr of all) {
-      const id = resourceId(cr);
-      if (id !== undefined && !seen.has(id)) {
-        seen.add(id);
-        continue;
-      }
-      const floor = Math.max(0, ...all.map((c) => resourceId(c) ?? 0));
-      const fresh = await this.ids.next('clusters', floor);
-      const ok = await this.writes.replace({ ...cr, metadata: { ...cr.metadata, labels: { ...cr.metadata.labels, [ID_LABEL]: String(fresh) } } });
-      this.log.info({ cluster: clusterDisplayName(cr), id: fresh, ok }, id === undefined ? 'assigned a cluster id' : 'reassigned a duplicate cluster id');
-      if (!ok) again = true;
-    }
-
-    const defaults = all.filter((cr) => cr.spec?.isDefault);
-    if (defaults.length > 1) {
-      const keep = defaults.reduce((best, cr) => (defaultSince(cr) > defaultSince(best) ? cr : best));
-      for (const cr of defaults) {
-        if (cr === keep) continue;
-        this.log.info({ cluster: clusterDisplayName(cr), keep: clusterDisplayName(keep) }, 'more than one default cluster; clearing the older');
-        if (!(await this.writes.replace({ ...cr, spec: { ...cr.spec, isDefault: false } }))) again = true;
-      }
-    } else if (defaults.length === 0 && all.length > 0) {
-      const pick = [...all].sort((a, b) => Number(b.spec?.enabled !== false) - Number(a.spec?.enabled !== false) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity))[0]!;
-      this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
-      // A fallback default dates from the epoch, so any default a user sets (an import's current
-      // context still being written, a PUT) wins over it.
-      const annotations = { ...pick.metadata.annotations, [DEFAULT_SINCE_ANNOTATION]: FALLBACK_DEFAULT_SINCE };
-      if (!(await this.writes.replace({ ...pick, metadata: { ...pick.metadata, annotations }, spec: { ...pick.spec, isDefault: true } }))) again = true;
-    }
-
-    if (all.length === 0) {
-      const lockedAt = await this.writes.importLockCreatedAt();
-      if (lockedAt && Date.now() - lockedAt.getTime() > STALE_IMPORT_LOCK_MS) {
-        await this.writes.releaseImportLock();
-        this.log.info('no cluster left: import is open again');
-      }
-    }
-    if (again) this.scheduleHousekeeping();
+    await this.store.settleDefaults();
+    if (await this.store.reopenImportIfStale(STALE_IMPORT_LOCK_MS)) this.log.info('no cluster left: import is open again');
   }
-}
-
-/** default-since of a default the reconciler picked itself: older than any a user sets. */
-const FALLBACK_DEFAULT_SINCE = new Date(0).toISOString();
-
-function created(cr: ClusterResource): number {
-  const raw = cr.metadata.creationTimestamp as unknown as string | undefined;
-  return raw ? new Date(raw).getTime() : 0;
 }
 
 /** A condition with lastTransitionTime kept while its status stays the same. */

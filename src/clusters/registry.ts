@@ -2,6 +2,7 @@
 // Only enabled clusters with a usable kubeconfig have a connection. When two Cluster objects
 // claim one name (possible only through kubectl or a rename race), the lower id serves it and the
 // other is reported as a name conflict in its status.
+import { pickDefault } from '../host/clusters.js';
 import type { WarmConnection } from './connection.js';
 import type { ClusterDirectory, UpstreamObserver } from './types.js';
 
@@ -31,15 +32,9 @@ export class ClusterRegistry implements ClusterDirectory {
     return !!conn && this.byName.get(conn.name) === conn;
   }
 
+  /** The default cluster: when two claim it (for a moment), the one preferDefault picks. */
   defaultCluster(): WarmConnection | undefined {
-    let best: WarmConnection | undefined;
-    for (const conn of this.byName.values()) {
-      if (!conn.meta.isDefault) continue;
-      if (!best || conn.meta.defaultSince > best.meta.defaultSince || (conn.meta.defaultSince === best.meta.defaultSince && conn.id < best.id)) {
-        best = conn;
-      }
-    }
-    return best;
+    return pickDefault(this.byName.values(), (conn) => conn.meta);
   }
 
   list(): WarmConnection[] {

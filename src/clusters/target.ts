@@ -4,7 +4,7 @@
 // is re-read now and then because the kubelet rotates it.
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
-import type { ClusterCredentials } from './kubeconfig.js';
+import type { ClusterCredentials } from '../credentials/kubeconfig.js';
 
 export interface ConnectionTarget {
   server: string;

@@ -3,6 +3,7 @@
 import type { AuditService } from '../audit/audit-service.js';
 import type { ClusterManager } from '../clusters/manager.js';
 import type { ClusterDirectory } from '../clusters/types.js';
+import type { ClusterStore } from '../host/clusters.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { Config } from '../config.js';
 import type { APIKeyStore } from '../host/apikeys.js';
@@ -26,9 +27,11 @@ export interface Services {
   roles: RoleStore;
   /** The API key store: admin keys and kubeconfig tokens (host/apikeys.ts). */
   apiKeys: APIKeyStore;
-  /** This replica's warm cluster connections (kept current by the reconciler). */
+  /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */
   clusters: ClusterDirectory;
-  /** Cluster registration: writes, the admin view, the reconciler and the leader lease. */
+  /** Registered clusters: their admin writes, rules, import and views (host/clusters.ts). */
+  clusterStore: ClusterStore;
+  /** The clusters part's life cycle: the reconciler and the leader lease. */
   clusterManager: ClusterManager;
   /** This gateway's Prometheus metrics (its own registry). */
   metrics: Metrics;

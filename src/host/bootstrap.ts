@@ -1,10 +1,10 @@
 // The super-user bootstrap lock: a ConfigMap with a fixed name whose atomic creation makes exactly
-// one concurrent create_super_user call the winner (the others see 409 and get 403). The lock is
+// one concurrent create_super_user call the winner (the others collide with it and get 403). The lock is
 // kept for good once a super user was created: the public set-up routes (create_super_user and the
 // anonymous cluster import) stay closed even if every user is later deleted by hand, so no path
 // re-opens a public route. To start set-up over, a host-cluster admin deletes the ConfigMap
 // (docs/auth.md, "First-run set-up").
-import { apiStatus } from './kube.js';
+import { isAlreadyExists, isNotFound } from './host-errors.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 import type { HostStore } from './store.js';
 
@@ -21,7 +21,7 @@ export async function bootstrapClaimed(host: HostStore): Promise<boolean> {
     await host.core.readNamespacedConfigMap({ name: SUPERUSER_LOCK, namespace: host.namespace });
     return true;
   } catch (err) {
-    if (apiStatus(err) === 404) return false;
+    if (isNotFound(err)) return false;
     throw err;
   }
 }
@@ -35,7 +35,7 @@ export async function claimSuperUserBootstrap(host: HostStore): Promise<Bootstra
       body: { metadata: { name: SUPERUSER_LOCK, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } }, data: { claimedAt: new Date().toISOString() } },
     });
   } catch (err) {
-    if (apiStatus(err) === 409) return undefined;
+    if (isAlreadyExists(err)) return undefined;
     throw err;
   }
   return {

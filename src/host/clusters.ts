@@ -1,14 +1,36 @@
-// Host-store writes for Cluster custom resources and their kubeconfig Secrets: create (atomic on
-// the object name derived from the cluster name), update with a resourceVersion compare-and-swap
-// (retried on conflict, so concurrent writers never lose each other's changes), delete, the
-// default-cluster flag, and the import lock that lets exactly one bootstrap import win.
-import * as k8s from '@kubernetes/client-node';
-import { BadRequestError, ConflictError, NotFoundError } from '../errors.js';
-import { apiStatus } from './kube.js';
-import { objectNameFor } from './names.js';
+// The cluster store: everything below the routes for registered clusters. It owns the Cluster
+// custom resource and its kubeconfig Secret, the cluster's shapes (ClusterInput in, Cluster as
+// read, ClusterView out), its id (created with one; objects applied with kubectl get theirs from
+// IdBackfill, as every kind does) and the kind's rules, each one atomic operation:
+//
+// - a name is used by one cluster: create is atomic on the object name derived from it (names.ts);
+//   a rename checks the names in the cache (two renames racing onto one name are reported by the
+//   reconciler as a NameConflict in the status; the lower id serves the name);
+// - exactly one default cluster: the first cluster is the default; setting the default stamps
+//   kiteline.io/default-since and settleDefaults() clears every other default (preferDefault
+//   decides, the same order the ClusterRegistry serves by); the default cannot be unset nor
+//   deleted (a delete preconditioned on the resourceVersion that was checked); the leader calls
+//   settleDefaults() after every change, which also marks a default when none is left;
+// - the bootstrap import: closed once any cluster exists; its plan (one cluster per usable
+//   context, the current context the default) is validated whole, then the import lock (a
+//   ConfigMap whose atomic creation picks one winner) is taken and the clusters are created.
+//
+// Every write returns once this replica's cache holds it (read-your-writes, KindStore), and a write
+// that (re)connects a cluster returns once this replica probed it (ClusterConnections, given by
+// ClusterManager). Host failures arrive translated (host-errors.ts); conflicts are retried by
+// retry.ts.
+import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
+import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { bootstrapClaimed } from './bootstrap.js';
+import { isGone } from './cache-sync.js';
+import { isAlreadyExists, isNotFound, isStale } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
-import { CustomResources, ownerReference } from './crud.js';
-import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, type ClusterResource, type ClusterSpec } from './resources.js';
+import { KindStore } from './kind-store.js';
+import { objectNameFor } from './names.js';
+import { deleteOwnedSecret } from './owned-secrets.js';
+import { MANAGED_BY, MANAGED_BY_LABEL, resourceId, type ClusterResource, type ClusterSpec } from './resources.js';
+import { retryOnConflict } from './retry.js';
 import type { HostStore } from './store.js';
 
 /** When spec.isDefault was last set through the API (ISO time): the newest default wins a race. */
@@ -17,252 +39,455 @@ export const DEFAULT_SINCE_ANNOTATION = 'kiteline.io/default-since';
 export const IMPORT_LOCK_CONFIGMAP = 'kiteline-cluster-import-lock';
 export const KUBECONFIG_KEY = 'kubeconfig';
 
-/** The name clients use for a Cluster object. */
-export function clusterDisplayName(cr: ClusterResource): string {
-  return cr.spec?.name || cr.metadata.name;
+/** Names clients send as x-cluster-name (also in a cookie or query), e.g. kubernetes-admin@prod. */
+const CLUSTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9._@:/-]{0,251}[A-Za-z0-9])?$/;
+const NAME_RULE = 'cluster name must be 1 to 253 characters of letters, digits and . _ @ : / - (starting and ending with a letter or digit)';
+
+/** default-since of a default the leader picked itself: older than any a user sets. */
+const FALLBACK_DEFAULT_SINCE = new Date(0).toISOString();
+
+/**
+ * A cluster as clients write it: the JSON body of create (name required, config unless inCluster)
+ * and of update (any subset; absent members are left as they are). `config` is a kubeconfig.
+ */
+export interface ClusterInput {
+  name?: string;
+  description?: string;
+  config?: string;
+  prometheusURL?: string;
+  inCluster?: boolean;
+  isDefault?: boolean;
+  enabled?: boolean;
+  impersonate?: boolean;
 }
 
-export function kubeconfigSecretName(objectName: string): string {
-  return `${objectName}-kubeconfig`;
-}
-
-/** When this cluster became the default (ms), for breaking a tie between two defaults. */
-export function defaultSince(cr: ClusterResource): number {
-  const raw = cr.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION] ?? cr.metadata.creationTimestamp;
-  const ms = raw ? new Date(raw as unknown as string).getTime() : 0;
-  return Number.isFinite(ms) ? ms : 0;
-}
-
-export interface NewCluster {
+/** A Cluster object as kiteline reads it: its spec with the defaults applied, and its identity. */
+export interface Cluster {
+  /** The Cluster object's metadata.name. */
+  objectName: string;
+  /** 0 while it has none yet (applied with kubectl a moment ago). */
+  id: number;
+  /** The name clients use: spec.name, else metadata.name. */
   name: string;
   description: string;
   prometheusURL: string;
   inCluster: boolean;
   isDefault: boolean;
+  /** When isDefault was last set (ms since epoch; 0 unknown): the newest default wins a tie. */
+  defaultSince: number;
   enabled: boolean;
   impersonate: boolean;
-  /** Sanitized single-context kubeconfig; absent for inCluster. */
-  kubeconfig?: string;
 }
 
-export type ClusterChanges = Partial<Omit<NewCluster, 'kubeconfig'>> & { kubeconfig?: string };
+/** This replica's word on a cluster's health (its warm connection, else the recorded status). */
+export interface ClusterHealth {
+  version: string;
+  ready: boolean;
+  error: string;
+}
 
-/** Runs a compare-and-swap write: false when it lost (409) or the object is gone (404). */
-async function casWrite(write: () => Promise<unknown>): Promise<boolean> {
+/** A Cluster as the admin API shows it (CONTRACT section 5); config is never returned. */
+export type ClusterView = Omit<Cluster, 'objectName' | 'defaultSince'> & ClusterHealth & { config: '' };
+
+/** Where a just-written cluster connects: the host's own credentials, or a sanitized kubeconfig. */
+export type WrittenConnection = { inCluster: true } | { inCluster: false; kubeconfig: string | undefined };
+
+/** What the store needs of this replica's warm connections (ClusterManager provides it). */
+export interface ClusterConnections {
+  health(cr: ClusterResource): ClusterHealth;
+  /** Resolves once this replica connected the cluster as just written and probed it once. */
+  firstProbeAfterWrite(objectName: string, written: WrittenConnection): Promise<void>;
+}
+
+/** What the bootstrap import did. */
+export interface ImportResult {
+  /** The names registered, in the kubeconfig's order. */
+  clusters: string[];
+  /** Contexts not registered, with the reason. */
+  skipped: { context: string; reason: string }[];
+}
+
+/** The name clients use for a Cluster object. */
+export function clusterDisplayName(cr: ClusterResource): string {
+  return cr.spec?.name || cr.metadata.name;
+}
+
+function kubeconfigSecretName(objectName: string): string {
+  return `${objectName}-kubeconfig`;
+}
+
+/** When this cluster became the default (ms), for breaking a tie between two defaults. */
+function defaultSince(cr: ClusterResource): number {
+  const raw = cr.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION] ?? cr.metadata.creationTimestamp;
+  const ms = raw ? new Date(raw as unknown as string).getTime() : 0;
+  return Number.isFinite(ms) ? ms : 0;
+}
+
+export function clusterOf(cr: ClusterResource): Cluster {
+  const spec = cr.spec ?? {};
+  return {
+    objectName: cr.metadata.name,
+    id: resourceId(cr) ?? 0,
+    name: clusterDisplayName(cr),
+    description: spec.description ?? '',
+    prometheusURL: spec.prometheusURL ?? '',
+    inCluster: spec.inCluster === true,
+    isDefault: spec.isDefault === true,
+    defaultSince: defaultSince(cr),
+    enabled: spec.enabled !== false,
+    impersonate: spec.impersonate === true,
+  };
+}
+
+type DefaultClaim = Pick<Cluster, 'objectName' | 'id' | 'defaultSince'>;
+
+/**
+ * The one order between two clusters that both claim to be the default: the one marked default
+ * last wins, then the lower id, then the object name (so every replica agrees). True when `a`
+ * wins over `b`.
+ */
+export function preferDefault(a: DefaultClaim, b: DefaultClaim): boolean {
+  if (a.defaultSince !== b.defaultSince) return a.defaultSince > b.defaultSince;
+  const ia = a.id || Infinity;
+  const ib = b.id || Infinity;
+  if (ia !== ib) return ia < ib;
+  return a.objectName < b.objectName;
+}
+
+/** The default among claimants (preferDefault), undefined when none claims it. */
+export function pickDefault<T>(items: Iterable<T>, claim: (item: T) => (DefaultClaim & { isDefault: boolean }) | undefined): T | undefined {
+  let best: T | undefined;
+  for (const item of items) {
+    const c = claim(item);
+    if (!c?.isDefault) continue;
+    if (best === undefined || preferDefault(c, claim(best)!)) best = item;
+  }
+  return best;
+}
+
+function checkName(name: string): string {
+  if (!CLUSTER_NAME.test(name)) throw new BadRequestError(NAME_RULE);
+  return name;
+}
+
+function checkPrometheusURL(url: string | undefined): string {
+  if (!url) return '';
+  let parsed: URL;
   try {
-    await write();
-    return true;
+    parsed = new URL(url);
+  } catch {
+    throw new BadRequestError('prometheusURL must be an http(s) URL');
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new BadRequestError('prometheusURL must be an http(s) URL');
+  return url;
+}
+
+/** A kubeconfig as stored (its current context, sanitized); a bad one is a 400 with the reason. */
+function sanitizedConfig(config: string): string {
+  try {
+    return sanitizeKubeconfig(config).kubeconfig;
   } catch (err) {
-    if (apiStatus(err) === 409 || apiStatus(err) === 404) return false;
+    if (err instanceof KubeconfigError) throw new BadRequestError(`invalid kubeconfig: ${err.message}`);
     throw err;
   }
 }
 
-export class ClusterWrites {
-  private readonly crs: CustomResources<ClusterResource>;
+/** A cluster to create, checked: every member decided, the kubeconfig sanitized. */
+interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince'> {
+  /** Sanitized single-context kubeconfig; absent for inCluster. */
+  kubeconfig?: string;
+}
+
+const importClosed = () => new ForbiddenError('import not allowed when clusters exist');
+
+/** For writes to other clusters than the one asked about: one deleted meanwhile needs nothing. */
+function ignoreGone(err: unknown): void {
+  if (!(err instanceof NotFoundError)) throw err;
+}
+
+export class ClusterStore extends KindStore<ClusterResource> {
+  private readonly log: Logger;
 
   constructor(
-    private readonly host: HostStore,
-    private readonly ids: IdAllocator,
+    host: HostStore,
+    ids: IdAllocator,
+    private readonly connections: ClusterConnections,
+    log: Logger,
   ) {
-    this.crs = new CustomResources<ClusterResource>(host.customObjects, host.namespace, 'clusters', 'Cluster');
+    super(host, ids, { plural: 'clusters', kind: 'Cluster', noun: 'cluster', keyOf: clusterDisplayName, cache: (h) => h.clusters });
+    this.log = log.child({ component: 'cluster-store' });
   }
 
-  /** Is the name taken by any Cluster object (by its spec.name or, without one, its metadata.name)? */
-  nameTaken(name: string, exceptObject?: string): boolean {
-    return this.host.clusters.list().some((cr) => cr.metadata.name !== exceptObject && clusterDisplayName(cr) === name);
+  /**
+   * Cluster objects that have an id, ordered by id. Unlike other kinds, two objects claiming one
+   * name are both listed (the reconciler reports the shadowed one's NameConflict in its status,
+   * and an admin renames or deletes it by id).
+   */
+  override list(): ClusterResource[] {
+    return this.cache
+      .list()
+      .filter((cr) => resourceId(cr) !== undefined)
+      .sort((a, b) => resourceId(a)! - resourceId(b)! || a.metadata.name.localeCompare(b.metadata.name));
   }
 
-  /** Creates the Cluster object and its kubeconfig Secret; duplicate name → ConflictError. */
-  async create(input: NewCluster): Promise<{ id: number; objectName: string }> {
-    if (this.nameTaken(input.name)) throw new ConflictError(`cluster already exists: ${input.name}`, 'AlreadyExists');
-    const id = await this.ids.next('clusters');
-    let objectName = objectNameFor('cluster', input.name);
-    const occupant = this.host.clusters.get(objectName, this.host.namespace);
-    // A renamed cluster keeps its object name; a new cluster with its old name gets a distinct one.
-    if (occupant && clusterDisplayName(occupant) !== input.name) objectName = `${objectName}-${id}`.slice(0, 253);
-    const secretName = kubeconfigSecretName(objectName);
-    const spec: ClusterSpec = {
-      name: input.name,
-      description: input.description,
-      prometheusURL: input.prometheusURL,
-      inCluster: input.inCluster,
-      isDefault: input.isDefault,
-      enabled: input.enabled,
-      impersonate: input.impersonate,
+  override byId(id: number): ClusterResource | undefined {
+    return this.list().find((cr) => resourceId(cr) === id);
+  }
+
+  private find(id: number): ClusterResource {
+    const cr = this.byId(id);
+    if (!cr) throw new NotFoundError('cluster not found');
+    return cr;
+  }
+
+  /** Is the name used by any Cluster object (its spec.name or, without one, its metadata.name)? */
+  private nameTaken(name: string, exceptObject?: string): boolean {
+    return this.cache.list().some((cr) => cr.metadata.name !== exceptObject && clusterDisplayName(cr) === name);
+  }
+
+  // ---- views ----
+
+  view(cr: ClusterResource): ClusterView {
+    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate } = clusterOf(cr);
+    const { version, ready, error } = this.connections.health(cr);
+    return { id, name, description, config: '', prometheusURL, inCluster, isDefault, enabled, impersonate, version, ready, error };
+  }
+
+  /** Every cluster with an id, by id, as the admin API shows it. */
+  views(): ClusterView[] {
+    return this.list().map((cr) => this.view(cr));
+  }
+
+  // ---- writes ----
+
+  /**
+   * Registers a cluster (POST): checked whole, created under a fresh id with its kubeconfig
+   * Secret; the first cluster is the default, a new default clears the others. Returns once this
+   * replica's cache holds it and (when enabled) its connection was probed.
+   */
+  async create(input: ClusterInput): Promise<Cluster> {
+    const name = checkName(input.name ?? '');
+    const inCluster = input.inCluster === true;
+    if (inCluster && input.config) throw new BadRequestError('give either config or inCluster: true, not both');
+    if (!inCluster && !input.config) throw new BadRequestError('config (a kubeconfig) is required unless inCluster is true');
+    const cluster: NewCluster = {
+      name,
+      description: input.description ?? '',
+      prometheusURL: checkPrometheusURL(input.prometheusURL),
+      inCluster,
+      // The first cluster is the default: there is always exactly one when any exist.
+      isDefault: input.isDefault === true || !this.any(),
+      enabled: input.enabled !== false,
+      impersonate: input.impersonate === true,
+      ...(inCluster ? {} : { kubeconfig: sanitizedConfig(input.config!) }),
     };
-    if (!input.inCluster) spec.kubeconfigSecretRef = { name: secretName, key: KUBECONFIG_KEY };
-    const body: ClusterResource = {
-      metadata: {
-        name: objectName,
-        namespace: this.host.namespace,
-        labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY },
-        ...(input.isDefault ? { annotations: { [DEFAULT_SINCE_ANNOTATION]: new Date().toISOString() } } : {}),
+    const created = await this.createCluster(cluster);
+    if (cluster.isDefault) await this.settleDefaults();
+    if (cluster.enabled) await this.connections.firstProbeAfterWrite(created.metadata.name, connectionOf(cluster));
+    return clusterOf(created);
+  }
+
+  /** The Cluster object and its Secret; duplicate name: 409 AlreadyExists. */
+  private async createCluster(cluster: NewCluster): Promise<ClusterResource> {
+    if (this.nameTaken(cluster.name)) throw this.alreadyExists(cluster.name);
+    return this.createWithId(
+      cluster.name,
+      (id) => {
+        let objectName = objectNameFor('cluster', cluster.name);
+        const occupant = this.cache.get(objectName);
+        // A renamed cluster keeps its object name; a new cluster with its old name gets a distinct one.
+        if (occupant && clusterDisplayName(occupant) !== cluster.name) objectName = `${objectName}-${id}`.slice(0, 253);
+        const spec: ClusterSpec = {
+          name: cluster.name,
+          description: cluster.description,
+          prometheusURL: cluster.prometheusURL,
+          inCluster: cluster.inCluster,
+          isDefault: cluster.isDefault,
+          enabled: cluster.enabled,
+          impersonate: cluster.impersonate,
+        };
+        if (!cluster.inCluster) spec.kubeconfigSecretRef = { name: kubeconfigSecretName(objectName), key: KUBECONFIG_KEY };
+        return {
+          metadata: {
+            name: objectName,
+            namespace: this.host.namespace,
+            ...(cluster.isDefault ? { annotations: { [DEFAULT_SINCE_ANNOTATION]: new Date().toISOString() } } : {}),
+          },
+          spec,
+        };
       },
-      spec,
-    };
-    let created: ClusterResource;
-    try {
-      created = await this.crs.create(body);
-    } catch (err) {
-      if (apiStatus(err) === 409) throw new ConflictError(`cluster already exists: ${input.name}`, 'AlreadyExists');
-      throw err;
-    }
-    if (input.kubeconfig !== undefined && !input.inCluster) {
-      try {
-        await this.writeKubeconfigSecret(created, secretName, input.kubeconfig);
-      } catch (err) {
-        await this.deleteObject(objectName).catch(() => undefined);
-        throw err;
-      }
-    }
-    return { id, objectName };
-  }
-
-  /** Stores a kubeconfig in the Secret (created or replaced), owned by the Cluster object. */
-  async writeKubeconfigSecret(owner: ClusterResource, secretName: string, kubeconfig: string, key = KUBECONFIG_KEY): Promise<void> {
-    const namespace = this.host.namespace;
-    const ownerReferences: k8s.V1OwnerReference[] = [{ ...ownerReference(owner), kind: 'Cluster', controller: true }];
-    const data = { [key]: Buffer.from(kubeconfig, 'utf8').toString('base64') };
-    try {
-      await this.host.core.createNamespacedSecret({
-        namespace,
-        body: { metadata: { name: secretName, namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY }, ownerReferences }, type: 'Opaque', data },
-      });
-      return;
-    } catch (err) {
-      if (apiStatus(err) !== 409) throw err;
-    }
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const current = await this.host.core.readNamespacedSecret({ name: secretName, namespace });
-      const managed = current.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY;
-      const body: k8s.V1Secret = {
-        ...current,
-        data: { ...current.data, ...data },
-        metadata: {
-          ...current.metadata,
-          // A Secret kiteline created belongs to this Cluster; someone else's keeps its owners.
-          ...(managed ? { ownerReferences } : {}),
-        },
-      };
-      try {
-        await this.host.core.replaceNamespacedSecret({ name: secretName, namespace, body });
-        return;
-      } catch (err) {
-        if (apiStatus(err) !== 409) throw err;
-      }
-    }
-    throw new ConflictError('the kubeconfig Secret is being changed concurrently; retry');
-  }
-
-  /** Applies changes to the Cluster object (compare-and-swap, retried), then its kubeconfig. */
-  async update(objectName: string, changes: ClusterChanges): Promise<ClusterResource> {
-    let updated: ClusterResource | undefined;
-    for (let attempt = 0; attempt < 10 && !updated; attempt++) {
-      const current = await this.read(objectName);
-      const spec: ClusterSpec = { ...current.spec };
-      const metadata = { ...current.metadata, annotations: { ...current.metadata.annotations } };
-      for (const key of ['name', 'description', 'prometheusURL', 'inCluster', 'enabled', 'impersonate'] as const) {
-        if (changes[key] !== undefined) (spec as Record<string, unknown>)[key] = changes[key];
-      }
-      if (changes.isDefault !== undefined) {
-        if (changes.isDefault && !spec.isDefault) metadata.annotations[DEFAULT_SINCE_ANNOTATION] = new Date().toISOString();
-        spec.isDefault = changes.isDefault;
-      }
-      if (changes.kubeconfig !== undefined && !spec.kubeconfigSecretRef) {
-        spec.kubeconfigSecretRef = { name: kubeconfigSecretName(objectName), key: KUBECONFIG_KEY };
-      }
-      try {
-        updated = await this.crs.replace({ ...current, metadata, spec });
-      } catch (err) {
-        if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
-        if (apiStatus(err) !== 409) throw err;
-        await new Promise((r) => setTimeout(r, Math.random() * 20 * (attempt + 1)));
-      }
-    }
-    if (!updated) throw new ConflictError('the cluster is being changed concurrently; retry');
-    if (changes.kubeconfig !== undefined) {
-      const ref = updated.spec.kubeconfigSecretRef!;
-      await this.writeKubeconfigSecret(updated, ref.name, changes.kubeconfig, ref.key || KUBECONFIG_KEY);
-    }
-    return updated;
-  }
-
-  /** Sets isDefault false on every other cluster that has it. */
-  async clearDefaultExcept(objectName: string): Promise<void> {
-    const others = this.host.clusters.list().filter((cr) => cr.metadata.name !== objectName && cr.spec?.isDefault);
-    await Promise.all(
-      others.map((cr) =>
-        this.update(cr.metadata.name, { isDefault: false }).catch((err) => {
-          if (!(err instanceof NotFoundError)) throw err;
-        }),
-      ),
+      cluster.kubeconfig === undefined
+        ? undefined
+        : (created) => ({ name: created.spec.kubeconfigSecretRef!.name, values: { [KUBECONFIG_KEY]: cluster.kubeconfig! } }),
     );
   }
 
   /**
-   * Deletes the Cluster object and the kubeconfig Secret kiteline manages for it. The default
-   * cluster cannot be deleted (400): the check and the delete are one compare-and-swap (a delete
-   * preconditioned on the resourceVersion that was checked), so a replica making this cluster the
-   * default meanwhile makes the delete fail and be checked again, never leaves no default.
+   * Changes a cluster (PUT): every rule checked on the live object inside one compare-and-swap
+   * (a taken name: 409; unsetting the default: 400; inCluster and config exclusive), then its
+   * kubeconfig Secret; a new default clears the others. Returns once the cache holds it and, when
+   * the change (re)connects it, once this replica probed it.
    */
-  async delete(objectName: string): Promise<void> {
-    let cr: ClusterResource | undefined;
-    for (let attempt = 0; !cr; attempt++) {
-      const live = await this.read(objectName);
+  async update(id: number, input: ClusterInput): Promise<Cluster> {
+    const cr = this.find(id);
+    const kubeconfig = input.config ? sanitizedConfig(input.config) : undefined;
+    const prometheusURL = input.prometheusURL === undefined ? undefined : checkPrometheusURL(input.prometheusURL);
+    const updated = await this.swap(cr, (live) => {
+      const spec: ClusterSpec = {};
+      const annotations: Record<string, string> = {};
+      if (input.name && input.name !== clusterDisplayName(live)) {
+        spec.name = checkName(input.name);
+        if (this.nameTaken(spec.name, live.metadata.name)) throw this.alreadyExists(spec.name);
+      }
+      if (input.description !== undefined) spec.description = input.description;
+      if (prometheusURL !== undefined) spec.prometheusURL = prometheusURL;
+      if (input.enabled !== undefined) spec.enabled = input.enabled;
+      if (input.impersonate !== undefined) spec.impersonate = input.impersonate;
+      if (input.isDefault !== undefined) {
+        if (!input.isDefault && live.spec?.isDefault) {
+          throw new BadRequestError('there must be a default cluster: mark another cluster as default instead');
+        }
+        if (input.isDefault && !live.spec?.isDefault) annotations[DEFAULT_SINCE_ANNOTATION] = new Date().toISOString();
+        spec.isDefault = input.isDefault;
+      }
+      if (input.inCluster !== undefined) spec.inCluster = input.inCluster;
+      const inCluster = spec.inCluster ?? live.spec?.inCluster === true;
+      if (kubeconfig !== undefined) {
+        if (inCluster) throw new BadRequestError('an inCluster cluster takes no config; set inCluster: false to use one');
+        if (!live.spec?.kubeconfigSecretRef) spec.kubeconfigSecretRef = { name: kubeconfigSecretName(live.metadata.name), key: KUBECONFIG_KEY };
+      } else if (!inCluster && !live.spec?.kubeconfigSecretRef) {
+        throw new BadRequestError('config (a kubeconfig) is required when inCluster is false');
+      }
+      return { spec, ...(Object.keys(annotations).length > 0 ? { metadata: { annotations } } : {}) };
+    });
+    if (kubeconfig !== undefined) {
+      const ref = updated.spec.kubeconfigSecretRef!;
+      await this.writeSecret(updated, { name: ref.name, values: { [ref.key || KUBECONFIG_KEY]: kubeconfig } });
+    }
+    if (input.isDefault) await this.settleDefaults();
+    const reconnects = kubeconfig !== undefined || input.inCluster !== undefined || input.enabled === true;
+    const cluster = clusterOf(updated);
+    if (reconnects && cluster.enabled) {
+      await this.connections.firstProbeAfterWrite(updated.metadata.name, cluster.inCluster ? { inCluster: true } : { inCluster: false, kubeconfig });
+    }
+    return cluster;
+  }
+
+  /**
+   * Deletes a cluster and the kubeconfig Secret kiteline made for it. The default cluster cannot
+   * be deleted (400): the check and the delete are one compare-and-swap (a delete preconditioned
+   * on the resourceVersion that was checked), so a replica making this cluster the default
+   * meanwhile makes the delete fail and be checked again, never leaves no default.
+   */
+  async delete(id: number): Promise<Cluster> {
+    const cr = this.find(id);
+    const gone = await retryOnConflict('cluster', async () => {
+      let live: ClusterResource;
+      try {
+        live = await this.crs.read(cr.metadata.name);
+      } catch (err) {
+        throw isNotFound(err) ? new NotFoundError('cluster not found') : err;
+      }
+      if (live.metadata.uid !== cr.metadata.uid) throw new NotFoundError('cluster not found');
       if (live.spec?.isDefault) throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
       try {
-        await this.crs.delete(objectName, live.metadata.uid, live.metadata.resourceVersion);
-        cr = live;
+        await this.crs.delete(live.metadata.name, live.metadata.uid, live.metadata.resourceVersion);
       } catch (err) {
-        if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
-        if (apiStatus(err) !== 409) throw err;
-        if (attempt >= 10) throw new ConflictError('the cluster is being changed concurrently; retry');
+        throw isNotFound(err) ? new NotFoundError('cluster not found') : err;
       }
-    }
-    const ref = cr?.spec?.kubeconfigSecretRef?.name;
-    if (!ref) return;
-    const secret = this.host.secrets.get(ref, this.host.namespace);
-    const ownedHere = secret?.metadata?.ownerReferences?.some((o) => o.kind === 'Cluster' && o.uid === cr?.metadata.uid);
-    if (secret && (ownedHere || secret.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY)) {
-      try {
-        await this.host.core.deleteNamespacedSecret({ name: ref, namespace: this.host.namespace });
-      } catch (err) {
-        if (apiStatus(err) !== 404) throw err;
+      return live;
+    });
+    const ref = gone.spec?.kubeconfigSecretRef?.name;
+    if (ref) await deleteOwnedSecret(this.host.core, this.host.namespace, this.host.secrets.get(ref, this.host.namespace));
+    await this.cache.waitFor(gone.metadata.name, isGone(gone.metadata.uid));
+    return clusterOf(gone);
+  }
+
+  /**
+   * Exactly one default cluster. Among the clusters marked default (read from the API server,
+   * not the cache, so two writers racing always see each other's mark at least once), the one
+   * preferDefault picks keeps it and every other is cleared, each clear a compare-and-swap that
+   * is skipped when that cluster was marked default again meanwhile. With no default left (a
+   * kubectl delete), one is marked: an enabled cluster, lowest id first, dated from the epoch so
+   * any default a user sets wins over it. Called after every write that marks a default and by
+   * the leader after every change.
+   */
+  async settleDefaults(): Promise<void> {
+    const all = await this.crs.list();
+    const defaults = all.filter((cr) => cr.spec?.isDefault);
+    if (defaults.length > 1) {
+      const keep = clusterOf(pickDefault(defaults, clusterOf)!);
+      for (const cr of defaults) {
+        if (cr.metadata.name === keep.objectName) continue;
+        this.log.info({ cluster: clusterDisplayName(cr), keep: keep.name }, 'more than one default cluster; clearing the older');
+        const loses = (live: ClusterResource) => live.spec?.isDefault === true && preferDefault(keep, clusterOf(live));
+        await this.swap(cr, (live) => (loses(live) ? { spec: { isDefault: false } } : undefined)).catch(ignoreGone);
       }
+    } else if (defaults.length === 0 && all.length > 0) {
+      const disabled = (cr: ClusterResource) => Number(cr.spec?.enabled === false);
+      const pick = [...all].sort((a, b) => disabled(a) - disabled(b) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity))[0]!;
+      this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
+      const mark = { metadata: { annotations: { [DEFAULT_SINCE_ANNOTATION]: FALLBACK_DEFAULT_SINCE } }, spec: { isDefault: true } };
+      await this.swap(pick, (live) => (live.spec?.isDefault ? undefined : mark)).catch(ignoreGone);
     }
   }
 
-  private async deleteObject(objectName: string): Promise<void> {
+  /** Writes a Cluster's status (compare-and-swap on the object's resourceVersion): false when it lost or the object is gone. */
+  async writeStatus(cr: ClusterResource): Promise<boolean> {
     try {
-      await this.crs.delete(objectName);
+      await this.crs.replaceStatus(cr);
+      return true;
     } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
+      if (isStale(err) || isNotFound(err)) return false;
       throw err;
     }
   }
 
-  async read(objectName: string): Promise<ClusterResource> {
+  // ---- the bootstrap import ----
+
+  /** Does any Cluster object exist (with an id or not yet)? */
+  any(): boolean {
+    return this.cache.list().length > 0;
+  }
+
+  /** The import is open while no cluster exists (also when the import lock is still held). */
+  importOpen(): boolean {
+    return !this.any();
+  }
+
+  /** True once a super user was ever created here: set-up is over, the import needs an admin. */
+  setupOver(): Promise<boolean> {
+    return bootstrapClaimed(this.host);
+  }
+
+  /**
+   * Registers the first clusters: one per usable kubeconfig context (the current one the default)
+   * or the host cluster itself. Everything is checked before the import lock is taken, so a bad
+   * request never closes the import; of concurrent imports, the one that creates the lock wins
+   * and the others get 403, as does any import once a cluster exists. Returns once the clusters
+   * were probed.
+   */
+  async importClusters(input: Pick<ClusterInput, 'config' | 'inCluster'>, holder: string): Promise<ImportResult> {
+    if (!this.importOpen()) throw importClosed();
+    const { planned, skipped } = importPlan(input);
+    if (!(await this.acquireImportLock(holder))) throw importClosed();
+    if (!this.importOpen()) throw importClosed();
+    const created: Array<{ cr: ClusterResource; cluster: NewCluster }> = [];
     try {
-      return await this.crs.read(objectName);
-    } catch (err) {
-      if (apiStatus(err) === 404) throw new NotFoundError('cluster not found');
-      throw err;
+      // The default first: the leader never sees clusters without a default (it would mark another).
+      for (const cluster of [...planned].sort((x, y) => Number(y.isDefault) - Number(x.isDefault))) {
+        created.push({ cr: await this.createCluster(cluster), cluster });
+      }
+    } finally {
+      if (created.length === 0) await this.releaseImportLock().catch(() => undefined);
     }
-  }
-
-  /** Writes status (compare-and-swap on the object's resourceVersion). False on conflict. */
-  writeStatus(cr: ClusterResource): Promise<boolean> {
-    return casWrite(() => this.crs.replaceStatus(cr));
-  }
-
-  /** Replaces the whole object (labels, spec) with CAS. False on conflict or when gone. */
-  replace(cr: ClusterResource): Promise<boolean> {
-    return casWrite(() => this.crs.replace(cr));
+    await Promise.all(created.map(({ cr, cluster }) => this.connections.firstProbeAfterWrite(cr.metadata.name, connectionOf(cluster))));
+    const names = new Set(created.map(({ cluster }) => cluster.name));
+    return { clusters: planned.map((p) => p.name).filter((name) => names.has(name)), skipped };
   }
 
   /** Atomically takes the import lock; false when another import holds (or held) it. */
-  async acquireImportLock(holder: string): Promise<boolean> {
+  private async acquireImportLock(holder: string): Promise<boolean> {
     try {
       await this.host.core.createNamespacedConfigMap({
         namespace: this.host.namespace,
@@ -273,27 +498,74 @@ export class ClusterWrites {
       });
       return true;
     } catch (err) {
-      if (apiStatus(err) === 409) return false;
+      if (isAlreadyExists(err)) return false;
       throw err;
     }
   }
 
-  async releaseImportLock(): Promise<void> {
+  private async releaseImportLock(): Promise<void> {
     try {
       await this.host.core.deleteNamespacedConfigMap({ name: IMPORT_LOCK_CONFIGMAP, namespace: this.host.namespace });
     } catch (err) {
-      if (apiStatus(err) !== 404) throw err;
+      if (!isNotFound(err)) throw err;
     }
   }
 
-  /** The import lock's creation time, or undefined when there is none. */
-  async importLockCreatedAt(): Promise<Date | undefined> {
+  /**
+   * Opens the import again when no cluster is left and the lock is older than `staleMs` (the
+   * leader calls this): true when it removed the lock.
+   */
+  async reopenImportIfStale(staleMs: number): Promise<boolean> {
+    if (this.any()) return false;
+    let createdAt: Date;
     try {
       const cm = await this.host.core.readNamespacedConfigMap({ name: IMPORT_LOCK_CONFIGMAP, namespace: this.host.namespace });
-      return cm.metadata?.creationTimestamp ? new Date(cm.metadata.creationTimestamp) : new Date(0);
+      createdAt = cm.metadata?.creationTimestamp ? new Date(cm.metadata.creationTimestamp) : new Date(0);
     } catch (err) {
-      if (apiStatus(err) === 404) return undefined;
+      if (isNotFound(err)) return false;
       throw err;
     }
+    if (Date.now() - createdAt.getTime() <= staleMs) return false;
+    await this.releaseImportLock();
+    return true;
   }
+}
+
+/** How a cluster written with these fields connects (see ClusterConnections.firstProbeAfterWrite). */
+function connectionOf(cluster: { inCluster: boolean; kubeconfig?: string | undefined }): WrittenConnection {
+  return cluster.inCluster ? { inCluster: true } : { inCluster: false, kubeconfig: cluster.kubeconfig };
+}
+
+/** The clusters an import would create, checked whole; nothing usable: 400 with the reasons. */
+function importPlan(input: Pick<ClusterInput, 'config' | 'inCluster'>): { planned: NewCluster[]; skipped: ImportResult['skipped'] } {
+  const inCluster = input.inCluster === true;
+  if (!inCluster && !input.config) throw new BadRequestError('send config (a kubeconfig) or inCluster: true');
+  if (inCluster && input.config) throw new BadRequestError('give either config or inCluster: true, not both');
+  const base = { description: '', prometheusURL: '', enabled: true, impersonate: false, isDefault: false };
+  if (inCluster) {
+    return { planned: [{ ...base, name: 'in-cluster', inCluster: true, isDefault: true, description: 'the cluster kiteline runs in' }], skipped: [] };
+  }
+  let all: ReturnType<typeof sanitizeAllContexts>;
+  try {
+    all = sanitizeAllContexts(input.config!);
+  } catch (err) {
+    if (err instanceof KubeconfigError) throw new BadRequestError(`invalid kubeconfig: ${err.message}`);
+    throw err;
+  }
+  const planned: NewCluster[] = [];
+  const skipped: ImportResult['skipped'] = [];
+  for (const ctx of all.usable) {
+    if (!CLUSTER_NAME.test(ctx.context)) {
+      skipped.push({ context: ctx.context, reason: NAME_RULE });
+      continue;
+    }
+    planned.push({ ...base, name: ctx.context, inCluster: false, kubeconfig: ctx.kubeconfig, isDefault: ctx.context === all.current });
+  }
+  skipped.push(...all.skipped);
+  if (planned.length === 0) {
+    const reasons = skipped.map((s) => `${s.context}: ${s.reason}`).join('; ');
+    throw new BadRequestError(`invalid kubeconfig: no usable context${reasons ? ` (${reasons})` : ''}`);
+  }
+  if (!planned.some((p) => p.isDefault)) planned[0]!.isDefault = true;
+  return { planned, skipped };
 }

@@ -92,9 +92,14 @@ export class KindStore<T extends KiteResource> {
   /**
    * Creates the object under a fresh id (labels ID and managed-by added here), then its owned
    * Secret; when the Secret fails the object is deleted again. 409 AlreadyExists when the key is
-   * taken, also under races (the object name derives from the key).
+   * taken, also under races (the object name derives from the key). `secret` may be a function of
+   * the created object (a Secret named after an object name that depends on the id).
    */
-  protected async createWithId(key: string, build: (id: number) => Omit<T, 'apiVersion' | 'kind'>, secret?: OwnedSecret): Promise<T> {
+  protected async createWithId(
+    key: string,
+    build: (id: number) => Omit<T, 'apiVersion' | 'kind'>,
+    secret?: OwnedSecret | ((created: T) => OwnedSecret),
+  ): Promise<T> {
     if (this.byKey(key)) throw this.alreadyExists(key);
     const id = await this.ids.next(this.definition.plural, this.index.maxId());
     const body = build(id);
@@ -107,7 +112,7 @@ export class KindStore<T extends KiteResource> {
     }
     if (secret) {
       try {
-        await this.writeSecret(created, secret);
+        await this.writeSecret(created, typeof secret === 'function' ? secret(created) : secret);
       } catch (err) {
         await this.crs.delete(created.metadata.name, created.metadata.uid).catch(() => undefined);
         throw err;

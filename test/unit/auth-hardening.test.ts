@@ -13,7 +13,7 @@ import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { globMatches, patternsMatch } from '../../src/auth/patterns.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { sanitizeKubeconfig } from '../../src/clusters/kubeconfig.js';
+import { sanitizeKubeconfig } from '../../src/credentials/kubeconfig.js';
 import { loadConfig } from '../../src/config.js';
 import { impersonationHeaders } from '../../src/resources/impersonation.js';
 

@@ -1,7 +1,7 @@
 // Pure logic: kubeconfig sanitizing (what is refused and why, what is kept, context selection).
 import t, { type Test } from 'tap';
 import { parse, stringify } from 'yaml';
-import { KubeconfigError, listContexts, sanitizeAllContexts, sanitizeKubeconfig } from '../../src/clusters/kubeconfig.js';
+import { KubeconfigError, listContexts, sanitizeAllContexts, sanitizeKubeconfig } from '../../src/credentials/kubeconfig.js';
 
 // A throwaway self-signed certificate and its key (EC P-256), generated for these tests only:
 // kubeconfigs must carry certificates and keys that parse.

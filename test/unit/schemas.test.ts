@@ -6,7 +6,7 @@
 import t from 'tap';
 import { Value } from 'typebox/value';
 import type { UserView as UserInterface, roleView, apiKeyView } from '../../src/gateway/views/identity.js';
-import type { ClusterView as ClusterInterface } from '../../src/clusters/manager.js';
+import type { ClusterView as ClusterInterface } from '../../src/host/clusters.js';
 import type { Overview as OverviewInterface } from '../../src/resources/overview.js';
 import {
   APIKey,

@@ -13,8 +13,8 @@ export default async function initRoutes(app: FastifyInstance) {
     '/api/v1/init_check',
     { schema: { tags: ['setup'], summary: 'How far first-run setup got', security: PUBLIC, response: replies({ 200: initState }) } },
     async () => {
-      const { users, host } = app.services;
-      const step = (users.any() ? 1 : 0) + (host.clusters.list().length > 0 ? 1 : 0);
+      const { users, clusterStore } = app.services;
+      const step = (users.any() ? 1 : 0) + (clusterStore.any() ? 1 : 0);
       return { initialized: step === 2, step };
     },
   );
