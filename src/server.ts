@@ -40,7 +40,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const auth = new AuthService(identity, config, log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
-  const hostGuard = new HostGuard(config.namespace, async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid);
+  const hostGuard = new HostGuard(
+    config.namespace,
+    async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid,
+  );
   const audit = buildAuditService(kc, config, identity, () => clusterManager.lease.isLeader, log);
   const services: Services = {
     config,
@@ -71,7 +74,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const https = config.tls ? httpsListener(app.server, config.tls, config.host) : undefined;
   if (https) {
     services.https = https.endpoint;
-    log.info({ url: await https.listen(config.host), selfSigned: https.endpoint.trustPem !== undefined }, 'kiteline gateway listening (https)');
+    log.info(
+      { url: await https.listen(config.host), selfSigned: https.endpoint.trustPem !== undefined },
+      'kiteline gateway listening (https)',
+    );
   }
 
   let closed = false;

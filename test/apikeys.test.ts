@@ -16,7 +16,14 @@ t.test('create, list, use, delete', async (t) => {
   const as = withCookie(await bootstrapAdmin(gw.url));
   const created = await call(gw.url, 'POST', `${KEYS}/`, { ...as, body: { name: 'ci-bot', roles: ['admin'] } });
   t.equal(created.status, 201);
-  t.match(created.body, { id: Number, name: 'ci-bot', roles: ['admin'], expiresAt: null, createdAt: String, key: /^kl_\d+_[A-Za-z0-9_-]{43}$/ });
+  t.match(created.body, {
+    id: Number,
+    name: 'ci-bot',
+    roles: ['admin'],
+    expiresAt: null,
+    createdAt: String,
+    key: /^kl_\d+_[A-Za-z0-9_-]{43}$/,
+  });
   const key: string = created.body.key;
 
   const raw = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: key } });
@@ -34,27 +41,45 @@ t.test('create, list, use, delete', async (t) => {
 
   // Only a hash is stored.
   const secrets = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secrets', '-o', 'json']);
-  t.notOk(secrets.stdout.includes(Buffer.from(parseApiKey(key)!.secret).toString('base64')), 'the secret is not stored');
+  t.notOk(
+    secrets.stdout.includes(Buffer.from(parseApiKey(key)!.secret).toString('base64')),
+    'the secret is not stored',
+  );
   t.notOk(secrets.stdout.includes(parseApiKey(key)!.secret));
 
   const tampered = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
   const bad = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: tampered } });
   t.equal(bad.status, 401);
   t.equal(bad.body.error, 'invalid API key');
-  t.equal((await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: 'kite1-' } })).status, 401, "Kite's empty-secret bypass fails");
+  t.equal(
+    (await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: 'kite1-' } })).status,
+    401,
+    "Kite's empty-secret bypass fails",
+  );
 
   // lastUsedAt is recorded (throttled, asynchronously).
   await eventually('lastUsedAt', async () => (await call(gw.url, 'GET', KEYS, as)).body.apiKeys[0].lastUsedAt, 10_000);
 
   const dup = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'ci-bot' } });
   t.equal(dup.status, 409);
-  for (const body of [{}, { name: 'x', roles: ['nope'] }, { name: 'x', expiresAt: 'tomorrow' }, { name: 'x', expiresAt: '2001-01-01T00:00:00Z' }, { name: 'bad name' }, { name: 'x', extra: 1 }]) {
+  for (const body of [
+    {},
+    { name: 'x', roles: ['nope'] },
+    { name: 'x', expiresAt: 'tomorrow' },
+    { name: 'x', expiresAt: '2001-01-01T00:00:00Z' },
+    { name: 'bad name' },
+    { name: 'x', extra: 1 },
+  ]) {
     t.equal((await call(gw.url, 'POST', KEYS, { ...as, body })).status, 400, JSON.stringify(body));
   }
 
   const del = await call(gw.url, 'DELETE', `${KEYS}/${created.body.id}`, as);
   t.equal(del.status, 200);
-  t.equal((await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: key } })).status, 401, 'revoked at once');
+  t.equal(
+    (await call(gw.url, 'GET', '/api/v1/admin/users/', { headers: { authorization: key } })).status,
+    401,
+    'revoked at once',
+  );
   t.equal((await call(gw.url, 'DELETE', `${KEYS}/${created.body.id}`, as)).status, 404);
   t.equal((await call(gw.url, 'DELETE', `${KEYS}/abc`, as)).status, 400);
 });
@@ -67,17 +92,26 @@ t.test('keys act with their own roles', async (t) => {
   t.same(none.roles, [], 'no roles unless given');
   const forbidden = await call(gw.url, 'GET', KEYS, { headers: { authorization: viewer.key } });
   t.equal(forbidden.status, 403, 'a viewer key is not admin');
-  t.equal((await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: none.key } })).status, 200, 'a role-less key still authenticates');
+  t.equal(
+    (await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: none.key } })).status,
+    200,
+    'a role-less key still authenticates',
+  );
   const principal = { kind: 'apikey' as const, id: viewer.id, name: 'apikey:reader', roles: ['viewer'], groups: [] };
   t.ok(gw.services.auth.authorize(principal, { cluster: 'any', namespace: 'default', resource: 'pods', verb: 'list' }));
-  t.notOk(gw.services.auth.authorize(principal, { cluster: 'any', namespace: 'default', resource: 'pods', verb: 'delete' }));
+  t.notOk(
+    gw.services.auth.authorize(principal, { cluster: 'any', namespace: 'default', resource: 'pods', verb: 'delete' }),
+  );
 });
 
 t.test('expiry and revocation by kubectl', async (t) => {
   const gw = await startGateway(t);
   const as = withCookie(await bootstrapAdmin(gw.url));
   const future = new Date(Date.now() + 3600_000).toISOString();
-  const created = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'temp', roles: ['admin'], expiresAt: future } });
+  const created = await call(gw.url, 'POST', KEYS, {
+    ...as,
+    body: { name: 'temp', roles: ['admin'], expiresAt: future },
+  });
   t.equal(created.status, 201);
   t.equal(Date.parse(created.body.expiresAt), Date.parse(future), 'expiresAt as given');
   const use = () => call(gw.url, 'GET', KEYS, { headers: { authorization: created.body.key } });
@@ -85,43 +119,103 @@ t.test('expiry and revocation by kubectl', async (t) => {
   // Move the expiry into the past with kubectl: the key stops working.
   const crName = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'apikeys.kiteline.io', '-o', 'name']).stdout.trim();
   const justNow = new Date(Date.now() - 60_000).toISOString();
-  const patched = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', crName, '--type=merge', '-p', JSON.stringify({ spec: { expiresAt: justNow } })]);
+  const patched = kubectl(gw.kubeconfig, [
+    '-n',
+    gw.namespace,
+    'patch',
+    crName,
+    '--type=merge',
+    '-p',
+    JSON.stringify({ spec: { expiresAt: justNow } }),
+  ]);
   t.equal(patched.status, 0, patched.stderr);
-  const expired = await eventually('expired', async () => {
-    const res = await use();
-    return res.status === 401 ? res : undefined;
-  }, 5000);
+  const expired = await eventually(
+    'expired',
+    async () => {
+      const res = await use();
+      return res.status === 401 ? res : undefined;
+    },
+    5000,
+  );
   t.equal(expired.body.error, 'API key expired');
-  t.match((await call(gw.url, 'GET', KEYS, as)).body.apiKeys, [{ name: 'temp' }], 'an expired key stays listed for a while (KITELINE_EXPIRED_KEY_RETENTION)');
+  t.match(
+    (await call(gw.url, 'GET', KEYS, as)).body.apiKeys,
+    [{ name: 'temp' }],
+    'an expired key stays listed for a while (KITELINE_EXPIRED_KEY_RETENTION)',
+  );
 
   // Past the retention (a day by default) an expired key is deleted, its Secret with it.
-  const old = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'long-expired', roles: ['admin'], expiresAt: future } });
+  const old = await call(gw.url, 'POST', KEYS, {
+    ...as,
+    body: { name: 'long-expired', roles: ['admin'], expiresAt: future },
+  });
   t.equal(old.status, 201);
   const oldSecret = `apikey-long-expired-key`;
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', oldSecret]).status, 0, 'its Secret exists');
-  t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'apikeys.kiteline.io', 'apikey-long-expired', '--type=merge', '-p', '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}']).status, 0);
-  await eventually('the long-expired key deleted', async () => !(await call(gw.url, 'GET', KEYS, as)).body.apiKeys.some((k: { name: string }) => k.name === 'long-expired'), 10_000);
-  await eventually('its Secret deleted', () => kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', oldSecret]).status !== 0, 10_000);
-  t.match((await call(gw.url, 'GET', KEYS, as)).body.apiKeys, [{ name: 'temp' }], 'the recently expired key is still listed');
+  t.equal(
+    kubectl(gw.kubeconfig, [
+      '-n',
+      gw.namespace,
+      'patch',
+      'apikeys.kiteline.io',
+      'apikey-long-expired',
+      '--type=merge',
+      '-p',
+      '{"spec":{"expiresAt":"2020-01-01T00:00:00Z"}}',
+    ]).status,
+    0,
+  );
+  await eventually(
+    'the long-expired key deleted',
+    async () =>
+      !(await call(gw.url, 'GET', KEYS, as)).body.apiKeys.some((k: { name: string }) => k.name === 'long-expired'),
+    10_000,
+  );
+  await eventually(
+    'its Secret deleted',
+    () => kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', oldSecret]).status !== 0,
+    10_000,
+  );
+  t.match(
+    (await call(gw.url, 'GET', KEYS, as)).body.apiKeys,
+    [{ name: 'temp' }],
+    'the recently expired key is still listed',
+  );
 
   const second = await call(gw.url, 'POST', KEYS, { ...as, body: { name: 'gone-soon', roles: ['admin'] } });
   t.equal((await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status, 200);
   const deleted = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'apikeys.kiteline.io', 'apikey-gone-soon']);
   t.equal(deleted.status, 0, deleted.stderr);
-  await eventually('revoked by kubectl', async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401, 5000);
+  await eventually(
+    'revoked by kubectl',
+    async () => (await call(gw.url, 'GET', KEYS, { headers: { authorization: second.body.key } })).status === 401,
+    5000,
+  );
 });
 
-t.test('a kubeconfig token never outlives the token that asked for it; a key of no user mints none (the API key store)', async (t) => {
-  const gw = await startGateway(t);
-  await bootstrapAdmin(gw.url);
-  const { apiKeys, users } = gw.services;
-  const admin = users.byUsername('admin')!;
-  const first = await apiKeys.createKubeconfigToken({ kind: 'user', id: resourceId(admin)!, name: 'admin', roles: ['admin'] }, 600);
-  t.equal(first.user.spec.username, 'admin');
-  t.ok(apiKeys.byId(resourceId(first.resource)!), 'in the cache when the call returns');
-  const second = await apiKeys.createKubeconfigToken({ kind: 'apikey', id: resourceId(first.resource)!, name: 'admin', roles: ['admin'] }, 3600);
-  t.equal(second.resource.spec.expiresAt, first.resource.spec.expiresAt, "capped at the asking token's own expiry");
-  t.same(second.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the same user');
-  const plain = await apiKeys.create({ name: 'plain', roles: ['admin'], expiresAt: null, createdBy: 'admin' });
-  t.throws(() => apiKeys.tokenOwner({ kind: 'apikey', id: resourceId(plain.resource)! }), new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig'));
-});
+t.test(
+  'a kubeconfig token never outlives the token that asked for it; a key of no user mints none (the API key store)',
+  async (t) => {
+    const gw = await startGateway(t);
+    await bootstrapAdmin(gw.url);
+    const { apiKeys, users } = gw.services;
+    const admin = users.byUsername('admin')!;
+    const first = await apiKeys.createKubeconfigToken(
+      { kind: 'user', id: resourceId(admin)!, name: 'admin', roles: ['admin'] },
+      600,
+    );
+    t.equal(first.user.spec.username, 'admin');
+    t.ok(apiKeys.byId(resourceId(first.resource)!), 'in the cache when the call returns');
+    const second = await apiKeys.createKubeconfigToken(
+      { kind: 'apikey', id: resourceId(first.resource)!, name: 'admin', roles: ['admin'] },
+      3600,
+    );
+    t.equal(second.resource.spec.expiresAt, first.resource.spec.expiresAt, "capped at the asking token's own expiry");
+    t.same(second.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the same user');
+    const plain = await apiKeys.create({ name: 'plain', roles: ['admin'], expiresAt: null, createdBy: 'admin' });
+    t.throws(
+      () => apiKeys.tokenOwner({ kind: 'apikey', id: resourceId(plain.resource)! }),
+      new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig'),
+    );
+  },
+);

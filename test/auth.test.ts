@@ -15,10 +15,16 @@ t.test('login, current user, refresh, logout, providers', async (t) => {
   t.equal((await call(gw.url, 'GET', '/api/auth/user')).status, 401, 'no session: 401');
   await bootstrapAdmin(gw.url);
 
-  const res = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: ADMIN.username, password: ADMIN.password } });
+  const res = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: ADMIN.username, password: ADMIN.password },
+  });
   t.equal(res.status, 204);
   const setCookie = res.headers.get('set-cookie') ?? '';
-  t.match(setCookie, /^auth_token=v1\.[^;]+; Path=\/; Max-Age=86400; HttpOnly; SameSite=Lax$/, 'HttpOnly, Lax, not Secure over http');
+  t.match(
+    setCookie,
+    /^auth_token=v1\.[^;]+; Path=\/; Max-Age=86400; HttpOnly; SameSite=Lax$/,
+    'HttpOnly, Lax, not Secure over http',
+  );
   const cookie = /auth_token=[^;]*/.exec(setCookie)![0];
 
   const me = await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie));
@@ -26,7 +32,15 @@ t.test('login, current user, refresh, logout, providers', async (t) => {
   // Kite's Settings → OAuth tab: no OAuth provider is configured (admins only).
   t.same((await call(gw.url, 'GET', '/api/v1/admin/oauth-providers/', withCookie(cookie))).body, { providers: [] });
   t.equal((await call(gw.url, 'GET', '/api/v1/admin/oauth-providers/')).status, 401, 'anonymous');
-  t.match(me.body, { user: { username: 'admin', name: ADMIN.name, provider: 'password', enabled: true, roles: [{ name: 'admin', id: Number }] } });
+  t.match(me.body, {
+    user: {
+      username: 'admin',
+      name: ADMIN.name,
+      provider: 'password',
+      enabled: true,
+      roles: [{ name: 'admin', id: Number }],
+    },
+  });
   t.match(me.body.user.lastLoginAt ?? '', /^$|^\d{4}-\d{2}-\d{2}T/, 'lastLoginAt is ISO 8601 when set');
 
   const behindHttps = await call(gw.url, 'POST', '/api/auth/login/password', {
@@ -39,7 +53,10 @@ t.test('login, current user, refresh, logout, providers', async (t) => {
   t.equal(refreshed.status, 204);
   t.match(refreshed.headers.get('set-cookie') ?? '', /^auth_token=v1\./);
   t.equal((await call(gw.url, 'POST', '/api/auth/refresh')).status, 401, 'refresh without a session: 401');
-  t.equal((await call(gw.url, 'POST', '/api/auth/refresh', { headers: { cookie: 'auth_token=nonsense' } })).status, 401);
+  t.equal(
+    (await call(gw.url, 'POST', '/api/auth/refresh', { headers: { cookie: 'auth_token=nonsense' } })).status,
+    401,
+  );
 
   const out = await call(gw.url, 'POST', '/api/auth/logout', withCookie(cookie));
   t.equal(out.status, 200);
@@ -60,23 +77,43 @@ t.test('login, current user, refresh, logout, providers', async (t) => {
 t.test('login errors: same 401 for unknown user and bad password; 400 for bad input', async (t) => {
   const gw = await startGateway(t);
   await bootstrapAdmin(gw.url);
-  const unknown = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: 'nobody', password: 'whatever-pw' } });
-  const wrong = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: ADMIN.username, password: 'wrong-password' } });
+  const unknown = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'nobody', password: 'whatever-pw' },
+  });
+  const wrong = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: ADMIN.username, password: 'wrong-password' },
+  });
   t.equal(unknown.status, 401);
   t.same(unknown.body, wrong.body, 'indistinguishable');
   t.same(wrong.body, { error: 'invalid username or password', reason: 'Unauthorized', code: 401 });
   for (const body of [{}, { username: 'admin' }, { password: 'x' }, { username: '', password: '' }]) {
     t.equal((await call(gw.url, 'POST', '/api/auth/login/password', { body })).status, 400, JSON.stringify(body));
   }
-  t.equal((await call(gw.url, 'POST', '/api/auth/login/password', { raw: 'not json', headers: { 'content-type': 'application/json' } })).status, 400);
+  t.equal(
+    (
+      await call(gw.url, 'POST', '/api/auth/login/password', {
+        raw: 'not json',
+        headers: { 'content-type': 'application/json' },
+      })
+    ).status,
+    400,
+  );
 });
 
 t.test('repeated failures are rate limited per user and per address', async (t) => {
-  const gw = await startGateway(t, { env: { KITELINE_LOGIN_MAX_FAILURES: '3', KITELINE_LOGIN_WINDOW: '600', KITELINE_TRUST_PROXY: 'loopback' } });
+  const gw = await startGateway(t, {
+    env: { KITELINE_LOGIN_MAX_FAILURES: '3', KITELINE_LOGIN_WINDOW: '600', KITELINE_TRUST_PROXY: 'loopback' },
+  });
   const cookie = await bootstrapAdmin(gw.url);
-  await call(gw.url, 'POST', '/api/v1/admin/users/', { ...withCookie(cookie), body: { username: 'victim', password: 'victim-password' } });
+  await call(gw.url, 'POST', '/api/v1/admin/users/', {
+    ...withCookie(cookie),
+    body: { username: 'victim', password: 'victim-password' },
+  });
   const attempt = (username: string, password: string, ip: string) =>
-    call(gw.url, 'POST', '/api/auth/login/password', { body: { username, password }, headers: { 'x-forwarded-for': ip } });
+    call(gw.url, 'POST', '/api/auth/login/password', {
+      body: { username, password },
+      headers: { 'x-forwarded-for': ip },
+    });
 
   for (let i = 0; i < 3; i++) t.equal((await attempt('victim', 'bad-password', `10.0.0.${i}`)).status, 401);
   const limited = await attempt('victim', 'victim-password', '10.0.0.9');
@@ -93,8 +130,20 @@ t.test('two replicas share the session key; sessions work on both', async (t) =>
   const gw = await startGateway(t);
   const second = await startGateway(t, { namespace: gw.namespace });
   const cookie = await bootstrapAdmin(gw.url);
-  t.equal((await call(second.url, 'GET', '/api/auth/user', withCookie(cookie))).status, 200, 'a session from one replica works on the other');
-  const keys = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', 'kiteline-session-key', '-o', 'jsonpath={.data.key}']);
+  t.equal(
+    (await call(second.url, 'GET', '/api/auth/user', withCookie(cookie))).status,
+    200,
+    'a session from one replica works on the other',
+  );
+  const keys = kubectl(gw.kubeconfig, [
+    '-n',
+    gw.namespace,
+    'get',
+    'secret',
+    'kiteline-session-key',
+    '-o',
+    'jsonpath={.data.key}',
+  ]);
   t.equal(Buffer.from(keys.stdout, 'base64').length, 32, 'a 256-bit key in a Secret');
 });
 

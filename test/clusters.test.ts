@@ -14,23 +14,37 @@ import { eventually } from './helpers/eventually.js';
 const PREFIX = '/api/v1/admin/clusters';
 
 async function adminKey(gw: TestGateway): Promise<Record<string, string>> {
-  const su = await call(gw.url, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' } });
+  const su = await call(gw.url, 'POST', '/api/v1/admin/users/create_super_user', {
+    body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' },
+  });
   if (su.status !== 201 && su.status !== 200) throw new Error(`create_super_user: ${su.status} ${su.text}`);
-  const login = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username: 'admin', password: 'correct-horse-1' } });
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name: uniqueName('admin-key'), roles: ['admin'] }, headers: { cookie } });
+  const login = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'admin', password: 'correct-horse-1' },
+  });
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', {
+    body: { name: uniqueName('admin-key'), roles: ['admin'] },
+    headers: { cookie },
+  });
   if (key.status !== 201) throw new Error(`apikey: ${key.status} ${key.text}`);
   return { authorization: key.body.key };
 }
 
 /** A kubeconfig with both shared targets as contexts (current: a), plus an exec context. */
 async function multiContextKubeconfig(): Promise<string> {
-  const docs = await Promise.all(['target-a', 'target-b'].map(async (n) => parse(readFileSync((await testControlPlane(n as 'target-a')).kubeconfigPath, 'utf8'))));
+  const docs = await Promise.all(
+    ['target-a', 'target-b'].map(async (n) =>
+      parse(readFileSync((await testControlPlane(n as 'target-a')).kubeconfigPath, 'utf8')),
+    ),
+  );
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
     clusters: [...docs.flatMap((d) => d.clusters), { name: 'eks', cluster: { server: 'https://eks.example:443' } }],
-    users: [...docs.flatMap((d) => d.users), { name: 'eks-user', user: { exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'aws' } } }],
+    users: [
+      ...docs.flatMap((d) => d.users),
+      { name: 'eks-user', user: { exec: { apiVersion: 'client.authentication.k8s.io/v1beta1', command: 'aws' } } },
+    ],
     contexts: [
       { name: 'a', context: { cluster: 'target-a', user: 'target-a-admin' } },
       { name: 'b', context: { cluster: 'target-b', user: 'target-b-admin' } },
@@ -83,9 +97,35 @@ t.test('bootstrap import: validation, multi-context, closed afterwards', async (
     return r.body.length === 2 && r.body.every((c: { ready: boolean }) => c.ready) ? r : undefined;
   });
   const byName = Object.fromEntries(list.body.map((c: { name: string }) => [c.name, c]));
-  t.match(byName.b, { name: 'b', isDefault: true, enabled: true, inCluster: false, config: '', error: '', ready: true, version: /^v1\.20\./ }, 'current context is the default');
+  t.match(
+    byName.b,
+    {
+      name: 'b',
+      isDefault: true,
+      enabled: true,
+      inCluster: false,
+      config: '',
+      error: '',
+      ready: true,
+      version: /^v1\.20\./,
+    },
+    'current context is the default',
+  );
   t.match(byName.a, { isDefault: false });
-  t.same(Object.keys(byName.a).sort(), ['config', 'description', 'enabled', 'error', 'id', 'impersonate', 'inCluster', 'isDefault', 'name', 'prometheusURL', 'ready', 'version']);
+  t.same(Object.keys(byName.a).sort(), [
+    'config',
+    'description',
+    'enabled',
+    'error',
+    'id',
+    'impersonate',
+    'inCluster',
+    'isDefault',
+    'name',
+    'prometheusURL',
+    'ready',
+    'version',
+  ]);
   t.ok(Number.isInteger(byName.a.id) && byName.a.id > 0 && byName.a.id !== byName.b.id, 'distinct integer ids');
   t.equal(gw.services.clusters.defaultCluster()?.name, 'b');
 });
@@ -95,12 +135,17 @@ t.test('concurrent imports: exactly one winner', async (t) => {
   const second = await startGateway(t, { namespace: gw.namespace });
   const config = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
   const results = await Promise.all(
-    Array.from({ length: 6 }, (_, i) => call(i % 2 ? second.url : gw.url, 'POST', `${PREFIX}/import`, { body: { config } })),
+    Array.from({ length: 6 }, (_, i) =>
+      call(i % 2 ? second.url : gw.url, 'POST', `${PREFIX}/import`, { body: { config } }),
+    ),
   );
   const statuses = results.map((r) => r.status).sort();
   t.same(statuses, [201, 403, 403, 403, 403, 403], 'one 201, the rest 403');
   t.equal(clusterObjects(gw).length, 1, 'one cluster registered');
-  await eventually('the import is in the other replica\'s cache too', () => [gw, second].every((g) => g.services.host.clusters.list().length === 1) || undefined);
+  await eventually(
+    "the import is in the other replica's cache too",
+    () => [gw, second].every((g) => g.services.host.clusters.list().length === 1) || undefined,
+  );
 });
 
 t.test('create, update, delete and their rules', async (t) => {
@@ -119,15 +164,43 @@ t.test('create, update, delete and their rules', async (t) => {
   t.equal(rejected.status, 400);
   t.match(rejected.body.error, /exec credential plugins are not allowed/);
   const pathy = configA.replace(/certificate-authority-data: .*/, 'certificate-authority: /etc/ssl/ca.pem');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'pathy', config: pathy } })).status, 400, 'file paths');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'yaml', config: '{{{' } })).status, 400, 'bad YAML');
+  t.equal(
+    (await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'pathy', config: pathy } })).status,
+    400,
+    'file paths',
+  );
+  t.equal(
+    (await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'yaml', config: '{{{' } })).status,
+    400,
+    'bad YAML',
+  );
   t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'noconf' } })).status, 400, 'no config');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'bad name!', config: configA } })).status, 400, 'bad name');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'p', config: configA, prometheusURL: 'ftp://x' } })).status, 400, 'bad prometheusURL');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { config: configA } })).status, 400, 'name required');
+  t.equal(
+    (await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'bad name!', config: configA } })).status,
+    400,
+    'bad name',
+  );
+  t.equal(
+    (
+      await call(gw.url, 'POST', `${PREFIX}/`, {
+        headers,
+        body: { name: 'p', config: configA, prometheusURL: 'ftp://x' },
+      })
+    ).status,
+    400,
+    'bad prometheusURL',
+  );
+  t.equal(
+    (await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { config: configA } })).status,
+    400,
+    'name required',
+  );
   t.same(clusterObjects(gw), [], 'rejected creates change nothing');
 
-  const created = await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'alpha', description: 'first', config: configA, prometheusURL: 'http://prom:9090' } });
+  const created = await call(gw.url, 'POST', `${PREFIX}/`, {
+    headers,
+    body: { name: 'alpha', description: 'first', config: configA, prometheusURL: 'http://prom:9090' },
+  });
   t.equal(created.status, 201, created.text);
   t.match(created.body, { id: Number, message: 'cluster created successfully' });
   const alphaId = created.body.id;
@@ -137,22 +210,39 @@ t.test('create, update, delete and their rules', async (t) => {
 
   // The stored Secret: sanitized, labelled, owned by the Cluster object.
   const [alphaObj] = clusterObjects(gw);
-  t.equal(alphaObj!.metadata.labels?.[ID_LABEL], String(alphaId));
-  t.equal(alphaObj!.spec.isDefault, true, 'the first cluster becomes the default');
-  const secretName = alphaObj!.spec.kubeconfigSecretRef!.name;
-  const secret = JSON.parse(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', secretName, '-o', 'json']).stdout);
+  t.equal(alphaObj.metadata.labels?.[ID_LABEL], String(alphaId));
+  t.equal(alphaObj.spec.isDefault, true, 'the first cluster becomes the default');
+  const secretName = alphaObj.spec.kubeconfigSecretRef!.name;
+  const secret = JSON.parse(
+    kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', secretName, '-o', 'json']).stdout,
+  );
   t.equal(secret.metadata.labels['app.kubernetes.io/managed-by'], 'kiteline');
-  t.match(secret.metadata.ownerReferences, [{ kind: 'Cluster', name: alphaObj!.metadata.name, uid: alphaObj!.metadata.uid }]);
+  t.match(secret.metadata.ownerReferences, [
+    { kind: 'Cluster', name: alphaObj.metadata.name, uid: alphaObj.metadata.uid },
+  ]);
   const stored = parse(Buffer.from(secret.data[KUBECONFIG_KEY], 'base64').toString('utf8'));
   t.equal(stored.contexts.length, 1);
   t.equal(stored.clusters[0].cluster.server, a.server);
 
-  const beta = await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'beta', config: configB, isDefault: true } });
+  const beta = await call(gw.url, 'POST', `${PREFIX}/`, {
+    headers,
+    body: { name: 'beta', config: configB, isDefault: true },
+  });
   t.equal(beta.status, 201);
   // The create answers once the other default was cleared and this replica's cache shows both.
   const objs = gw.services.host.clusters.list();
-  t.same(objs.filter((o) => o.spec.isDefault).map((o) => o.spec.name), ['beta'], 'beta is the only default when the create answers');
-  t.same(clusterObjects(gw).filter((o) => o.spec.isDefault).map((o) => o.spec.name), ['beta'], 'also in the host cluster');
+  t.same(
+    objs.filter((o) => o.spec.isDefault).map((o) => o.spec.name),
+    ['beta'],
+    'beta is the only default when the create answers',
+  );
+  t.same(
+    clusterObjects(gw)
+      .filter((o) => o.spec.isDefault)
+      .map((o) => o.spec.name),
+    ['beta'],
+    'also in the host cluster',
+  );
 
   // Update: absent members untouched; rename keeps the id.
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/abc`, { headers, body: {} })).status, 400, 'bad id');
@@ -162,11 +252,30 @@ t.test('create, update, delete and their rules', async (t) => {
   // Read-your-writes: the next read on this replica shows the change, no polling.
   let view = ((await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[]).find((c) => c.id === alphaId);
   t.equal(view?.description, 'changed', 'update visible at once');
-  t.match(view, { name: 'alpha', enabled: true, prometheusURL: 'http://prom:9090', isDefault: false }, 'omitted members kept (Kite would disable)');
-  t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'beta' } })).status, 409, 'rename onto a taken name');
-  t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { config: 'nope: [' } })).status, 400, 'bad config on update');
-  t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: '' } })).status, 200, 'empty name is ignored');
-  t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'alpha-renamed' } })).status, 200);
+  t.match(
+    view,
+    { name: 'alpha', enabled: true, prometheusURL: 'http://prom:9090', isDefault: false },
+    'omitted members kept (Kite would disable)',
+  );
+  t.equal(
+    (await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'beta' } })).status,
+    409,
+    'rename onto a taken name',
+  );
+  t.equal(
+    (await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { config: 'nope: [' } })).status,
+    400,
+    'bad config on update',
+  );
+  t.equal(
+    (await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: '' } })).status,
+    200,
+    'empty name is ignored',
+  );
+  t.equal(
+    (await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { name: 'alpha-renamed' } })).status,
+    200,
+  );
   view = ((await call(gw.url, 'GET', `${PREFIX}/`, { headers })).body as any[]).find((c) => c.name === 'alpha-renamed');
   t.ok(view, 'rename visible at once');
   t.equal(view.id, alphaId, 'renames keep the id');
@@ -184,7 +293,10 @@ t.test('create, update, delete and their rules', async (t) => {
   t.match(del.body.error, /cannot delete default cluster/);
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${alphaId}`, { headers, body: { isDefault: true } })).status, 200);
   t.equal(gw.services.clusters.defaultCluster()?.id, alphaId, 'the default moved when the update answers');
-  t.notOk(gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')?.spec.isDefault, 'the old default was cleared');
+  t.notOk(
+    gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')?.spec.isDefault,
+    'the old default was cleared',
+  );
 
   // Disable and enable: the warm connection goes and comes back.
   t.equal((await call(gw.url, 'PUT', `${PREFIX}/${betaId}`, { headers, body: { enabled: false } })).status, 200);
@@ -197,28 +309,37 @@ t.test('create, update, delete and their rules', async (t) => {
   const secretB = gw.services.host.clusters.list().find((o) => o.spec.name === 'beta')!.spec.kubeconfigSecretRef!.name;
   await eventually('secret rewritten', () => {
     const s = gw.services.host.secrets.get(secretB, gw.namespace);
-    return s && Buffer.from(s.data![KUBECONFIG_KEY]!, 'base64').toString().includes(a.server) ? true : undefined;
+    return s && Buffer.from(s.data![KUBECONFIG_KEY], 'base64').toString().includes(a.server) ? true : undefined;
   });
 
   // Delete: the object and its Secret go.
   const gone = await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers });
   t.same(gone.body, { message: 'cluster deleted successfully' });
-  t.notOk(gw.services.host.clusters.list().find((o) => o.spec.name === 'beta'), 'gone from the cache when the delete answers');
+  t.notOk(
+    gw.services.host.clusters.list().find((o) => o.spec.name === 'beta'),
+    'gone from the cache when the delete answers',
+  );
   await eventually('beta gone', () => (gw.services.clusters.get('beta') ? undefined : true));
   t.not(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'secret', secretB]).status, 0, 'its Secret is deleted');
   t.equal((await call(gw.url, 'DELETE', `${PREFIX}/${betaId}`, { headers })).status, 404);
 });
 
-t.test('GET /api/v1/clusters lists what the caller\'s roles reach', async (t) => {
+t.test("GET /api/v1/clusters lists what the caller's roles reach", async (t) => {
   const gw = await startGateway(t);
   const headers = await adminKey(gw);
   const configA = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
   for (const name of ['prod-eu', 'prod-us', 'dev']) {
     t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name, config: configA } })).status, 201);
   }
-  const role = await call(gw.url, 'POST', '/api/v1/admin/roles/', { headers, body: { name: 'prod-reader', clusters: ['prod-*'], namespaces: ['*'], resources: ['*'], verbs: ['get', 'list'] } });
+  const role = await call(gw.url, 'POST', '/api/v1/admin/roles/', {
+    headers,
+    body: { name: 'prod-reader', clusters: ['prod-*'], namespaces: ['*'], resources: ['*'], verbs: ['get', 'list'] },
+  });
   t.equal(role.status, 201, role.text);
-  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { headers, body: { name: 'reader', roles: ['prod-reader'] } });
+  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', {
+    headers,
+    body: { name: 'reader', roles: ['prod-reader'] },
+  });
   const reader = { authorization: key.body.key };
   t.equal((await call(gw.url, 'GET', '/api/v1/clusters')).status, 401);
   t.equal((await call(gw.url, 'GET', `${PREFIX}/`, { headers: reader })).status, 403, 'not an admin');
@@ -226,22 +347,41 @@ t.test('GET /api/v1/clusters lists what the caller\'s roles reach', async (t) =>
     const r = await call(gw.url, 'GET', '/api/v1/clusters', { headers: reader });
     return r.body.length === 2 && r.body.every((c: { ready: boolean }) => c.ready) ? r : undefined;
   });
-  t.same(list.body.map((c: { name: string }) => c.name), ['prod-eu', 'prod-us']);
+  t.same(
+    list.body.map((c: { name: string }) => c.name),
+    ['prod-eu', 'prod-us'],
+  );
   t.match(list.body[0], { name: 'prod-eu', version: /^v1\.20/, isDefault: true, ready: true, error: '' });
   const all = await call(gw.url, 'GET', '/api/v1/clusters', { headers });
-  t.same(all.body.map((c: { name: string }) => c.name), ['dev', 'prod-eu', 'prod-us'], 'admin sees all, sorted by name');
+  t.same(
+    all.body.map((c: { name: string }) => c.name),
+    ['dev', 'prod-eu', 'prod-us'],
+    'admin sees all, sorted by name',
+  );
 });
 
 t.test('warm connections: requests, errors, discovery of a fresh CRD', async (t) => {
   const gw = await startGateway(t);
   const headers = await adminKey(gw);
   const a = await testControlPlane('target-a');
-  t.equal((await call(gw.url, 'POST', `${PREFIX}/`, { headers, body: { name: 'a', config: readFileSync(a.kubeconfigPath, 'utf8') } })).status, 201);
+  t.equal(
+    (
+      await call(gw.url, 'POST', `${PREFIX}/`, {
+        headers,
+        body: { name: 'a', config: readFileSync(a.kubeconfigPath, 'utf8') },
+      })
+    ).status,
+    201,
+  );
   const conn = await eventually('a ready', () => {
     const c = gw.services.clusters.get('a');
     return c?.ready ? c : undefined;
   });
-  const res = await conn.request({ method: 'GET', path: '/api/v1/namespaces/default', headers: { authorization: 'Bearer forged', accept: 'application/json' } });
+  const res = await conn.request({
+    method: 'GET',
+    path: '/api/v1/namespaces/default',
+    headers: { authorization: 'Bearer forged', accept: 'application/json' },
+  });
   t.equal(res.statusCode, 200, 'the cluster credentials are used (a caller-provided Authorization is dropped)');
   res.resume();
   t.match(await conn.resolveResource('deployments'), { group: 'apps', version: 'v1', namespaced: true });
@@ -250,7 +390,11 @@ t.test('warm connections: requests, errors, discovery of a fresh CRD', async (t)
 
   const group = `${uniqueName('g')}.example.com`;
   installWidgetCrd(t, a.kubeconfigPath, group);
-  t.match(await conn.resolveResource(`widgets.${group}`), { group, version: 'v1', kind: 'Widget', namespaced: true }, 'resolved on the first try after it is established');
+  t.match(
+    await conn.resolveResource(`widgets.${group}`),
+    { group, version: 'v1', kind: 'Widget', namespaced: true },
+    'resolved on the first try after it is established',
+  );
 
   const aborted = new AbortController();
   const watch = await conn.request({ method: 'GET', path: '/api/v1/namespaces?watch=true', signal: aborted.signal });

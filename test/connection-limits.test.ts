@@ -37,7 +37,10 @@ interface WatchAnswer {
 /** Opens a watch and keeps it open until the test ends; status 0 when it did not open in time. */
 function openWatch(t: Test, caller: Caller): Promise<WatchAnswer> {
   return new Promise((resolve) => {
-    const req = request(new URL('/api/v1/configmaps/default?watch=true', gw.url), { headers: { ...caller.headers, 'x-cluster-name': CLUSTER }, agent: false });
+    const req = request(new URL('/api/v1/configmaps/default?watch=true', gw.url), {
+      headers: { ...caller.headers, 'x-cluster-name': CLUSTER },
+      agent: false,
+    });
     const timer = setTimeout(() => resolve({ status: 0, retryAfter: undefined }), WATCHES_OPEN_WITHIN_MS);
     req.on('response', (res) => {
       clearTimeout(timer);
@@ -50,48 +53,78 @@ function openWatch(t: Test, caller: Caller): Promise<WatchAnswer> {
   });
 }
 
-t.test('one key opening more watches than the pool holds: 429 beyond its limit; others and the probe still answer', async (t) => {
-  const reader = await apiKeyWithRoles(gw, admin, 'greedy-reader', ['viewer']);
-  const other = await apiKeyWithRoles(gw, admin, 'other-user', ['viewer']);
-  const limit = gw.config.maxWatchesPerPrincipal;
-  t.ok(limit < WATCHES, `the default watch limit (${limit}) is below the ${WATCHES} watches opened`);
+t.test(
+  'one key opening more watches than the pool holds: 429 beyond its limit; others and the probe still answer',
+  async (t) => {
+    const reader = await apiKeyWithRoles(gw, admin, 'greedy-reader', ['viewer']);
+    const other = await apiKeyWithRoles(gw, admin, 'other-user', ['viewer']);
+    const limit = gw.config.maxWatchesPerPrincipal;
+    t.ok(limit < WATCHES, `the default watch limit (${limit}) is below the ${WATCHES} watches opened`);
 
-  const answers = await Promise.all(Array.from({ length: WATCHES }, () => openWatch(t, reader)));
-  const watching = answers.filter((a) => a.status === 200).length;
-  const refused = answers.filter((a) => a.status === 429);
-  t.equal(watching, limit, `the key holds as many watches as its limit (${watching} of ${WATCHES})`);
-  t.equal(refused.length, WATCHES - limit, 'every watch beyond the limit: 429 at once');
-  t.ok(refused.every((a) => Number(a.retryAfter) > 0), 'each 429 carries Retry-After');
+    const answers = await Promise.all(Array.from({ length: WATCHES }, () => openWatch(t, reader)));
+    const watching = answers.filter((a) => a.status === 200).length;
+    const refused = answers.filter((a) => a.status === 429);
+    t.equal(watching, limit, `the key holds as many watches as its limit (${watching} of ${WATCHES})`);
+    t.equal(refused.length, WATCHES - limit, 'every watch beyond the limit: 429 at once');
+    t.ok(
+      refused.every((a) => Number(a.retryAfter) > 0),
+      'each 429 carries Retry-After',
+    );
 
-  const started = Date.now();
-  const get = await call(gw.url, 'GET', '/api/v1/configmaps/default', { headers: { ...other.headers, 'x-cluster-name': CLUSTER }, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) }).catch(() => undefined);
-  t.equal(get?.status, 200, `another user's GET answers (${Date.now() - started} ms)`);
-  const readerGet = await call(gw.url, 'GET', '/api/v1/configmaps/default', { headers: { ...reader.headers, 'x-cluster-name': CLUSTER }, signal: AbortSignal.timeout(ANSWER_WITHIN_MS) }).catch(() => undefined);
-  t.equal(readerGet?.status, 200, "the watching key's own GETs still answer too");
+    const started = Date.now();
+    const get = await call(gw.url, 'GET', '/api/v1/configmaps/default', {
+      headers: { ...other.headers, 'x-cluster-name': CLUSTER },
+      signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+    }).catch(() => undefined);
+    t.equal(get?.status, 200, `another user's GET answers (${Date.now() - started} ms)`);
+    const readerGet = await call(gw.url, 'GET', '/api/v1/configmaps/default', {
+      headers: { ...reader.headers, 'x-cluster-name': CLUSTER },
+      signal: AbortSignal.timeout(ANSWER_WITHIN_MS),
+    }).catch(() => undefined);
+    t.equal(readerGet?.status, 200, "the watching key's own GETs still answer too");
 
-  const conn = gw.services.clusters.get(CLUSTER) as WarmConnection;
-  const health = await within(conn.probe(), ANSWER_WITHIN_MS);
-  t.match(health, { ready: true, error: '' }, 'the health probe answers on its own connection');
-});
+    const conn = gw.services.clusters.get(CLUSTER) as WarmConnection;
+    const health = await within(conn.probe(), ANSWER_WITHIN_MS);
+    t.match(health, { ready: true, error: '' }, 'the health probe answers on its own connection');
+  },
+);
 
-t.test('requests in flight are limited per caller: 429 with Retry-After beyond it, other callers unaffected', async (t) => {
-  const strict = await startGateway(t, { namespace: gw.namespace, env: { KITELINE_MAX_REQUESTS_PER_PRINCIPAL: '1' } });
-  const busy = await apiKeyWithRoles(gw, admin, 'busy-reader', ['viewer']);
-  const calm = await apiKeyWithRoles(gw, admin, 'calm-reader', ['viewer']);
-  const list = (caller: Caller) => call(strict.url, 'GET', '/api/v1/configmaps/default', { headers: { ...caller.headers, 'x-cluster-name': CLUSTER } });
-  // The keys reach this replica through its cache; the cluster is connected and discovered here.
-  await eventually('both keys on the strict replica', async () => (await list(calm)).status === 200 && (await list(busy)).status === 200);
-  // A request the API server holds for about 3 s (a list at a resourceVersion it has not reached:
-  // it waits for it, then answers 504) keeps the busy caller's one slot taken.
-  const held = call(strict.url, 'GET', '/api/v1/configmaps/default?resourceVersion=999999999', { headers: { ...busy.headers, 'x-cluster-name': CLUSTER } });
-  const refused = await eventually('a second request of the busy caller refused', async () => {
-    const res = await list(busy);
-    return res.status === 429 ? res : undefined;
-  }, 10_000, 20);
-  t.match(refused.body, { reason: 'TooManyRequests', code: 429, error: /at most 1 per caller/ }, 'the 429 says why');
-  t.ok(Number(refused.headers.get('retry-after')) > 0, 'it carries Retry-After');
-  t.equal((await list(calm)).status, 200, 'another caller is served meanwhile');
-  t.equal((await held).status, 504, "the held request: the API server's own answer");
-  t.equal((await list(busy)).status, 200, 'the busy caller is served again once its requests are done');
-});
-
+t.test(
+  'requests in flight are limited per caller: 429 with Retry-After beyond it, other callers unaffected',
+  async (t) => {
+    const strict = await startGateway(t, {
+      namespace: gw.namespace,
+      env: { KITELINE_MAX_REQUESTS_PER_PRINCIPAL: '1' },
+    });
+    const busy = await apiKeyWithRoles(gw, admin, 'busy-reader', ['viewer']);
+    const calm = await apiKeyWithRoles(gw, admin, 'calm-reader', ['viewer']);
+    const list = (caller: Caller) =>
+      call(strict.url, 'GET', '/api/v1/configmaps/default', {
+        headers: { ...caller.headers, 'x-cluster-name': CLUSTER },
+      });
+    // The keys reach this replica through its cache; the cluster is connected and discovered here.
+    await eventually(
+      'both keys on the strict replica',
+      async () => (await list(calm)).status === 200 && (await list(busy)).status === 200,
+    );
+    // A request the API server holds for about 3 s (a list at a resourceVersion it has not reached:
+    // it waits for it, then answers 504) keeps the busy caller's one slot taken.
+    const held = call(strict.url, 'GET', '/api/v1/configmaps/default?resourceVersion=999999999', {
+      headers: { ...busy.headers, 'x-cluster-name': CLUSTER },
+    });
+    const refused = await eventually(
+      'a second request of the busy caller refused',
+      async () => {
+        const res = await list(busy);
+        return res.status === 429 ? res : undefined;
+      },
+      10_000,
+      20,
+    );
+    t.match(refused.body, { reason: 'TooManyRequests', code: 429, error: /at most 1 per caller/ }, 'the 429 says why');
+    t.ok(Number(refused.headers.get('retry-after')) > 0, 'it carries Retry-After');
+    t.equal((await list(calm)).status, 200, 'another caller is served meanwhile');
+    t.equal((await held).status, 504, "the held request: the API server's own answer");
+    t.equal((await list(busy)).status, 200, 'the busy caller is served again once its requests are done');
+  },
+);

@@ -25,7 +25,10 @@ function processesUsing(text: string): number[] {
     .filter((p) => /^\d+$/.test(p))
     .filter((p) => {
       try {
-        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(text) && !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'));
+        return (
+          readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(text) &&
+          !/\) Z /.test(readFileSync(`/proc/${p}/stat`, 'utf8'))
+        );
       } catch {
         return false;
       }
@@ -41,14 +44,16 @@ function leftovers(slot: number): string[] {
   const found: string[] = [];
   for (const pid of processesUsing(dir)) found.push(`process ${pid}: ${readFileSync(`/proc/${pid}/cmdline`, 'utf8')}`);
   for (const pid of processesUsing(SLEEPER.join('\0'))) found.push(`the sleeper pod's process ${pid}`);
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) if (line.includes(dir)) found.push(`mount ${line}`);
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n'))
+    if (line.includes(dir)) found.push(`mount ${line}`);
   if (existsSync(`/run/netns/kl-${slot}`)) found.push(`network namespace kl-${slot}`);
   const links = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).stdout;
   for (const line of links.split('\n')) if (line.includes(`kl-${slot}-`)) found.push(`link ${line}`);
   // The node's chains live in its namespace; none may appear in the host's tables.
   const rules = spawnSync('iptables-save', [], { encoding: 'utf8' }).stdout;
   for (const line of rules.split('\n')) if (/KUBE-|CNI-/.test(line)) found.push(`iptables ${line}`);
-  for (const hierarchy of readdirSync('/sys/fs/cgroup')) if (existsSync(`/sys/fs/cgroup/${hierarchy}/kl-${slot}`)) found.push(`cgroup ${hierarchy}/kl-${slot}`);
+  for (const hierarchy of readdirSync('/sys/fs/cgroup'))
+    if (existsSync(`/sys/fs/cgroup/${hierarchy}/kl-${slot}`)) found.push(`cgroup ${hierarchy}/kl-${slot}`);
   return found;
 }
 
@@ -113,11 +118,26 @@ t.test("the node's components each have their own identity, none the admin's", a
 t.test('kubectl apply -f crds/ works and one object of each kind reads back', async (t) => {
   const crds = kubectl(kubeconfig, ['apply', '-f', join(PACKAGE_ROOT, 'crds')]);
   t.equal(crds.status, 0, crds.stderr);
-  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=kiteline']).status, 0);
+  t.equal(
+    kubectl(kubeconfig, [
+      'wait',
+      '--for=condition=Established',
+      '--timeout=60s',
+      'crd',
+      '-l',
+      'app.kubernetes.io/part-of=kiteline',
+    ]).status,
+    0,
+  );
   const applied = kubectl(kubeconfig, ['apply', '-f', '-'], objects);
   t.equal(applied.status, 0, applied.stderr);
-  for (const [kind, name] of [['users.kiteline.io', 'alice'], ['clusters.kiteline.io', 'prod'], ['roles.kiteline.io', 'ops'], ['apikeys.kiteline.io', 'ci']]) {
-    const got = kubectl(kubeconfig, ['get', kind!, name!, '-n', 'default', '-o', 'json']);
+  for (const [kind, name] of [
+    ['users.kiteline.io', 'alice'],
+    ['clusters.kiteline.io', 'prod'],
+    ['roles.kiteline.io', 'ops'],
+    ['apikeys.kiteline.io', 'ci'],
+  ]) {
+    const got = kubectl(kubeconfig, ['get', kind, name, '-n', 'default', '-o', 'json']);
     t.equal(got.status, 0, `${kind} ${got.stderr}`);
     t.equal(JSON.parse(got.stdout).metadata.name, name);
   }
@@ -130,7 +150,12 @@ t.test('kubectl apply -f crds/ works and one object of each kind reads back', as
   t.match(users.stdout, /alice\s+alice\s+7\s+true\s+\["ops"\]/);
   const category = kubectl(kubeconfig, ['get', 'kiteline', '-n', 'default', '-o', 'name']);
   t.equal(category.status, 0, category.stderr);
-  for (const name of ['user.kiteline.io/alice', 'cluster.kiteline.io/prod', 'role.kiteline.io/ops', 'apikey.kiteline.io/ci']) {
+  for (const name of [
+    'user.kiteline.io/alice',
+    'cluster.kiteline.io/prod',
+    'role.kiteline.io/ops',
+    'apikey.kiteline.io/ci',
+  ]) {
     t.match(category.stdout, name, `the kiteline category lists ${name}`);
   }
   for (const short of ['kusr', 'kcl', 'krole', 'kak']) {
@@ -141,6 +166,7 @@ t.test('kubectl apply -f crds/ works and one object of each kind reads back', as
 });
 
 t.test('the controller manager runs: Deployments get ReplicaSets, foreground deletion finishes', async (t) => {
+  const container = '{name: web, image: kiteline.local/busybox:1, command: [sleep, "3600"]}';
   const deploy = `
 apiVersion: apps/v1
 kind: Deployment
@@ -150,7 +176,7 @@ spec:
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: kiteline.local/busybox:1, command: [sleep, "3600"]}], terminationGracePeriodSeconds: 1}
+    spec: {containers: [${container}], terminationGracePeriodSeconds: 1}
 `;
   t.equal(kubectl(kubeconfig, ['apply', '-f', '-'], deploy).status, 0);
   let replicaSets = 0;
@@ -160,23 +186,44 @@ spec:
     if (!replicaSets) await new Promise((r) => setTimeout(r, 200));
   }
   t.equal(replicaSets, 1, 'the deployment controller created a ReplicaSet');
-  const del = kubectl(kubeconfig, ['delete', 'deployment', 'web', '-n', 'default', '--cascade=foreground', '--timeout=60s']);
+  const del = kubectl(kubeconfig, [
+    'delete',
+    'deployment',
+    'web',
+    '-n',
+    'default',
+    '--cascade=foreground',
+    '--timeout=60s',
+  ]);
   t.equal(del.status, 0, del.stderr);
   const left = kubectl(kubeconfig, ['get', 'rs', '-n', 'default', '-l', 'app=web', '-o', 'json']);
   t.equal(JSON.parse(left.stdout).items.length, 0, 'garbage collection removed the ReplicaSet');
 });
 
 t.test('restart keeps the data and runs the pods again; stop leaves nothing behind', async (t) => {
-  const sleeper = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'sleeper', namespace: 'default' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'sleeper', image: 'kiteline.local/busybox:1', command: SLEEPER }] } };
+  const sleeper = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'sleeper', namespace: 'default' },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'sleeper', image: 'kiteline.local/busybox:1', command: SLEEPER }],
+    },
+  };
   t.equal(kubectl(kubeconfig, ['apply', '-f', '-'], JSON.stringify(sleeper)).status, 0);
-  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status, 0, 'the pod runs');
+  t.equal(
+    kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status,
+    0,
+    'the pod runs',
+  );
   t.equal(processesUsing(SLEEPER.join('\0')).length, 1, "the sleeper's process is on this machine");
   const before = readState(dir)!;
   const slot = before.node!.slot;
   t.equal(kitelineCli(['controlplane', 'stop', '--dir', dir]).status, 0);
   t.same(leftovers(slot), [], 'no process, mount, network namespace, link, chain or cgroup left after stop');
   // A zombie (exited, not yet reaped by init) counts as gone.
-  for (const pid of [...Object.values(before.pids), ...Object.values(before.node!.pids)]) t.notOk(isAlive(pid), `pid ${pid} is gone`);
+  for (const pid of [...Object.values(before.pids), ...Object.values(before.node!.pids)])
+    t.notOk(isAlive(pid), `pid ${pid} is gone`);
 
   const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--node']);
   t.equal(res.status, 0, res.stderr);
@@ -185,7 +232,11 @@ t.test('restart keeps the data and runs the pods again; stop leaves nothing behi
   const user = kubectl(kubeconfig, ['get', 'users.kiteline.io', 'alice', '-n', 'default', '-o', 'json']);
   t.equal(user.status, 0, user.stderr);
   t.equal(JSON.parse(user.stdout).spec.name, 'Alice', 'data survived the restart');
-  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status, 0, 'the pod runs again');
+  t.equal(
+    kubectl(kubeconfig, ['wait', '--for=condition=Ready', 'pod/sleeper', '--timeout=120s']).status,
+    0,
+    'the pod runs again',
+  );
 
   // A crash: every node process dies at once, nothing is cleaned up; stop still removes it all.
   for (const pid of Object.values(readState(dir)!.node!.pids)) process.kill(pid, 'SIGKILL');

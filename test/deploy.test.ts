@@ -25,7 +25,8 @@ function relocate(docs: Doc[], ns: string): Doc[] {
     if (d.kind === 'Namespace') d.metadata.name = ns;
     else if (!CLUSTER_SCOPED.has(d.kind)) d.metadata.namespace = ns;
     if (d.kind === 'ClusterRole' || d.kind === 'ClusterRoleBinding') d.metadata.name += `-${ns}`;
-    if (d.kind === 'ClusterRoleBinding' && d.roleRef.kind === 'ClusterRole' && d.roleRef.name !== 'cluster-admin') d.roleRef.name += `-${ns}`;
+    if (d.kind === 'ClusterRoleBinding' && d.roleRef.kind === 'ClusterRole' && d.roleRef.name !== 'cluster-admin')
+      d.roleRef.name += `-${ns}`;
     for (const s of d.subjects ?? []) if (s.kind === 'ServiceAccount') s.namespace = ns;
     return d;
   });
@@ -37,7 +38,23 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
   t.equal(built.status, 0, built.stderr);
   const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as Doc);
   const kinds = docs.map((d) => d.kind).sort();
-  t.same(kinds, ['ClusterRole', 'ClusterRoleBinding', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+  t.same(kinds, [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'CustomResourceDefinition',
+    'CustomResourceDefinition',
+    'CustomResourceDefinition',
+    'CustomResourceDefinition',
+    'CustomResourceDefinition',
+    'CustomResourceDefinition',
+    'Deployment',
+    'Namespace',
+    'PodDisruptionBudget',
+    'Role',
+    'RoleBinding',
+    'Service',
+    'ServiceAccount',
+  ]);
   const deployment = docs.find((d) => d.kind === 'Deployment')!;
   t.equal(deployment.spec.replicas, 2);
   const pod = deployment.spec.template.spec;
@@ -56,13 +73,31 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
 t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is least privilege', async (t) => {
   const host = await testControlPlane('host');
   const ns = uniqueName('kl-pod');
-  const docs = parseAllDocuments(kubectl(host.kubeconfigPath, ['kustomize', join(PACKAGE_ROOT, 'deploy')]).stdout).map((d) => d.toJS() as Doc);
+  const docs = parseAllDocuments(kubectl(host.kubeconfigPath, ['kustomize', join(PACKAGE_ROOT, 'deploy')]).stdout).map(
+    (d) => d.toJS() as Doc,
+  );
   // CRDs are already installed on the shared host; the Deployment's pods run in test/in-cluster.test.ts.
-  const manifests = relocate(docs.filter((d) => d.kind !== 'CustomResourceDefinition' && d.kind !== 'Deployment'), ns);
-  const optional = relocate([parseAllDocuments(readFileSync(join(PACKAGE_ROOT, 'deploy', 'optional', 'in-cluster-admin.yaml'), 'utf8'))[0]!.toJS() as Doc], ns)[0]!;
+  const manifests = relocate(
+    docs.filter((d) => d.kind !== 'CustomResourceDefinition' && d.kind !== 'Deployment'),
+    ns,
+  );
+  const optional = relocate(
+    [
+      parseAllDocuments(
+        readFileSync(join(PACKAGE_ROOT, 'deploy', 'optional', 'in-cluster-admin.yaml'), 'utf8'),
+      )[0].toJS() as Doc,
+    ],
+    ns,
+  )[0];
   optional.metadata.name += `-${ns}`;
   t.teardown(() => {
-    kubectl(host.kubeconfigPath, ['delete', 'clusterrolebinding', `kiteline-crd-reader-${ns}`, optional.metadata.name, '--ignore-not-found']);
+    kubectl(host.kubeconfigPath, [
+      'delete',
+      'clusterrolebinding',
+      `kiteline-crd-reader-${ns}`,
+      optional.metadata.name,
+      '--ignore-not-found',
+    ]);
     kubectl(host.kubeconfigPath, ['delete', 'clusterrole', `kiteline-crd-reader-${ns}`, '--ignore-not-found']);
     kubectl(host.kubeconfigPath, ['delete', 'namespace', ns, '--wait=false']);
   });
@@ -70,11 +105,20 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(applied.status, 0, applied.stderr);
 
   // The token controller (1.20) writes the ServiceAccount's token into a Secret.
-  const tokenSecret = await eventually('service-account token', () => {
-    const res = kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'secrets', '-o', 'json']);
-    const items = JSON.parse(res.stdout || '{"items":[]}').items as any[];
-    return items.find((s) => s.type === 'kubernetes.io/service-account-token' && s.metadata.annotations?.['kubernetes.io/service-account.name'] === 'kiteline');
-  }, 60_000, 100);
+  const tokenSecret = await eventually(
+    'service-account token',
+    () => {
+      const res = kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'secrets', '-o', 'json']);
+      const items = JSON.parse(res.stdout || '{"items":[]}').items as any[];
+      return items.find(
+        (s) =>
+          s.type === 'kubernetes.io/service-account-token' &&
+          s.metadata.annotations?.['kubernetes.io/service-account.name'] === 'kiteline',
+      );
+    },
+    60_000,
+    100,
+  );
   const token = Buffer.from(tokenSecret.data.token, 'base64').toString();
   const saDir = join(mkdtempSync(join(tmpdir(), 'kl-sa-')), 'serviceaccount');
   mkdirSync(saDir);
@@ -84,13 +128,19 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
 
   // kubectl as the ServiceAccount, for the "no broader than needed" checks.
   const saKubeconfig = join(saDir, '..', 'kubeconfig');
-  writeFileSync(saKubeconfig, stringify({
-    apiVersion: 'v1', kind: 'Config',
-    clusters: [{ name: 'host', cluster: { server: host.server, 'certificate-authority-data': tokenSecret.data['ca.crt'] } }],
-    users: [{ name: 'sa', user: { token } }],
-    contexts: [{ name: 'sa', context: { cluster: 'host', user: 'sa', namespace: ns } }],
-    'current-context': 'sa',
-  }));
+  writeFileSync(
+    saKubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [
+        { name: 'host', cluster: { server: host.server, 'certificate-authority-data': tokenSecret.data['ca.crt'] } },
+      ],
+      users: [{ name: 'sa', user: { token } }],
+      contexts: [{ name: 'sa', context: { cluster: 'host', user: 'sa', namespace: ns } }],
+      'current-context': 'sa',
+    }),
+  );
   const can = (...args: string[]) => kubectl(saKubeconfig, ['auth', 'can-i', ...args]).stdout.trim();
   t.equal(can('list', 'secrets', '-n', ns), 'yes', 'its own namespace: secrets');
   t.equal(can('update', 'clusters.kiteline.io/status', '-n', ns), 'yes');
@@ -132,32 +182,57 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(config.kubeconfig, undefined);
   t.equal(config.namespace, ns, 'the namespace comes from the service account');
   mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
-  const server = await startServer(config, createLogger('info', {}, (await import('pino')).pino.destination({ dest: join(TEST_DIR, 'logs', `${ns}.log`), sync: true })));
+  const server = await startServer(
+    config,
+    createLogger(
+      'info',
+      {},
+      (await import('pino')).pino.destination({ dest: join(TEST_DIR, 'logs', `${ns}.log`), sync: true }),
+    ),
+  );
   t.teardown(() => server.close());
   t.equal((await call(server.url, 'GET', '/readyz')).status, 200, 'caches synced with the RBAC given');
 
-  const su = await call(server.url, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' } });
+  const su = await call(server.url, 'POST', '/api/v1/admin/users/create_super_user', {
+    body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' },
+  });
   t.ok(su.status === 201 || su.status === 200, `create_super_user: ${su.text}`);
-  const login = await call(server.url, 'POST', '/api/auth/login/password', { body: { username: 'admin', password: 'correct-horse-1' } });
+  const login = await call(server.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'admin', password: 'correct-horse-1' },
+  });
   t.equal(login.status, 204);
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
 
-  const imported = await call(server.url, 'POST', '/api/v1/admin/clusters/import', { body: { inCluster: true }, headers: { cookie } });
+  const imported = await call(server.url, 'POST', '/api/v1/admin/clusters/import', {
+    body: { inCluster: true },
+    headers: { cookie },
+  });
   t.equal(imported.status, 201, imported.text);
   t.same(imported.body.clusters, ['in-cluster']);
-  const list = await eventually('in-cluster ready, status written by the leader', async () => {
-    const r = await call(server.url, 'GET', '/api/v1/admin/clusters/', { headers: { cookie } });
-    const obj = server.services.host.clusters.list()[0];
-    return r.body?.[0]?.ready && obj?.status?.ready ? r : undefined;
-  }, 60_000, 100);
+  const list = await eventually(
+    'in-cluster ready, status written by the leader',
+    async () => {
+      const r = await call(server.url, 'GET', '/api/v1/admin/clusters/', { headers: { cookie } });
+      const obj = server.services.host.clusters.list()[0];
+      return r.body?.[0]?.ready && obj?.status?.ready ? r : undefined;
+    },
+    60_000,
+    100,
+  );
   t.match(list.body[0], { name: 'in-cluster', inCluster: true, isDefault: true, ready: true, version: /^v1\.20/ });
   t.equal(server.services.clusterManager.lease.isLeader, true, 'the lease works with this RBAC');
-  const template = await call(server.url, 'POST', '/api/v1/admin/templates/', { headers: { cookie }, body: { name: 'Pod', yaml: 'kind: Pod' } });
+  const template = await call(server.url, 'POST', '/api/v1/admin/templates/', {
+    headers: { cookie },
+    body: { name: 'Pod', yaml: 'kind: Pod' },
+  });
   t.equal(template.status, 201, `resource templates can be written: ${template.text}`);
   t.equal((await call(server.url, 'GET', '/api/v1/templates/', { headers: { cookie } })).body?.length, 1, 'and listed');
 
   const targetA = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
-  const created = await call(server.url, 'POST', '/api/v1/admin/clusters/', { headers: { cookie }, body: { name: 'a', config: targetA } });
+  const created = await call(server.url, 'POST', '/api/v1/admin/clusters/', {
+    headers: { cookie },
+    body: { name: 'a', config: targetA },
+  });
   t.equal(created.status, 201, `a kubeconfig Secret owned by the Cluster can be written: ${created.text}`);
   await eventually('a ready', () => server.services.clusters.get('a')?.ready || undefined, 60_000, 100);
 
@@ -168,11 +243,16 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(denied.statusCode, 403, 'without the optional binding the host is not administrable');
   denied.resume();
   t.equal(kubectl(host.kubeconfigPath, ['apply', '-f', '-'], stringify(optional)).status, 0);
-  await eventually('optional binding effective', async () => {
-    const res = await inCluster.request({ method: 'GET', path: '/api/v1/pods?limit=1' });
-    res.resume();
-    return res.statusCode === 200 || undefined;
-  }, 60_000, 100);
+  await eventually(
+    'optional binding effective',
+    async () => {
+      const res = await inCluster.request({ method: 'GET', path: '/api/v1/pods?limit=1' });
+      res.resume();
+      return res.statusCode === 200 || undefined;
+    },
+    60_000,
+    100,
+  );
   t.pass('with deploy/optional/in-cluster-admin.yaml the host cluster is administrable');
 
   // An operator breaks kiteline's own RBAC: its writes to the host are refused (403). Each admin
@@ -180,20 +260,50 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   // written; reads keep coming from the caches.
   const binding = manifests.find((d) => d.kind === 'RoleBinding')!;
   t.equal(kubectl(host.kubeconfigPath, ['-n', ns, 'delete', 'rolebinding', binding.metadata.name]).status, 0);
+  // (and the optional binding of the step above, which makes kiteline an admin of its host)
+  t.equal(kubectl(host.kubeconfigPath, ['delete', 'clusterrolebinding', optional.metadata.name]).status, 0);
   // Restored before the gateway closes (teardowns run last first), so it releases its lease.
   t.teardown(() => void kubectl(host.kubeconfigPath, ['apply', '-f', '-'], stringify(binding)));
-  const refused = await eventually('the host refuses kiteline', async () => {
-    const r = await call(server.url, 'POST', '/api/v1/admin/users/', { headers: { cookie }, body: { username: 'after-rbac', password: 'correct-horse-2' } });
-    return r.status !== 201 ? r : undefined;
-  }, 30_000, 200);
+  await eventually(
+    'the API server to refuse kiteline',
+    () => can('create', 'users.kiteline.io', '-n', ns) === 'no' || undefined,
+    30_000,
+    200,
+  );
+  const refused = await call(server.url, 'POST', '/api/v1/admin/users/', {
+    headers: { cookie },
+    body: { username: 'after-rbac', password: 'correct-horse-2' },
+  });
   t.equal(refused.status, 503, `a host 403 is a 503: ${refused.text}`);
-  t.match(refused.body, { reason: 'ServiceUnavailable', code: 503, error: /kiteline is not allowed to .* on the host cluster/ });
-  const role = await call(server.url, 'POST', '/api/v1/admin/roles/', { headers: { cookie }, body: { name: 'after-rbac', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['get'] } });
+  t.match(refused.body, {
+    reason: 'ServiceUnavailable',
+    code: 503,
+    error: /kiteline is not allowed to .* on the host cluster/,
+  });
+  const role = await call(server.url, 'POST', '/api/v1/admin/roles/', {
+    headers: { cookie },
+    body: { name: 'after-rbac', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['get'] },
+  });
   t.equal(role.status, 503, `a role write too: ${role.text}`);
-  const cluster = await call(server.url, 'PUT', `/api/v1/admin/clusters/${created.body.id}`, { headers: { cookie }, body: { description: 'after rbac' } });
+  const cluster = await call(server.url, 'PUT', `/api/v1/admin/clusters/${created.body.id}`, {
+    headers: { cookie },
+    body: { description: 'after rbac' },
+  });
   t.equal(cluster.status, 503, `a cluster write too: ${cluster.text}`);
-  t.equal(kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'users.kiteline.io', '-o', 'name']).stdout.includes('after-rbac'), false, 'nothing was written');
-  t.equal((await call(server.url, 'GET', '/api/v1/admin/users/', { headers: { cookie } })).status, 200, 'reads are served from the caches');
+  t.equal(
+    kubectl(host.kubeconfigPath, ['-n', ns, 'get', 'users.kiteline.io', '-o', 'name']).stdout.includes('after-rbac'),
+    false,
+    'nothing was written',
+  );
+  t.equal(
+    (await call(server.url, 'GET', '/api/v1/admin/users/', { headers: { cookie } })).status,
+    200,
+    'reads are served from the caches',
+  );
   const log = readFileSync(join(TEST_DIR, 'logs', `${ns}.log`), 'utf8');
-  t.match(log, /"call":"[a-z]+ [^"]+".*the host cluster refused kiteline its own RBAC/, 'the log says which call was refused');
+  t.match(
+    log,
+    /"call":"[a-z]+ [^"]+".*the host cluster refused kiteline its own RBAC/,
+    'the log says which call was refused',
+  );
 });

@@ -12,7 +12,14 @@
 import t, { type Test } from 'tap';
 import { installWidgetCrd, kubectl, kubectlInBackground, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import {
+  addReadyCluster,
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  createRole,
+  testKubeconfig,
+  type Caller,
+} from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
 
 const BUSYBOX = 'kiteline.local/busybox:1';
@@ -62,19 +69,42 @@ const podSpec = (extra: object = {}) => ({
   ],
   ...extra,
 });
-const simple = { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', 'echo done'] }] };
+const simple = {
+  terminationGracePeriodSeconds: 1,
+  containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sh', '-c', 'echo done'] }],
+};
 
 const objects = [
-  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', labels: { app: 'web' } }, data: { mode: 'fast\nand loud' } },
-  { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', annotations: { note: 'sizes only' } }, stringData: { password: 'hunter2hunter2' } },
+  {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'settings', labels: { app: 'web' } },
+    data: { mode: 'fast\nand loud' },
+  },
+  {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'creds', annotations: { note: 'sizes only' } },
+    stringData: { password: 'hunter2hunter2' },
+  },
   {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name: 'web', labels: { app: 'web', tier: 'front' }, annotations: { 'kiteline.test/long': 'x'.repeat(150), 'kiteline.test/short': 'yes' } },
+    metadata: {
+      name: 'web',
+      labels: { app: 'web', tier: 'front' },
+      annotations: { 'kiteline.test/long': 'x'.repeat(150), 'kiteline.test/short': 'yes' },
+    },
     spec: {
       replicas: 1,
-      selector: { matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'edge'] }] },
-      template: { metadata: { labels: { app: 'web', tier: 'front' }, annotations: { 'kiteline.test/template': 'yes' } }, spec: podSpec() },
+      selector: {
+        matchLabels: { app: 'web' },
+        matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'edge'] }],
+      },
+      template: {
+        metadata: { labels: { app: 'web', tier: 'front' }, annotations: { 'kiteline.test/template': 'yes' } },
+        spec: podSpec(),
+      },
     },
   },
   {
@@ -86,7 +116,12 @@ const objects = [
       serviceName: 'db',
       selector: { matchLabels: { app: 'db' } },
       template: { metadata: { labels: { app: 'db' } }, spec: simple },
-      volumeClaimTemplates: [{ metadata: { name: 'data', labels: { disk: 'yes' } }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } }],
+      volumeClaimTemplates: [
+        {
+          metadata: { name: 'data', labels: { disk: 'yes' } },
+          spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+        },
+      ],
     },
   },
   {
@@ -97,7 +132,11 @@ const objects = [
       selector: { matchLabels: { app: 'agent' } },
       template: {
         metadata: { labels: { app: 'agent' } },
-        spec: { ...simple, containers: [{ ...simple.containers[0], command: ['sleep', '3600'] }], tolerations: [{ operator: 'Exists' }, { key: 'dedicated', value: 'x', effect: 'NoSchedule' }] },
+        spec: {
+          ...simple,
+          containers: [{ ...simple.containers[0], command: ['sleep', '3600'] }],
+          tolerations: [{ operator: 'Exists' }, { key: 'dedicated', value: 'x', effect: 'NoSchedule' }],
+        },
       },
     },
   },
@@ -105,15 +144,35 @@ const objects = [
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: 'web' },
-    spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }, { name: 'alt', port: 81, targetPort: 8080 }] },
+    spec: {
+      selector: { app: 'web' },
+      ports: [
+        { name: 'http', port: 80, targetPort: 'http' },
+        { name: 'alt', port: 81, targetPort: 8080 },
+      ],
+    },
   },
-  { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'claim' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } },
-  { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'once' }, spec: { backoffLimit: 1, template: { spec: { ...simple, restartPolicy: 'Never' } } } },
+  {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'claim' },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+  },
+  {
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'once' },
+    spec: { backoffLimit: 1, template: { spec: { ...simple, restartPolicy: 'Never' } } },
+  },
   {
     apiVersion: 'batch/v1beta1',
     kind: 'CronJob',
     metadata: { name: 'nightly' },
-    spec: { schedule: '0 3 * * *', successfulJobsHistoryLimit: 2, jobTemplate: { spec: { template: { spec: { ...simple, restartPolicy: 'OnFailure' } } } } },
+    spec: {
+      schedule: '0 3 * * *',
+      successfulJobsHistoryLimit: 2,
+      jobTemplate: { spec: { template: { spec: { ...simple, restartPolicy: 'OnFailure' } } } },
+    },
   },
   {
     apiVersion: 'networking.k8s.io/v1',
@@ -147,9 +206,13 @@ function normalize(text: string): string[] {
   let inEvents = false;
   return text.split('\n').map((line) => {
     if (/^Events:/.test(line)) inEvents = true;
-    let out = line.replace(/^(  RenewTime:\s+).*$/, '$1<time>').replace(new RegExp(`( {2,})${AGE}$`), '$1<age>');
+    let out = line.replace(/^( {2}RenewTime:\s+).*$/, '$1<time>').replace(new RegExp(`( {2,})${AGE}$`), '$1<age>');
     // The Age column of the events table: its width follows the ages, so its padding goes too.
-    if (inEvents) out = out.replace(new RegExp(String.raw`^(  \S+ +\S+ +)(?:${AGE}(?: \(x\d+ over ${AGE}\))?|Age|----) +`), '$1<age> ');
+    if (inEvents)
+      out = out.replace(
+        new RegExp(String.raw`^(  \S+ +\S+ +)(?:${AGE}(?: \(x\d+ over ${AGE}\))?|Age|----) +`),
+        '$1<age> ',
+      );
     return out;
   });
 }
@@ -159,7 +222,8 @@ function firstDifference(kiteline: string, kubectlText: string): string | undefi
   const a = normalize(kiteline);
   const b = normalize(kubectlText);
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return `line ${i + 1}:\n  kiteline: ${JSON.stringify(a[i])}\n  kubectl:  ${JSON.stringify(b[i])}`;
+    if (a[i] !== b[i])
+      return `line ${i + 1}:\n  kiteline: ${JSON.stringify(a[i])}\n  kubectl:  ${JSON.stringify(b[i])}`;
   }
   return undefined;
 }
@@ -175,7 +239,9 @@ async function compare(t: Test, resource: string, kind: string, name: string, na
   let difference = '';
   for (let round = 0; round < 4; round++) {
     const before = await kubectlDescribe(kind, name, namespaced);
-    const res = await call(gw.url, 'GET', `/api/v1/${resource}/${namespaced ? ns : '_all'}/${name}/describe`, { headers: admin.headers });
+    const res = await call(gw.url, 'GET', `/api/v1/${resource}/${namespaced ? ns : '_all'}/${name}/describe`, {
+      headers: admin.headers,
+    });
     t.equal(res.status, 200, `describe ${kind} ${name}: ${res.status === 200 ? 'answered' : res.text}`);
     const after = await kubectlDescribe(kind, name, namespaced);
     const text = res.body.result as string;
@@ -193,13 +259,41 @@ async function compare(t: Test, resource: string, kind: string, name: string, na
 t.before(async () => {
   installWidgetCrd(t, kc, group);
   k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
-  k(['apply', '-f', '-'], JSON.stringify({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'gadget', labels: { size: 'big' } }, spec: { size: 3, ratio: 0.5, tags: ['a', 'b'], nested: { enabled: true, list: [{ name: 'x' }] } } }));
+  k(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: `${group}/v1`,
+      kind: 'Widget',
+      metadata: { name: 'gadget', labels: { size: 'big' } },
+      spec: { size: 3, ratio: 0.5, tags: ['a', 'b'], nested: { enabled: true, list: [{ name: 'x' }] } },
+    }),
+  );
   viewer = await apiKeyWithRoles(gw, admin, 'describe-viewer', ['viewer']);
   nodeName = k(['get', 'nodes', '-o', 'jsonpath={.items[0].metadata.name}']);
-  await eventually('the deployment is available', () => /1/.test(k(['get', 'deployment', 'web', '-o', 'jsonpath={.status.availableReplicas}'])), 60_000, 500);
-  await eventually('the job completed', () => k(['get', 'job', 'once', '-o', 'jsonpath={.status.succeeded}']) === '1', 60_000, 500);
-  await eventually('the daemonset pod runs', () => k(['get', 'daemonset', 'agent', '-o', 'jsonpath={.status.numberAvailable}']) === '1', 60_000, 500);
-  await eventually('the statefulset pod exists', () => k(['get', 'pods', '-l', 'app=db', '-o', 'name']).trim() !== '', 60_000, 500);
+  await eventually(
+    'the deployment is available',
+    () => /1/.test(k(['get', 'deployment', 'web', '-o', 'jsonpath={.status.availableReplicas}'])),
+    60_000,
+    500,
+  );
+  await eventually(
+    'the job completed',
+    () => k(['get', 'job', 'once', '-o', 'jsonpath={.status.succeeded}']) === '1',
+    60_000,
+    500,
+  );
+  await eventually(
+    'the daemonset pod runs',
+    () => k(['get', 'daemonset', 'agent', '-o', 'jsonpath={.status.numberAvailable}']) === '1',
+    60_000,
+    500,
+  );
+  await eventually(
+    'the statefulset pod exists',
+    () => k(['get', 'pods', '-l', 'app=db', '-o', 'name']).trim() !== '',
+    60_000,
+    500,
+  );
   podName = k(['get', 'pods', '-l', 'app=web', '-o', 'jsonpath={.items[0].metadata.name}']);
   replicaSetName = k(['get', 'replicasets', '-l', 'app=web', '-o', 'jsonpath={.items[0].metadata.name}']);
 });
@@ -222,7 +316,9 @@ t.test('each common kind: the same text as kubectl describe', async (t) => {
     ['nodes', 'node', nodeName, false],
     ['namespaces', 'namespace', ns, false],
   ];
-  await Promise.all(cases.map(([resource, kind, name, namespaced]) => compare(t, resource, kind, name, namespaced ?? true)));
+  await Promise.all(
+    cases.map(([resource, kind, name, namespaced]) => compare(t, resource, kind, name, namespaced ?? true)),
+  );
 });
 
 t.test('a Secret shows sizes, never values', async (t) => {
@@ -240,16 +336,48 @@ t.test('authorization and bad input', async (t) => {
   t.equal(secret.status, 403, 'but not a Secret');
   t.notMatch(secret.text, /bytes/);
   t.equal((await call(gw.url, 'GET', `/api/v1/pods/${ns}/${podName}/describe`)).status, 401, 'anonymous: 401');
-  t.equal((await call(gw.url, 'GET', `/api/v1/nosuchthings/${ns}/x/describe`, { headers: admin.headers })).status, 404, 'an unknown resource: 404');
-  t.equal((await call(gw.url, 'GET', `/api/v1/pods/${ns}/nothing-here/describe`, { headers: admin.headers })).status, 404, 'a missing object: 404');
-  t.equal((await call(gw.url, 'GET', `/api/v1/pods/${ns}/Bad..Name/describe`, { headers: admin.headers })).status, 400, 'a bad name: 400');
-  t.equal((await call(gw.url, 'GET', `/api/v1/pods/_all/${podName}/describe`, { headers: admin.headers })).status, 400, 'a namespaced kind under _all: 400');
-  t.equal((await call(gw.url, 'GET', `/api/v1/nodes/${ns}/${nodeName}/describe`, { headers: admin.headers })).status, 400, 'a cluster-scoped kind in a namespace: 400');
+  t.equal(
+    (await call(gw.url, 'GET', `/api/v1/nosuchthings/${ns}/x/describe`, { headers: admin.headers })).status,
+    404,
+    'an unknown resource: 404',
+  );
+  t.equal(
+    (await call(gw.url, 'GET', `/api/v1/pods/${ns}/nothing-here/describe`, { headers: admin.headers })).status,
+    404,
+    'a missing object: 404',
+  );
+  t.equal(
+    (await call(gw.url, 'GET', `/api/v1/pods/${ns}/Bad..Name/describe`, { headers: admin.headers })).status,
+    400,
+    'a bad name: 400',
+  );
+  t.equal(
+    (await call(gw.url, 'GET', `/api/v1/pods/_all/${podName}/describe`, { headers: admin.headers })).status,
+    400,
+    'a namespaced kind under _all: 400',
+  );
+  t.equal(
+    (await call(gw.url, 'GET', `/api/v1/nodes/${ns}/${nodeName}/describe`, { headers: admin.headers })).status,
+    400,
+    'a cluster-scoped kind in a namespace: 400',
+  );
 });
 
 t.test('related objects only as far as the caller may list them', async (t) => {
-  await createRole(gw, admin, { name: 'describe-limited', clusters: ['a'], namespaces: [ns], resources: ['deployments', 'pods'], verbs: ['get', 'list'] });
-  await createRole(gw, admin, { name: 'describe-nodes', clusters: ['a'], namespaces: ['_all'], resources: ['nodes'], verbs: ['get'] });
+  await createRole(gw, admin, {
+    name: 'describe-limited',
+    clusters: ['a'],
+    namespaces: [ns],
+    resources: ['deployments', 'pods'],
+    verbs: ['get', 'list'],
+  });
+  await createRole(gw, admin, {
+    name: 'describe-nodes',
+    clusters: ['a'],
+    namespaces: ['_all'],
+    resources: ['nodes'],
+    verbs: ['get'],
+  });
   const limited = await apiKeyWithRoles(gw, admin, 'describe-limited', ['describe-limited', 'describe-nodes']);
   const d = await call(gw.url, 'GET', `/api/v1/deployments/${ns}/web/describe`, { headers: limited.headers });
   t.equal(d.status, 200, d.text);
@@ -270,7 +398,14 @@ t.test("kiteline's own namespace on the host cluster: 403", async (t) => {
   await addReadyCluster(gw, admin, { name: 'self', config: testKubeconfig('host') });
   const headers = { ...admin.headers, 'x-cluster-name': 'self' };
   // An object that really is there: the guard, not a 404, must be what refuses it.
-  const own = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'configmaps', '-o', 'jsonpath={.items[0].metadata.name}']).stdout;
+  const own = kubectl(gw.kubeconfig, [
+    '-n',
+    gw.namespace,
+    'get',
+    'configmaps',
+    '-o',
+    'jsonpath={.items[0].metadata.name}',
+  ]).stdout;
   t.ok(own, `a ConfigMap in kiteline's namespace (${own})`);
   const res = await call(gw.url, 'GET', `/api/v1/configmaps/${gw.namespace}/${own}/describe`, { headers });
   t.equal(res.status, 403, res.text);

@@ -19,7 +19,14 @@ import { imageCacheDir } from '../src/controlplane/images.js';
 import { networkFor } from '../src/controlplane/network.js';
 import { importIntoNode, killContainer } from '../src/controlplane/node.js';
 import { LEADER_LEASE_NAME } from '../src/host/lease.js';
-import { kubectl, kubectlInBackground, kubectlPortForward, testControlPlane, TEST_DIR, uniqueName } from './helpers/clusters.js';
+import {
+  kubectl,
+  kubectlInBackground,
+  kubectlPortForward,
+  testControlPlane,
+  TEST_DIR,
+  uniqueName,
+} from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { call } from './helpers/gateway.js';
 import type { LoadSample } from './helpers/service-load.js';
@@ -48,7 +55,9 @@ function k(args: string[], input?: string): string {
 /** The image `make image` builds, built now unless its inputs are unchanged since the last build. */
 function kitelineImage(): { ref: string; archive: string } {
   const dir = imageCacheDir();
-  const built = spawnSync('bash', [join(PACKAGE_ROOT, 'scripts', 'build-image.sh'), dir], { stdio: ['ignore', 'inherit', 'inherit'] });
+  const built = spawnSync('bash', [join(PACKAGE_ROOT, 'scripts', 'build-image.sh'), dir], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
   if (built.status !== 0) throw new Error(`scripts/build-image.sh failed (exit ${built.status})`);
   return { ref: readFileSync(join(dir, 'kiteline.ref'), 'utf8').trim(), archive: join(dir, 'kiteline.tar') };
 }
@@ -81,7 +90,10 @@ function uninstall(overlay: string): void {
 interface Pod {
   metadata: { name: string; deletionTimestamp?: string };
   spec: { serviceAccountName: string; containers: { image: string }[] };
-  status: { conditions?: { type: string; status: string }[]; containerStatuses?: { containerID?: string; restartCount: number; ready: boolean }[] };
+  status: {
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: { containerID?: string; restartCount: number; ready: boolean }[];
+  };
 }
 
 function kitelinePods(): Pod[] {
@@ -110,8 +122,10 @@ const portForward = (t: Test, target: string, remotePort: number) => kubectlPort
  * checked against its DNS name `kubernetes` instead of that address.
  */
 function kubeconfigForPods(): string {
-  const config = parse(readFileSync(targetA.kubeconfigPath, 'utf8')) as { clusters: { cluster: Record<string, string> }[] };
-  const cluster = config.clusters[0]!.cluster;
+  const config = parse(readFileSync(targetA.kubeconfigPath, 'utf8')) as {
+    clusters: { cluster: Record<string, string> }[];
+  };
+  const cluster = config.clusters[0].cluster;
   cluster.server = `https://${networkFor(host.node!.slot).hostAddress}:${new URL(targetA.server).port}`;
   cluster['tls-server-name'] = 'kubernetes';
   return stringify(config);
@@ -121,7 +135,12 @@ const image = kitelineImage();
 const overlay = writeOverlay(image.ref);
 // What an interrupted run left, then the namespace gone (a new install cannot go into one that terminates).
 uninstall(overlay);
-await eventually('no kiteline-system namespace', () => kubectl(kc, ['get', 'namespace', NS]).status !== 0, 180_000, 500);
+await eventually(
+  'no kiteline-system namespace',
+  () => kubectl(kc, ['get', 'namespace', NS]).status !== 0,
+  180_000,
+  500,
+);
 importIntoNode(host.dir, [image]);
 t.teardown(() => uninstall(overlay));
 /** A namespace of this file on both clusters, for the resource routes and the load loop. */
@@ -141,18 +160,28 @@ t.test('kubectl apply -k of an overlay that sets only the image: two replicas Re
   for (const pod of pods) {
     t.ok(isReady(pod), `${pod.metadata.name} Ready through /readyz`);
     t.equal(pod.spec.serviceAccountName, 'kiteline');
-    t.equal(pod.spec.containers[0]!.image, image.ref, 'the image make image built');
+    t.equal(pod.spec.containers[0].image, image.ref, 'the image make image built');
   }
-  const pod = pods[0]!.metadata.name;
+  const pod = pods[0].metadata.name;
   t.equal(k(['-n', NS, 'exec', pod, '--', 'id', '-u']).trim(), '10001', 'runs as the non-root user 10001');
-  t.not(kubectl(kc, ['-n', NS, 'exec', pod, '--', 'touch', '/app/written']).status, 0, 'the root filesystem is read-only');
-  t.equal(k(['-n', NS, 'exec', pod, '--', 'ls', '/app/node_modules/.bin']).split('\n').includes('tsc'), false, 'production dependencies only');
+  t.not(
+    kubectl(kc, ['-n', NS, 'exec', pod, '--', 'touch', '/app/written']).status,
+    0,
+    'the root filesystem is read-only',
+  );
+  t.equal(
+    k(['-n', NS, 'exec', pod, '--', 'ls', '/app/node_modules/.bin']).split('\n').includes('tsc'),
+    false,
+    'production dependencies only',
+  );
 
   // Exactly deploy/'s RBAC: no binding of the service account but its own two.
   const bindings = JSON.parse(k(['get', 'rolebindings,clusterrolebindings', '--all-namespaces', '-o', 'json'])) as {
     items: { metadata: { name: string }; subjects?: { kind: string; name: string; namespace?: string }[] }[];
   };
-  const ofServiceAccount = bindings.items.filter((b) => b.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === 'kiteline' && s.namespace === NS));
+  const ofServiceAccount = bindings.items.filter((b) =>
+    b.subjects?.some((s) => s.kind === 'ServiceAccount' && s.name === 'kiteline' && s.namespace === NS),
+  );
   t.same(ofServiceAccount.map((b) => b.metadata.name).sort(), SHIPPED_BINDINGS);
 });
 
@@ -162,40 +191,72 @@ let apiKey = '';
 t.test('through kubectl port-forward svc/kiteline: bootstrap, imports, resource routes on both clusters', async (t) => {
   k(['apply', '-f', optionalBinding]);
   const gw = await portForward(t, 'svc/kiteline', 80);
-  const su = await call(gw, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' } });
+  const su = await call(gw, 'POST', '/api/v1/admin/users/create_super_user', {
+    body: { username: 'admin', password: 'correct-horse-1', name: 'Admin' },
+  });
   t.equal(su.status, 201, su.text);
-  const cookie = (su.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const cookie = (su.headers.get('set-cookie') ?? '').split(';')[0];
   t.match(cookie, /^auth_token=/, 'create_super_user signs the admin in');
   const asAdmin = { cookie };
 
-  const imported = await call(gw, 'POST', '/api/v1/admin/clusters/import', { headers: asAdmin, body: { inCluster: true } });
+  const imported = await call(gw, 'POST', '/api/v1/admin/clusters/import', {
+    headers: asAdmin,
+    body: { inCluster: true },
+  });
   t.equal(imported.status, 201, imported.text);
   t.same(imported.body.clusters, ['in-cluster']);
-  const created = await call(gw, 'POST', '/api/v1/admin/clusters/', { headers: asAdmin, body: { name: 'target-a', config: kubeconfigForPods() } });
+  const created = await call(gw, 'POST', '/api/v1/admin/clusters/', {
+    headers: asAdmin,
+    body: { name: 'target-a', config: kubeconfigForPods() },
+  });
   t.equal(created.status, 201, `the second control plane, by kubeconfig: ${created.text}`);
-  const key = await call(gw, 'POST', '/api/v1/admin/apikeys/', { headers: asAdmin, body: { name: 'load', roles: ['admin'] } });
+  const key = await call(gw, 'POST', '/api/v1/admin/apikeys/', {
+    headers: asAdmin,
+    body: { name: 'load', roles: ['admin'] },
+  });
   t.equal(key.status, 201, 'an admin API key');
   apiKey = key.body.key;
 
   const auth = { authorization: apiKey };
-  const clusters = await eventually('both clusters ready', async () => {
-    const res = await call(gw, 'GET', '/api/v1/clusters', { headers: auth });
-    return res.body?.length === 2 && res.body.every((c: { ready: boolean }) => c.ready) ? res.body : undefined;
-  }, 60_000, 250);
-  t.same(clusters.map((c: { name: string }) => c.name), ['in-cluster', 'target-a']);
+  const clusters = await eventually(
+    'both clusters ready',
+    async () => {
+      const res = await call(gw, 'GET', '/api/v1/clusters', { headers: auth });
+      return res.body?.length === 2 && res.body.every((c: { ready: boolean }) => c.ready) ? res.body : undefined;
+    },
+    60_000,
+    250,
+  );
+  t.same(
+    clusters.map((c: { name: string }) => c.name),
+    ['in-cluster', 'target-a'],
+  );
 
   for (const cluster of ['in-cluster', 'target-a']) {
     const headers = { ...auth, 'x-cluster-name': cluster };
-    const made = await call(gw, 'POST', `/api/v1/configmaps/${ns}`, { headers, body: { metadata: { name: 'hello' }, data: { cluster } } });
+    const made = await call(gw, 'POST', `/api/v1/configmaps/${ns}`, {
+      headers,
+      body: { metadata: { name: 'hello' }, data: { cluster } },
+    });
     t.equal(made.status, 201, `${cluster}: create ${made.text}`);
     const read = await call(gw, 'GET', `/api/v1/configmaps/${ns}/hello`, { headers });
     t.same(read.body.data, { cluster }, `${cluster}: get`);
     const pods = await call(gw, 'GET', '/api/v1/pods', { headers });
     t.equal(pods.status, 200, `${cluster}: list pods in every namespace`);
-    t.equal((await call(gw, 'DELETE', `/api/v1/configmaps/${ns}/hello`, { headers })).status, 200, `${cluster}: delete`);
+    t.equal(
+      (await call(gw, 'DELETE', `/api/v1/configmaps/${ns}/hello`, { headers })).status,
+      200,
+      `${cluster}: delete`,
+    );
   }
-  const ownSecrets = await call(gw, 'GET', `/api/v1/secrets/${NS}`, { headers: { ...auth, 'x-cluster-name': 'in-cluster' } });
-  t.equal(ownSecrets.status, 403, 'the host is recognized (kube-system UID readable with the shipped RBAC): its install namespace is refused');
+  const ownSecrets = await call(gw, 'GET', `/api/v1/secrets/${NS}`, {
+    headers: { ...auth, 'x-cluster-name': 'in-cluster' },
+  });
+  t.equal(
+    ownSecrets.status,
+    403,
+    'the host is recognized (kube-system UID readable with the shipped RBAC): its install namespace is refused',
+  );
 });
 
 /** The load loop, in a pod of kiteline's image next to it, through the Service's cluster IP. */
@@ -212,17 +273,44 @@ async function startLoad(t: Test): Promise<Load> {
     spec: {
       terminationGracePeriodSeconds: 1,
       securityContext: { runAsNonRoot: true, runAsUser: 10001, seccompProfile: { type: 'RuntimeDefault' } },
-      containers: [{
-        name: 'loader', image: image.ref, imagePullPolicy: 'Never', command: ['sleep', 'infinity'],
-        securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-      }],
+      containers: [
+        {
+          name: 'loader',
+          image: image.ref,
+          imagePullPolicy: 'Never',
+          command: ['sleep', 'infinity'],
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
+        },
+      ],
     },
   };
   k(['apply', '-f', '-'], JSON.stringify(loader));
   k(['-n', ns, 'wait', '--for=condition=Ready', 'pod/loader', '--timeout=120s']);
   const serviceIp = k(['-n', NS, 'get', 'service', 'kiteline', '-o', 'jsonpath={.spec.clusterIP}']).trim();
   const script = readFileSync(join(PACKAGE_ROOT, 'dist', 'test', 'helpers', 'service-load.js'), 'utf8');
-  const args = ['--kubeconfig', kc, '-n', ns, 'exec', '-i', 'loader', '--', 'node', '--input-type=module', '-e', script, `http://${serviceIp}`, apiKey, 'target-a', ns, String(LOAD_WORKERS)];
+  const args = [
+    '--kubeconfig',
+    kc,
+    '-n',
+    ns,
+    'exec',
+    '-i',
+    'loader',
+    '--',
+    'node',
+    '--input-type=module',
+    '-e',
+    script,
+    `http://${serviceIp}`,
+    apiKey,
+    'target-a',
+    ns,
+    String(LOAD_WORKERS),
+  ];
   const child: ChildProcessWithoutNullStreams = spawn(ensureBinaries().kubectl, args);
   const samples: LoadSample[] = [];
   createInterface({ input: child.stdout }).on('line', (line) => samples.push(JSON.parse(line) as LoadSample));
@@ -239,13 +327,27 @@ function window(load: Load, from: number): { total: number; failures: LoadSample
   const within = load.samples.filter((s) => s.t >= from);
   const failures = within.filter(failed);
   const kinds = failures.map((f) => `${f.kind} ${f.status || f.error}`);
-  return { total: within.length, failures, account: `${within.length} requests, ${failures.length} failed${kinds.length ? `: ${kinds.join(', ')}` : ''}` };
+  return {
+    total: within.length,
+    failures,
+    account: `${within.length} requests, ${failures.length} failed${kinds.length ? `: ${kinds.join(', ')}` : ''}`,
+  };
 }
 
 /** A Cluster applied with kubectl (Secret + CR), whose status only the leader writes. */
 function applyDeclaredCluster(name: string): void {
-  const secret = { apiVersion: 'v1', kind: 'Secret', metadata: { name: `${name}-kubeconfig`, namespace: NS }, stringData: { kubeconfig: kubeconfigForPods() } };
-  const cluster = { apiVersion: 'kiteline.io/v1alpha1', kind: 'Cluster', metadata: { name, namespace: NS }, spec: { name, kubeconfigSecretRef: { name: `${name}-kubeconfig`, key: 'kubeconfig' } } };
+  const secret = {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `${name}-kubeconfig`, namespace: NS },
+    stringData: { kubeconfig: kubeconfigForPods() },
+  };
+  const cluster = {
+    apiVersion: 'kiteline.io/v1alpha1',
+    kind: 'Cluster',
+    metadata: { name, namespace: NS },
+    spec: { name, kubeconfigSecretRef: { name: `${name}-kubeconfig`, key: 'kubeconfig' } },
+  };
   k(['apply', '-f', '-'], [secret, cluster].map((d) => stringify(d)).join('---\n'));
 }
 
@@ -259,21 +361,43 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
 
   await t.test('the leader pod deleted: the other replica takes the lease and writes Cluster status', async (t) => {
     const leader = leaderPod();
-    t.ok(kitelinePods().some((p) => p.metadata.name === leader), `the leader is a pod: ${leader}`);
+    t.ok(
+      kitelinePods().some((p) => p.metadata.name === leader),
+      `the leader is a pod: ${leader}`,
+    );
     const from = Date.now();
     k(['-n', NS, 'delete', 'pod', leader, '--wait=false']);
-    const successor = await eventually('another holder', () => { const h = leaderPod(); return h && h !== leader ? h : undefined; }, LEASE_DURATION_MS * 2, 200);
+    const successor = await eventually(
+      'another holder',
+      () => {
+        const h = leaderPod();
+        return h && h !== leader ? h : undefined;
+      },
+      LEASE_DURATION_MS * 2,
+      200,
+    );
     const takeoverMs = Date.now() - from;
-    t.ok(takeoverMs <= LEASE_DURATION_MS, `lease taken over ${takeoverMs} ms after the delete (lease duration ${LEASE_DURATION_MS} ms)`);
+    t.ok(
+      takeoverMs <= LEASE_DURATION_MS,
+      `lease taken over ${takeoverMs} ms after the delete (lease duration ${LEASE_DURATION_MS} ms)`,
+    );
     const applied = Date.now();
     applyDeclaredCluster('declared-after-failover');
-    await eventually('status written by the new leader', () => clusterStatusReady('declared-after-failover'), LEASE_DURATION_MS, 200);
+    await eventually(
+      'status written by the new leader',
+      () => clusterStatusReady('declared-after-failover'),
+      LEASE_DURATION_MS,
+      200,
+    );
     const statusMs = Date.now() - applied;
     t.equal(leaderPod(), successor, 'still the successor');
     await rolledOut();
     await new Promise((r) => setTimeout(r, 3000));
     const result = window(load, from);
-    t.comment(`leader deleted: takeover ${takeoverMs} ms, first status write ${statusMs} ms after a new Cluster; ${result.account}`);
+    t.comment(
+      `leader deleted: takeover ${takeoverMs} ms, ` +
+        `first status write ${statusMs} ms after a new Cluster; ${result.account}`,
+    );
     t.equal(result.failures.length, 0, 'no failed request');
   });
 
@@ -282,7 +406,12 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
     k(['-n', NS, 'rollout', 'restart', 'deploy/kiteline']);
     await rolledOut();
     // The old pods are gone only after their drain.
-    await eventually('old pods gone', () => kitelinePods().every((p) => !p.metadata.deletionTimestamp) || undefined, 120_000, 500);
+    await eventually(
+      'old pods gone',
+      () => kitelinePods().every((p) => !p.metadata.deletionTimestamp) || undefined,
+      120_000,
+      500,
+    );
     const result = window(load, from);
     t.comment(`rollout restart: ${((Date.now() - from) / 1000).toFixed(1)} s, ${result.account}`);
     t.equal(result.failures.length, 0, 'no failed request');
@@ -291,15 +420,30 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
   await t.test('a replica SIGKILLed: its replacement serves', async (t) => {
     const victim = leaderPod();
     const pod = kitelinePods().find((p) => p.metadata.name === victim)!;
-    const container = pod.status.containerStatuses![0]!;
+    const container = pod.status.containerStatuses![0];
     const from = Date.now();
     killContainer(host.dir, container.containerID!.replace(/^containerd:\/\//, ''));
-    const successor = await eventually('another holder', () => { const h = leaderPod(); return h && h !== victim ? h : undefined; }, LEASE_DURATION_MS * 3, 200);
+    const successor = await eventually(
+      'another holder',
+      () => {
+        const h = leaderPod();
+        return h && h !== victim ? h : undefined;
+      },
+      LEASE_DURATION_MS * 3,
+      200,
+    );
     const takeoverMs = Date.now() - from;
-    const restarted = await eventually('the killed replica restarted and Ready', () => {
-      const now = kitelinePods().find((p) => p.metadata.name === victim);
-      return now && isReady(now) && now.status.containerStatuses![0]!.restartCount > container.restartCount ? now : undefined;
-    }, 120_000, 500);
+    const restarted = await eventually(
+      'the killed replica restarted and Ready',
+      () => {
+        const now = kitelinePods().find((p) => p.metadata.name === victim);
+        return now && isReady(now) && now.status.containerStatuses![0].restartCount > container.restartCount
+          ? now
+          : undefined;
+      },
+      120_000,
+      500,
+    );
     const readyMs = Date.now() - from;
     t.ok(restarted, 'the kubelet restarted the container');
     const direct = await portForward(t, `pod/${victim}`, 8080);
@@ -307,8 +451,13 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
     t.equal(res.status, 200, 'the replacement serves');
     await new Promise((r) => setTimeout(r, 3000));
     const result = window(load, from);
-    t.comment(`SIGKILL: lease to ${successor} after ${takeoverMs} ms, replacement Ready after ${readyMs} ms; ${result.account}`);
-    t.ok(result.failures.every((f) => f.status === 0), 'failures are only requests the killed process never answered');
+    t.comment(
+      `SIGKILL: lease to ${successor} after ${takeoverMs} ms, replacement Ready after ${readyMs} ms; ${result.account}`,
+    );
+    t.ok(
+      result.failures.every((f) => f.status === 0),
+      'failures are only requests the killed process never answered',
+    );
     t.equal(window(load, from + readyMs).failures.length, 0, 'no failure once the replacement is Ready');
   });
 

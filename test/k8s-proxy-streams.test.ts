@@ -47,11 +47,23 @@ t.test('a kubeconfig asked for over http points at the https listener and trusts
   const httpsPort = gw.services.https?.port;
   t.ok(httpsPort && httpsPort !== Number(new URL(gw.url).port), 'an https listener on a port of its own');
   t.equal(doc.clusters[0].cluster.server, `https://127.0.0.1:${httpsPort}/k8s/clusters/a`);
-  t.equal(Buffer.from(doc.clusters[0].cluster['certificate-authority-data'], 'base64').toString(), gw.services.https?.trustPem, 'the self-signed certificate is the CA');
+  t.equal(
+    Buffer.from(doc.clusters[0].cluster['certificate-authority-data'], 'base64').toString(),
+    gw.services.https?.trustPem,
+    'the self-signed certificate is the CA',
+  );
   await ok(['create', 'namespace', ns]);
-  t.match(await ok(['get', 'namespace', ns, '-o', 'name']), `namespace/${ns}`, 'kubectl sends its token over https and is served');
+  t.match(
+    await ok(['get', 'namespace', ns, '-o', 'name']),
+    `namespace/${ns}`,
+    'kubectl sends its token over https and is served',
+  );
   const untrusting = await fetch(`https://127.0.0.1:${httpsPort}/readyz`).catch((err: Error) => err);
-  t.type(untrusting, Error, 'a client that does not trust the certificate is refused by the TLS handshake, not served in the clear');
+  t.type(
+    untrusting,
+    Error,
+    'a client that does not trust the certificate is refused by the TLS handshake, not served in the clear',
+  );
 });
 
 t.test('attach over SPDY (kubectl attach -i): stdin in, stdout out', async (t) => {
@@ -61,7 +73,15 @@ t.test('attach over SPDY (kubectl attach -i): stdin in, stdout out', async (t) =
     metadata: { name: 'echoer' },
     spec: {
       terminationGracePeriodSeconds: 1,
-      containers: [{ name: 'echoer', image: BUSYBOX, imagePullPolicy: 'Never', stdin: true, command: ['sh', '-c', 'while read line; do echo "got $line"; done'] }],
+      containers: [
+        {
+          name: 'echoer',
+          image: BUSYBOX,
+          imagePullPolicy: 'Never',
+          stdin: true,
+          command: ['sh', '-c', 'while read line; do echo "got $line"; done'],
+        },
+      ],
     },
   };
   await ok(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pod));
@@ -72,10 +92,15 @@ t.test('attach over SPDY (kubectl attach -i): stdin in, stdout out', async (t) =
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
   // The first lines may arrive before the stream is up: keep writing until one comes back.
-  await eventually('the attached container to echo stdin', () => {
-    child.stdin.write('through-kiteline\n');
-    return out.includes('got through-kiteline');
-  }, 60_000, 500);
+  await eventually(
+    'the attached container to echo stdin',
+    () => {
+      child.stdin.write('through-kiteline\n');
+      return out.includes('got through-kiteline');
+    },
+    60_000,
+    500,
+  );
   t.pass('attach -i streams both ways');
 });
 
@@ -84,7 +109,12 @@ t.test('port-forward over WebSocket (client-node PortForward) reaches the pod', 
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'web' },
-    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'web', image: BUSYBOX, imagePullPolicy: 'Never', command: ['httpd', '-f', '-p', '8080', '-h', '/www'] }] },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [
+        { name: 'web', image: BUSYBOX, imagePullPolicy: 'Never', command: ['httpd', '-f', '-p', '8080', '-h', '/www'] },
+      ],
+    },
   };
   await ok(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pod));
   await ok(['-n', ns, 'wait', '--for=condition=Ready', 'pod/web', '--timeout=120s']);
@@ -101,26 +131,66 @@ t.test('port-forward over WebSocket (client-node PortForward) reaches the pod', 
 });
 
 t.test("impersonation: the target's own RBAC answers to kiteline:<user>", async (t) => {
-  await createRole(gw, admin, { name: 'cm-reader', clusters: ['ai'], namespaces: [ns], resources: ['configmaps'], verbs: ['get', 'list'] });
-  t.equal((await call(gw.url, 'POST', '/api/v1/admin/users/', { headers: admin.headers, body: { username: 'imp', password: 'imp-password-1', name: 'Imp' } })).status, 201);
+  await createRole(gw, admin, {
+    name: 'cm-reader',
+    clusters: ['ai'],
+    namespaces: [ns],
+    resources: ['configmaps'],
+    verbs: ['get', 'list'],
+  });
+  t.equal(
+    (
+      await call(gw.url, 'POST', '/api/v1/admin/users/', {
+        headers: admin.headers,
+        body: { username: 'imp', password: 'imp-password-1', name: 'Imp' },
+      })
+    ).status,
+    201,
+  );
   const roles = await call(gw.url, 'GET', '/api/v1/admin/roles/', { headers: admin.headers });
   const role = roles.body.roles.find((r: { name: string }) => r.name === 'cm-reader');
-  await eventually('the role assignment', async () => (await call(gw.url, 'POST', `/api/v1/admin/roles/${role.id}/assign`, { headers: admin.headers, body: { subjectType: 'user', subject: 'imp' } })).status < 300);
+  await eventually(
+    'the role assignment',
+    async () =>
+      (
+        await call(gw.url, 'POST', `/api/v1/admin/roles/${role.id}/assign`, {
+          headers: admin.headers,
+          body: { subjectType: 'user', subject: 'imp' },
+        })
+      ).status < 300,
+  );
   const imp = await kubeconfigFile(await login(gw.url, 'imp', 'imp-password-1'), 'imp');
   const list = () => kubectlInBackground(imp.path, ['--context', 'ai', '-n', ns, 'get', 'configmaps', '-o', 'name']);
   const denied = await list();
-  t.match(denied.stderr, /User "kiteline:imp" cannot list resource "configmaps"/, 'kiteline allows it; the cluster sees the user and says no');
+  t.match(
+    denied.stderr,
+    /User "kiteline:imp" cannot list resource "configmaps"/,
+    'kiteline allows it; the cluster sees the user and says no',
+  );
   const forged = await call(gw.url, 'GET', `/k8s/clusters/ai/api/v1/namespaces/${ns}/configmaps`, {
-    headers: { authorization: `Bearer ${/token: (\S+)/.exec(imp.yaml)![1]}`, 'impersonate-user': 'system:admin', 'impersonate-group': 'system:masters' },
+    headers: {
+      authorization: `Bearer ${/token: (\S+)/.exec(imp.yaml)![1]}`,
+      'impersonate-user': 'system:admin',
+      'impersonate-group': 'system:masters',
+    },
   });
   t.equal(forged.status, 403, "a client's own Impersonate-* headers win nothing: the cluster still sees kiteline:imp");
   t.match(forged.body, { kind: 'Status', reason: 'Forbidden', details: { kind: 'configmaps' } });
   // The cluster's admin grants the user, by the name the cluster sees, and kubectl gets through.
-  t.equal(kubectl(targetAdmin, ['-n', ns, 'create', 'rolebinding', 'imp-view', '--clusterrole=view', '--user=kiteline:imp']).status, 0);
-  const allowed = await eventually('the RoleBinding to take effect', async () => {
-    const res = await list();
-    return res.status === 0 ? res : undefined;
-  }, 30_000, 300);
+  t.equal(
+    kubectl(targetAdmin, ['-n', ns, 'create', 'rolebinding', 'imp-view', '--clusterrole=view', '--user=kiteline:imp'])
+      .status,
+    0,
+  );
+  const allowed = await eventually(
+    'the RoleBinding to take effect',
+    async () => {
+      const res = await list();
+      return res.status === 0 ? res : undefined;
+    },
+    30_000,
+    300,
+  );
   t.match(allowed.stdout, 'configmap/kube-root-ca.crt');
 });
 
@@ -128,7 +198,10 @@ t.test('an upgrade request outside the proxy is served as the plain request it a
   const { hostname, port } = new URL(gw.url);
   const answer = await new Promise<string>((resolve, reject) => {
     const socket = connect(Number(port), hostname, () => {
-      socket.write(`GET /api/v1/clusters HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${admin.key}\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n`);
+      socket.write(
+        `GET /api/v1/clusters HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: ${admin.key}\r\n` +
+          'Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n',
+      );
     });
     let received = '';
     socket.on('data', (chunk: Buffer) => (received += chunk.toString()));

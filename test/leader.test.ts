@@ -21,25 +21,38 @@ const isLeader = (gw: TestGateway) => gw.services.clusterManager.lease.isLeader;
 t.test('two replicas: one leader, status from the leader, failover on stop', async (t) => {
   const first = await startGateway(t);
   const second = await startGateway(t, { namespace: first.namespace });
-  const leader = await eventually('a leader', () => (isLeader(first) ? first : isLeader(second) ? second : undefined), 40_000);
+  const leader = await eventually(
+    'a leader',
+    () => (isLeader(first) ? first : isLeader(second) ? second : undefined),
+    40_000,
+  );
   const follower = leader === first ? second : first;
   t.equal(isLeader(follower), false, 'exactly one leader');
   t.equal(lease(first).spec.holderIdentity, leader.services.clusterManager.lease.identity, 'the Lease names it');
 
-  const su = await call(first.url, 'POST', '/api/v1/admin/users/create_super_user', { body: { username: 'admin', password: 'correct-horse-1', name: 'A' } });
+  const su = await call(first.url, 'POST', '/api/v1/admin/users/create_super_user', {
+    body: { username: 'admin', password: 'correct-horse-1', name: 'A' },
+  });
   t.ok(su.status < 300);
   // create_super_user signs the new admin in: the import that follows goes with that session.
-  const cookie = (su.headers.get('set-cookie') ?? '').split(';')[0]!;
+  const cookie = (su.headers.get('set-cookie') ?? '').split(';')[0];
   const config = readFileSync((await testControlPlane('target-a')).kubeconfigPath, 'utf8');
   const imported = await eventually('the import on the follower', async () => {
-    const res = await call(follower.url, 'POST', '/api/v1/admin/clusters/import', { body: { config }, headers: { cookie } });
+    const res = await call(follower.url, 'POST', '/api/v1/admin/clusters/import', {
+      body: { config },
+      headers: { cookie },
+    });
     return res.status === 401 ? undefined : res; // the follower's cache has not seen the new user yet
   });
   t.equal(imported.status, 201, 'any replica takes writes');
   const name = 'target-a';
   const objects = () => first.services.host.clusters.list();
   await eventually('status written', () => objects()[0]?.status?.ready || undefined, 40_000);
-  await eventually('both replicas serve it', () => (first.services.clusters.get(name)?.ready && second.services.clusters.get(name)?.ready) || undefined, 40_000);
+  await eventually(
+    'both replicas serve it',
+    () => (first.services.clusters.get(name)?.ready && second.services.clusters.get(name)?.ready) || undefined,
+    40_000,
+  );
 
   await leader.close();
   await eventually('the follower takes over', () => isLeader(follower) || undefined, 40_000);
@@ -47,7 +60,15 @@ t.test('two replicas: one leader, status from the leader, failover on stop', asy
   t.ok(lease(follower).spec.leaseTransitions >= 1, 'a transition is recorded');
 
   // A cluster applied now gets its id and status from the new leader.
-  const yaml = kubectl(follower.kubeconfig, ['-n', follower.namespace, 'get', 'secret', objects()[0]!.spec.kubeconfigSecretRef!.name, '-o', 'json']);
+  const yaml = kubectl(follower.kubeconfig, [
+    '-n',
+    follower.namespace,
+    'get',
+    'secret',
+    objects()[0].spec.kubeconfigSecretRef!.name,
+    '-o',
+    'json',
+  ]);
   const secret = JSON.parse(yaml.stdout);
   const late = {
     apiVersion: 'kiteline.io/v1alpha1',
@@ -56,10 +77,14 @@ t.test('two replicas: one leader, status from the leader, failover on stop', asy
     spec: { kubeconfigSecretRef: { name: secret.metadata.name } },
   };
   t.equal(kubectl(follower.kubeconfig, ['-n', follower.namespace, 'apply', '-f', '-'], JSON.stringify(late)).status, 0);
-  const written = await eventually('late gets id and status', () => {
-    const o = follower.services.host.clusters.get('late', follower.namespace);
-    return o?.metadata.labels?.[ID_LABEL] && o.status?.ready ? o : undefined;
-  }, 40_000);
+  const written = await eventually(
+    'late gets id and status',
+    () => {
+      const o = follower.services.host.clusters.get('late', follower.namespace);
+      return o?.metadata.labels?.[ID_LABEL] && o.status?.ready ? o : undefined;
+    },
+    40_000,
+  );
   t.match(written.status, { ready: true, version: /^v1\.20/ });
 });
 
@@ -72,22 +97,41 @@ t.test('a lease whose holder vanished is taken over after it expires', async (t)
     apiVersion: 'coordination.k8s.io/v1',
     kind: 'Lease',
     metadata: { name: 'test-lease', namespace },
-    spec: { holderIdentity: 'ghost', leaseDurationSeconds: 2, renewTime: new Date().toISOString().replace('Z', '000Z'), leaseTransitions: 3 },
+    spec: {
+      holderIdentity: 'ghost',
+      leaseDurationSeconds: 2,
+      renewTime: new Date().toISOString().replace('Z', '000Z'),
+      leaseTransitions: 3,
+    },
   };
   t.equal(kubectl(host.kubeconfigPath, ['apply', '-f', '-'], JSON.stringify(ghost)).status, 0);
 
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(host.kubeconfigPath);
   const log = createLogger('silent');
-  const elector = new LeaderElector(kc, namespace, 'replica-b', log, { name: 'test-lease', leaseDurationSeconds: 2, renewIntervalMs: 300, retryIntervalMs: 200 });
-  const rival = new LeaderElector(kc, namespace, 'replica-c', log, { name: 'test-lease', leaseDurationSeconds: 2, renewIntervalMs: 300, retryIntervalMs: 200 });
+  const elector = new LeaderElector(kc, namespace, 'replica-b', log, {
+    name: 'test-lease',
+    leaseDurationSeconds: 2,
+    renewIntervalMs: 300,
+    retryIntervalMs: 200,
+  });
+  const rival = new LeaderElector(kc, namespace, 'replica-c', log, {
+    name: 'test-lease',
+    leaseDurationSeconds: 2,
+    renewIntervalMs: 300,
+    retryIntervalMs: 200,
+  });
   t.teardown(() => Promise.all([elector.stop(), rival.stop()]));
   let started = 0;
   elector.on('started', () => started++);
   rival.on('started', () => started++);
   elector.start();
   rival.start();
-  const winner = await eventually('someone takes over', () => (elector.isLeader ? elector : rival.isLeader ? rival : undefined), 40_000);
+  const winner = await eventually(
+    'someone takes over',
+    () => (elector.isLeader ? elector : rival.isLeader ? rival : undefined),
+    40_000,
+  );
   const l = lease({ kubeconfig: host.kubeconfigPath, namespace }, 'test-lease');
   t.equal(l.spec.holderIdentity, winner.identity);
   t.equal(l.spec.leaseTransitions, 4, 'one transition from the ghost');

@@ -4,7 +4,13 @@
 import t from 'tap';
 import { uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, registerCluster, testKubeconfig } from './helpers/fixtures.js';
+import {
+  addReadyCluster,
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  registerCluster,
+  testKubeconfig,
+} from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
 
 const MAX_FAILURES = 3;
@@ -22,10 +28,13 @@ function sample(text: string, name: string, labels: Record<string, string> = {})
     const close = line.lastIndexOf('}');
     const found: Record<string, string> = {};
     if (open === name.length) {
-      for (const m of line.slice(open + 1, close).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) found[m[1]!] = m[2]!;
+      for (const m of line.slice(open + 1, close).matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) found[m[1]] = m[2]!;
     }
-    if (Object.entries(labels).every(([k, v]) => found[k] === v) && Object.keys(found).length === Object.keys(labels).length) {
-      return Number(line.slice((open === name.length ? close + 1 : name.length)).trim());
+    if (
+      Object.entries(labels).every(([k, v]) => found[k] === v) &&
+      Object.keys(found).length === Object.keys(labels).length
+    ) {
+      return Number(line.slice(open === name.length ? close + 1 : name.length).trim());
     }
   }
   return undefined;
@@ -62,15 +71,31 @@ t.test('KITELINE_METRICS_PUBLIC=true serves /metrics without credentials', async
 t.test('requests are counted by route pattern, method, status and cluster', async (t) => {
   const labels = { route: '/api/v1/:resource/:namespace', method: 'GET', status: '200', cluster: CLUSTER };
   const before = sample(await scrape(), 'kiteline_http_requests_total', labels) ?? 0;
-  const listed = await call(gw.url, 'GET', '/api/v1/configmaps/default', { headers: { ...admin.headers, 'x-cluster-name': CLUSTER } });
+  const listed = await call(gw.url, 'GET', '/api/v1/configmaps/default', {
+    headers: { ...admin.headers, 'x-cluster-name': CLUSTER },
+  });
   t.equal(listed.status, 200, 'listed');
   const after = await scrape();
   t.equal(sample(after, 'kiteline_http_requests_total', labels), before + 1, 'the counter went up by one');
-  t.ok((sample(after, 'kiteline_http_request_duration_seconds_count', { route: labels.route, method: 'GET' }) ?? 0) >= 1, 'the duration histogram has the request');
+  t.ok(
+    (sample(after, 'kiteline_http_request_duration_seconds_count', { route: labels.route, method: 'GET' }) ?? 0) >= 1,
+    'the duration histogram has the request',
+  );
 
-  const missing = await call(gw.url, 'GET', '/api/v1/configmaps/default/no-such-map', { headers: { ...admin.headers, 'x-cluster-name': CLUSTER } });
+  const missing = await call(gw.url, 'GET', '/api/v1/configmaps/default/no-such-map', {
+    headers: { ...admin.headers, 'x-cluster-name': CLUSTER },
+  });
   t.equal(missing.status, 404);
-  t.equal(sample(await scrape(), 'kiteline_http_requests_total', { route: '/api/v1/:resource/:namespace/:name', method: 'GET', status: '404', cluster: CLUSTER }), 1, 'a 404 from the cluster counts under its route');
+  t.equal(
+    sample(await scrape(), 'kiteline_http_requests_total', {
+      route: '/api/v1/:resource/:namespace/:name',
+      method: 'GET',
+      status: '404',
+      cluster: CLUSTER,
+    }),
+    1,
+    'a 404 from the cluster counts under its route',
+  );
 });
 
 t.test('unknown paths count as route "unmatched" and never become labels', async (t) => {
@@ -86,19 +111,28 @@ t.test('unknown paths count as route "unmatched" and never become labels', async
 t.test('upstream latency histogram per cluster', async (t) => {
   const labels = { cluster: CLUSTER, method: 'GET', code: '200' };
   const before = sample(await scrape(), 'kiteline_upstream_request_duration_seconds_count', labels) ?? 0;
-  const res = await call(gw.url, 'GET', '/api/v1/namespaces/_all/default', { headers: { ...admin.headers, 'x-cluster-name': CLUSTER } });
+  const res = await call(gw.url, 'GET', '/api/v1/namespaces/_all/default', {
+    headers: { ...admin.headers, 'x-cluster-name': CLUSTER },
+  });
   t.equal(res.status, 200, 'got the namespace');
   const after = await scrape();
   const count = sample(after, 'kiteline_upstream_request_duration_seconds_count', labels) ?? 0;
   t.ok(count >= before + 1, `the request was observed (${before} -> ${count})`);
   t.ok((sample(after, 'kiteline_upstream_request_duration_seconds_sum', labels) ?? 0) > 0, 'with a positive duration');
-  t.equal(sample(after, 'kiteline_upstream_request_duration_seconds_bucket', { ...labels, le: '+Inf' }), count, 'buckets add up');
+  t.equal(
+    sample(after, 'kiteline_upstream_request_duration_seconds_bucket', { ...labels, le: '+Inf' }),
+    count,
+    'buckets add up',
+  );
 });
 
 t.test('cluster readiness and cache sizes are read at scrape time', async (t) => {
   const text = await scrape();
   t.equal(sample(text, 'kiteline_cluster_ready', { cluster: CLUSTER }), 1, 'the ready cluster shows 1');
-  t.match(text, new RegExp(`^kiteline_cluster_info\\{cluster="${CLUSTER}",version="v1\\.20[^"]*",enabled="true"\\} 1$`, 'm'));
+  t.match(
+    text,
+    new RegExp(`^kiteline_cluster_info\\{cluster="${CLUSTER}",version="v1\\.20[^"]*",enabled="true"\\} 1$`, 'm'),
+  );
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'users' }), 1, 'one user');
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'apikeys' }), 2, 'two API keys');
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'clusters' }), 1, 'one cluster');
@@ -118,13 +152,15 @@ t.test('cluster readiness and cache sizes are read at scrape time', async (t) =>
 // Last: the throttle also holds this test's address for a while.
 t.test('failed logins are counted by reason, never by username', async (t) => {
   const username = uniqueName('nobody');
-  const failures = () => scrape().then((text) => ({
-    bad: sample(text, 'kiteline_login_failures_total', { reason: 'bad_credentials' }) ?? 0,
-    throttled: sample(text, 'kiteline_login_failures_total', { reason: 'throttled' }) ?? 0,
-    text,
-  }));
+  const failures = () =>
+    scrape().then((text) => ({
+      bad: sample(text, 'kiteline_login_failures_total', { reason: 'bad_credentials' }) ?? 0,
+      throttled: sample(text, 'kiteline_login_failures_total', { reason: 'throttled' }) ?? 0,
+      text,
+    }));
   const before = await failures();
-  const login = () => call(gw.url, 'POST', '/api/auth/login/password', { body: { username, password: 'not-the-password' } });
+  const login = () =>
+    call(gw.url, 'POST', '/api/auth/login/password', { body: { username, password: 'not-the-password' } });
   for (let i = 0; i < MAX_FAILURES; i++) t.equal((await login()).status, 401);
   const wrong = await failures();
   t.equal(wrong.bad, before.bad + MAX_FAILURES, 'each wrong password counted');
@@ -133,5 +169,13 @@ t.test('failed logins are counted by reason, never by username', async (t) => {
   t.equal(throttled.throttled, before.throttled + 1, 'a throttled login counted as such');
   t.equal(throttled.bad, wrong.bad);
   t.notOk(throttled.text.includes(username), 'no username in any label');
-  t.equal(sample(throttled.text, 'kiteline_http_requests_total', { route: '/api/auth/login/password', method: 'POST', status: '429', cluster: '' }), 1);
+  t.equal(
+    sample(throttled.text, 'kiteline_http_requests_total', {
+      route: '/api/auth/login/password',
+      method: 'POST',
+      status: '429',
+      cluster: '',
+    }),
+    1,
+  );
 });

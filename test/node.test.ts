@@ -75,7 +75,12 @@ t.test("a Deployment's pods become Ready", async (t) => {
 
 t.test('kubectl logs and exec', async (t) => {
   const marker = uniqueName('hello');
-  apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'talker' }, spec: podSpec('talker', ['sh', '-c', `echo ${marker}; exec sleep 3600`]) });
+  apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'talker' },
+    spec: podSpec('talker', ['sh', '-c', `echo ${marker}; exec sleep 3600`]),
+  });
   t.equal(kubectl(kc, ['-n', ns, 'wait', '--for=condition=Ready', 'pod/talker', '--timeout=120s']).status, 0);
   t.match(k(['logs', 'talker']), marker, 'kubectl logs shows what the container printed');
   t.equal(k(['exec', 'talker', '--', 'echo', marker]), `${marker}\n`, 'kubectl exec runs a command in the container');
@@ -101,7 +106,12 @@ t.test('kubectl port-forward to the busybox httpd', async (t) => {
 t.test("the API server's proxy to a pod and to a Service", async (t) => {
   const pod = JSON.parse(k(['get', 'pods', '-l', 'app=web', '-o', 'json'])).items[0].metadata.name;
   t.equal(k(['get', '--raw', `/api/v1/namespaces/${ns}/pods/${pod}:8080/proxy/`]), 'kiteline busybox\n');
-  apply({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } });
+  apply({
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'web' },
+    spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+  });
   let body = '';
   for (let i = 0; i < 50 && body !== 'kiteline busybox\n'; i++) {
     const res = kubectl(kc, ['get', '--raw', `/api/v1/namespaces/${ns}/services/web:80/proxy/`]);
@@ -116,7 +126,10 @@ t.test('a Job runs to completion', async (t) => {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: { name: 'once' },
-    spec: { backoffLimit: 0, template: { spec: { ...podSpec('once', ['sh', '-c', 'echo job-ran; exit 0']), restartPolicy: 'Never' } } },
+    spec: {
+      backoffLimit: 0,
+      template: { spec: { ...podSpec('once', ['sh', '-c', 'echo job-ran; exit 0']), restartPolicy: 'Never' } },
+    },
   });
   const wait = kubectl(kc, ['-n', ns, 'wait', '--for=condition=Complete', 'job/once', '--timeout=120s']);
   t.equal(wait.status, 0, wait.stderr);
@@ -126,7 +139,12 @@ t.test('a Job runs to completion', async (t) => {
 
 t.test('a container killed from inside is restarted by the kubelet', async (t) => {
   // PID 1 only receives signals it handles: the trap makes `kill 1` end it with status 3.
-  apply({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'phoenix' }, spec: podSpec('phoenix', ['sh', '-c', 'trap "exit 3" TERM; while true; do sleep 1; done']) });
+  apply({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'phoenix' },
+    spec: podSpec('phoenix', ['sh', '-c', 'trap "exit 3" TERM; while true; do sleep 1; done']),
+  });
   t.equal(kubectl(kc, ['-n', ns, 'wait', '--for=condition=Ready', 'pod/phoenix', '--timeout=120s']).status, 0);
   k(['exec', 'phoenix', '--', 'kill', '1']);
   let status: { restartCount: number; ready: boolean; lastState: { terminated?: { exitCode: number } } } | undefined;
@@ -140,7 +158,7 @@ t.test('a container killed from inside is restarted by the kubelet', async (t) =
   t.equal(status?.ready, true, 'and runs again');
 });
 
-t.test("foreground deletion of a Deployment removes its pods", async (t) => {
+t.test('foreground deletion of a Deployment removes its pods', async (t) => {
   const del = kubectl(kc, ['-n', ns, 'delete', 'deployment', 'web', '--cascade=foreground', '--timeout=120s']);
   t.equal(del.status, 0, del.stderr);
   t.same(JSON.parse(k(['get', 'pods', '-l', 'app=web', '-o', 'json'])).items, [], 'no pod of the Deployment is left');

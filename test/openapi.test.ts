@@ -17,14 +17,19 @@ import { addReadyCluster, bootstrapAdmin, testKubeconfig, type Caller } from './
 const gw = await startGateway(t, { logName: 'openapi' });
 const fetched = await call(gw.url, 'GET', '/openapi.json');
 const doc = fetched.body;
-type Operation = { security?: unknown[]; responses: Record<string, { content?: Record<string, { schema?: unknown }> }>; tags?: string[] };
+type Operation = {
+  security?: unknown[];
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  tags?: string[];
+};
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
 /** `METHOD /path/{param}` of every operation in the document. */
 function documentedOperations(): Map<string, Operation> {
   const ops = new Map<string, Operation>();
   for (const [path, item] of Object.entries<Record<string, Operation>>(doc.paths)) {
-    for (const [method, op] of Object.entries(item)) if (METHODS.includes(method)) ops.set(`${method.toUpperCase()} ${path}`, op);
+    for (const [method, op] of Object.entries(item))
+      if (METHODS.includes(method)) ops.set(`${method.toUpperCase()} ${path}`, op);
   }
   return ops;
 }
@@ -40,8 +45,8 @@ function registeredRoutes(app: FastifyInstance): Set<string> {
   for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
     const m = /^((?:│ {3}| {4})*)(?:├── |└── )(.+?)(?: \(([^)]*)\))?$/.exec(line);
     if (!m) continue;
-    const depth = m[1]!.length / 4;
-    const path = (depth > 0 ? prefixes[depth - 1]! : '') + m[2]!;
+    const depth = m[1].length / 4;
+    const path = (depth > 0 ? prefixes[depth - 1] : '') + m[2];
     prefixes[depth] = path;
     prefixes.length = depth + 1;
     if (path === '/docs' || path.startsWith('/docs/')) continue;
@@ -86,7 +91,10 @@ t.test('every registered route is in the document, and nothing else', async (t) 
   t.ok(registered.size >= 45, `all routes parsed (${registered.size})`);
   for (const route of registered) t.ok(documented.has(route), `documented: ${route}`);
   for (const op of documented.keys()) t.ok(registered.has(op), `registered, as documented: ${op}`);
-  t.notOk([...documented.keys()].some((op) => op.includes(' /docs')), 'the docs page routes are hidden');
+  t.notOk(
+    [...documented.keys()].some((op) => op.includes(' /docs')),
+    'the docs page routes are hidden',
+  );
 });
 
 t.test('every operation has tags, success and error responses with schemas', async (t) => {
@@ -97,14 +105,21 @@ t.test('every operation has tags, success and error responses with schemas', asy
     const success = codes.filter((c) => /^2/.test(c));
     t.ok(success.length > 0, `${name}: a success response`);
     for (const code of success) {
-      if (code === '204') t.notOk(op.responses[code]!.content, `${name}: 204 has no body`);
-      else t.ok(Object.values(op.responses[code]!.content ?? {})[0]?.schema, `${name}: ${code} has a schema`);
+      if (code === '204') t.notOk(op.responses[code].content, `${name}: 204 has no body`);
+      else t.ok(Object.values(op.responses[code].content ?? {})[0]?.schema, `${name}: ${code} has a schema`);
     }
     for (const code of ['4XX', '5XX']) {
-      t.same(op.responses[code]?.content?.['application/json']?.schema, { $ref: errorRef }, `${name}: ${code} is the error shape`);
+      t.same(
+        op.responses[code]?.content?.['application/json']?.schema,
+        { $ref: errorRef },
+        `${name}: ${code} is the error shape`,
+      );
     }
   }
-  t.match(doc.components.schemas.ErrorResponse, { required: ['error', 'reason', 'code'], properties: { error: {}, reason: {}, code: {}, details: {} } });
+  t.match(doc.components.schemas.ErrorResponse, {
+    required: ['error', 'reason', 'code'],
+    properties: { error: {}, reason: {}, code: {}, details: {} },
+  });
 });
 
 t.test('security schemes, and public routes really are public', async (t) => {
@@ -115,8 +130,13 @@ t.test('security schemes, and public routes really are public', async (t) => {
   });
   t.same(doc.security, [{ apiKey: [] }, { bearerApiKey: [] }, { sessionCookie: [] }], 'credentials by default');
   const ops = documentedOperations();
-  const isPublic = (op: Operation) => Array.isArray(op.security) && (op.security.length === 0 || op.security.some((s) => Object.keys(s as object).length === 0));
-  const publicOps = [...ops].filter(([, op]) => isPublic(op)).map(([name]) => name).sort();
+  const isPublic = (op: Operation) =>
+    Array.isArray(op.security) &&
+    (op.security.length === 0 || op.security.some((s) => Object.keys(s as object).length === 0));
+  const publicOps = [...ops]
+    .filter(([, op]) => isPublic(op))
+    .map(([name]) => name)
+    .sort();
   t.same(
     publicOps,
     [
@@ -136,7 +156,11 @@ t.test('security schemes, and public routes really are public', async (t) => {
   // empty bodies change nothing): public ones do not answer 401, all others do.
   for (const [name, op] of ops) {
     const [method, template] = name.split(' ') as [string, string];
-    const path = template.replace('{id}', '1').replace('{resource}', 'configmaps').replace('{namespace}', 'default').replace('{name}', 'x');
+    const path = template
+      .replace('{id}', '1')
+      .replace('{resource}', 'configmaps')
+      .replace('{namespace}', 'default')
+      .replace('{name}', 'x');
     const res = await call(gw.url, method, path, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
     if (isPublic(op)) t.not(res.status, 401, `${name} answers without credentials (${res.status})`);
     else t.equal(res.status, 401, `${name} needs credentials`);
@@ -164,34 +188,60 @@ t.test('the serializers keep every member of the views', async (t) => {
   const { users: userStore, roles, apiKeys } = gw.services;
   const roleByName = (name: string) => roles.byName(name);
 
-  const created = await call(gw.url, 'POST', '/api/v1/admin/users/', { headers, body: { username: 'reader', password: 'long-enough-pw' } });
+  const created = await call(gw.url, 'POST', '/api/v1/admin/users/', {
+    headers,
+    body: { username: 'reader', password: 'long-enough-pw' },
+  });
   t.equal(created.status, 201, created.text);
-  t.same(Object.keys(created.body).sort(), Object.keys(doc.components.schemas.User.properties).sort(), 'User: every member');
+  t.same(
+    Object.keys(created.body).sort(),
+    Object.keys(doc.components.schemas.User.properties).sort(),
+    'User: every member',
+  );
   t.equal(created.body.lastLoginAt, null, 'null stays null (not "")');
   // The answers equal the views built from the same cache (polled: a login time may land between).
-  const users = await eventually('the user list to equal the views', async () => {
-    const res = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers });
-    const views = res.body.users.map((u: { id: number }) => userView(userStore.byId(u.id)!, roleByName));
-    return res.body.users.length === 2 && isDeepStrictEqual(res.body.users, views) ? res : undefined;
-  }, 10_000);
+  const users = await eventually(
+    'the user list to equal the views',
+    async () => {
+      const res = await call(gw.url, 'GET', '/api/v1/admin/users/', { headers });
+      const views = res.body.users.map((u: { id: number }) => userView(userStore.byId(u.id)!, roleByName));
+      return res.body.users.length === 2 && isDeepStrictEqual(res.body.users, views) ? res : undefined;
+    },
+    10_000,
+  );
   t.equal(users.body.total, 2);
 
   const me = await call(gw.url, 'GET', '/api/auth/user', { headers });
-  t.same(Object.keys(me.body.user).sort(), Object.keys(doc.components.schemas.SessionUser.properties).sort(), 'the caller (an API key): every member');
+  t.same(
+    Object.keys(me.body.user).sort(),
+    Object.keys(doc.components.schemas.SessionUser.properties).sort(),
+    'the caller (an API key): every member',
+  );
   t.equal(me.body.user.provider, 'api_key');
 
-  await eventually('the API key list to equal the views', async () => {
-    const res = await call(gw.url, 'GET', '/api/v1/admin/apikeys/', { headers });
-    const views = res.body.apiKeys.map((k: { id: number }) => apiKeyView(apiKeys.byId(k.id)!));
-    return res.body.apiKeys.length === 1 && isDeepStrictEqual(res.body.apiKeys, views);
-  }, 10_000);
-  t.same(Object.keys(apiKeyView(apiKeys.list()[0]!)).sort(), Object.keys(doc.components.schemas.APIKey.properties).sort(), 'APIKey: every member');
+  await eventually(
+    'the API key list to equal the views',
+    async () => {
+      const res = await call(gw.url, 'GET', '/api/v1/admin/apikeys/', { headers });
+      const views = res.body.apiKeys.map((k: { id: number }) => apiKeyView(apiKeys.byId(k.id)!));
+      return res.body.apiKeys.length === 1 && isDeepStrictEqual(res.body.apiKeys, views);
+    },
+    10_000,
+  );
+  t.same(
+    Object.keys(apiKeyView(apiKeys.list()[0])).sort(),
+    Object.keys(doc.components.schemas.APIKey.properties).sort(),
+    'APIKey: every member',
+  );
 
   const role = await call(gw.url, 'GET', `/api/v1/admin/roles/${resourceId(roles.byName('admin')!)}`, { headers });
   t.same(role.body.role, roleView(roles.byName('admin')!, userStore.list()), 'Role with its assignments');
   t.ok(role.body.role.assignments.length > 0);
 
-  const denied = await call(gw.url, 'POST', '/api/v1/admin/users/', { headers, body: { username: 'bad name!', password: 'long-enough-pw' } });
+  const denied = await call(gw.url, 'POST', '/api/v1/admin/users/', {
+    headers,
+    body: { username: 'bad name!', password: 'long-enough-pw' },
+  });
   t.equal(denied.status, 400);
   t.same(Object.keys(denied.body).sort(), ['code', 'error', 'reason'], 'the error shape');
 });
@@ -201,7 +251,11 @@ t.test('resource answers stream through unchanged', async (t) => {
   const cluster = uniqueName('oa');
   await addReadyCluster(gw, caller, { name: cluster, config: testKubeconfig('target-a'), isDefault: true });
   const clusters = await call(gw.url, 'GET', '/api/v1/admin/clusters/', { headers: caller.headers });
-  t.same(Object.keys(clusters.body[0]).sort(), Object.keys(doc.components.schemas.Cluster.properties).sort(), 'Cluster: every member');
+  t.same(
+    Object.keys(clusters.body[0]).sort(),
+    Object.keys(doc.components.schemas.Cluster.properties).sort(),
+    'Cluster: every member',
+  );
 
   const target = gw.kubeconfig.replace(/host\/kubeconfig$/, 'target-a/kubeconfig');
   const ns = uniqueName('oa');
@@ -224,12 +278,23 @@ t.test('resource answers stream through unchanged', async (t) => {
   t.ok(listed.text.endsWith('}\n'), "the API server's own encoding (a re-serialized body has no trailing newline)");
   // A list larger than the API server's write buffer comes chunked; the gateway keeps that framing
   // (a buffered, re-serialized answer would carry a Content-Length).
-  t.equal(kubectl(target, ['create', 'configmap', 'streamed-big', '-n', ns, `--from-literal=big=${'x'.repeat(64 * 1024)}`]).status, 0);
+  t.equal(
+    kubectl(target, ['create', 'configmap', 'streamed-big', '-n', ns, `--from-literal=big=${'x'.repeat(64 * 1024)}`])
+      .status,
+    0,
+  );
   const big = await call(gw.url, 'GET', `/api/v1/configmaps/${ns}`, H);
   t.equal(big.status, 200);
   t.notOk(big.headers.get('content-length'), 'a large list is streamed (chunked), not buffered');
 
-  const invalid = await call(gw.url, 'POST', `/api/v1/configmaps/${ns}`, { ...H, body: { metadata: { name: 'bad' }, data: { 'not a key!': 'x' } } });
+  const invalid = await call(gw.url, 'POST', `/api/v1/configmaps/${ns}`, {
+    ...H,
+    body: { metadata: { name: 'bad' }, data: { 'not a key!': 'x' } },
+  });
   t.equal(invalid.status, 422, invalid.text);
-  t.match(invalid.body, { reason: 'Invalid', code: 422, details: { causes: Array } }, 'the error keeps the cluster Status details');
+  t.match(
+    invalid.body,
+    { reason: 'Invalid', code: 422, details: { causes: Array } },
+    'the error keeps the cluster Status details',
+  );
 });

@@ -33,8 +33,11 @@ function makeRunControlPlaneArgs(): string[] {
   const makefile = readFileSync(join(PACKAGE_ROOT, 'Makefile'), 'utf8');
   const recipe = /^run:.*\n((?:\t.*\n?)+)/m.exec(makefile)?.[1] ?? '';
   const start = /kiteline\.js (controlplane start[^&;\n]*)/.exec(recipe)?.[1];
-  if (!start) throw new Error('the Makefile\'s run recipe starts no control plane');
-  return start.trim().split(/\s+/).map((arg) => (arg === MAKE_HOST_DIR ? '.kiteline/host' : arg));
+  if (!start) throw new Error("the Makefile's run recipe starts no control plane");
+  return start
+    .trim()
+    .split(/\s+/)
+    .map((arg) => (arg === MAKE_HOST_DIR ? '.kiteline/host' : arg));
 }
 
 /**
@@ -47,7 +50,8 @@ function freshWorkDir(): void {
   mkdirSync(dirname(HOST_DIR), { recursive: true });
   const tracked = new Set(spawnSync('git', ['ls-files'], { cwd: PACKAGE_ROOT, encoding: 'utf8' }).stdout.split('\n'));
   for (const entry of readdirSync(PACKAGE_ROOT, { withFileTypes: true })) {
-    if (entry.name === '.kiteline' || entry.name === '.git' || (!entry.isDirectory() && !tracked.has(entry.name))) continue;
+    if (entry.name === '.kiteline' || entry.name === '.git' || (!entry.isDirectory() && !tracked.has(entry.name)))
+      continue;
     symlinkSync(join(PACKAGE_ROOT, entry.name), join(WORK, entry.name));
   }
 }
@@ -61,12 +65,24 @@ async function serve(t: Test): Promise<string> {
   const child = spawn(process.execPath, ['bin/kiteline.js', 'serve'], {
     cwd: WORK,
     // As `make run`: an https listener beside the http one (its port is the kubeconfig's business).
-    env: { ...process.env, KUBECONFIG: join(HOST_DIR, 'kubeconfig'), PORT: String(port), HOST: '127.0.0.1', KITELINE_NAMESPACE: '', KITELINE_TLS_PORT: String(await freePort()) },
+    env: {
+      ...process.env,
+      KUBECONFIG: join(HOST_DIR, 'kubeconfig'),
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      KITELINE_NAMESPACE: '',
+      KITELINE_TLS_PORT: String(await freePort()),
+    },
     stdio: ['ignore', log, log],
   });
   t.teardown(() => child.kill('SIGTERM'));
   const url = `http://127.0.0.1:${port}`;
-  await eventually('the gateway to be ready', async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok, 120_000, 200);
+  await eventually(
+    'the gateway to be ready',
+    async () => (await fetch(`${url}/readyz`).catch(() => undefined))?.ok,
+    120_000,
+    200,
+  );
   return url;
 }
 
@@ -79,7 +95,11 @@ interface Ran {
 function runInOneShell(commands: DocCommand[], url: string): { ran: Ran[]; stderr: string } {
   const mark = `@@tour-${process.pid}@@`;
   const script = commands
-    .map((c, i) => `printf '\\n${mark} start ${i}\\n'\n${c.text.split(TOUR_ADDRESS).join(url)}\nprintf '\\n${mark} end ${i} %d\\n' $?`)
+    .map(
+      (c, i) =>
+        `printf '\\n${mark} start ${i}\\n'\n${c.text.split(TOUR_ADDRESS).join(url)}\n` +
+        `printf '\\n${mark} end ${i} %d\\n' $?`,
+    )
     .join('\n');
   const kubectlDir = dirname(ensureBinaries().kubectl);
   const res = spawnSync('bash', ['-c', script], {
@@ -110,20 +130,27 @@ function errorBody(output: string): boolean {
 t.test("the README's five-minute tour runs as written and shows what the README shows", async (t) => {
   const commands = sectionShellBlocks(readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8'), TOUR).flatMap(commandsOf);
   t.ok(commands.length >= 5, `${commands.length} commands in the tour`);
-  t.ok(commands.some((c) => c.shown.length > 0), 'the tour shows outputs to compare');
+  t.ok(
+    commands.some((c) => c.shown.length > 0),
+    'the tour shows outputs to compare',
+  );
 
   await stopControlPlane(HOST_DIR).catch(() => undefined);
   freshWorkDir();
   const args = makeRunControlPlaneArgs();
-  const started = spawnSync(process.execPath, ['bin/kiteline.js', ...args], { cwd: WORK, encoding: 'utf8', timeout: 600_000 });
+  const started = spawnSync(process.execPath, ['bin/kiteline.js', ...args], {
+    cwd: WORK,
+    encoding: 'utf8',
+    timeout: 600_000,
+  });
   t.equal(started.status, 0, `make run's control plane start (${args.join(' ')}): ${started.stderr.slice(-500)}`);
   t.teardown(() => stopControlPlane(HOST_DIR));
   const url = await serve(t);
 
   const { ran, stderr } = runInOneShell(commands, url);
   commands.forEach((command, i) => {
-    const { output, status } = ran[i]!;
-    const what = command.text.split('\n')[0]!.slice(0, 100);
+    const { output, status } = ran[i];
+    const what = command.text.split('\n')[0].slice(0, 100);
     t.equal(status, 0, `exits 0: ${what}${status === 0 ? '' : `\n${stderr.slice(-1000)}`}`);
     const comparison = command.shown.length > 0 ? compareShown(command.shown, output) : undefined;
     if (comparison?.kind === 'compared') {

@@ -20,7 +20,12 @@ function kubeconfigFor(cp: ControlPlaneHandle, token = cp.token): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'c', cluster: { server: cp.server, 'certificate-authority-data': Buffer.from(cp.caPem).toString('base64') } }],
+    clusters: [
+      {
+        name: 'c',
+        cluster: { server: cp.server, 'certificate-authority-data': Buffer.from(cp.caPem).toString('base64') },
+      },
+    ],
     users: [{ name: 'u', user: { token } }],
     contexts: [{ name: 'c', context: { cluster: 'c', user: 'u' } }],
     'current-context': 'c',
@@ -29,7 +34,9 @@ function kubeconfigFor(cp: ControlPlaneHandle, token = cp.token): string {
 
 /** The deploy/examples pair with the kubeconfig and names replaced. */
 function examplePair(name: string, kubeconfig: string, withSpecName = true): string {
-  const docs = parseAllDocuments(readFileSync(join(PACKAGE_ROOT, 'deploy', 'examples', 'cluster-staging.yaml'), 'utf8')).map((d) => d.toJS());
+  const docs = parseAllDocuments(
+    readFileSync(join(PACKAGE_ROOT, 'deploy', 'examples', 'cluster-staging.yaml'), 'utf8'),
+  ).map((d) => d.toJS());
   const [secret, cluster] = docs;
   secret.metadata.name = `${name}-kubeconfig`;
   secret.stringData.kubeconfig = kubeconfig;
@@ -74,7 +81,9 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
     conditions: [{ type: 'Ready', status: 'True', reason: 'Reachable' }],
   });
   t.notOk(withStatus.status?.error, 'no error');
-  await eventually('the only cluster becomes the default', () => (gw.services.clusters.defaultCluster()?.name === 'staging' ? true : undefined));
+  await eventually('the only cluster becomes the default', () =>
+    gw.services.clusters.defaultCluster()?.name === 'staging' ? true : undefined,
+  );
   const printed = kubectl(gw.kubeconfig, ['-n', gw.namespace, 'get', 'clusters.kiteline.io', 'staging']);
   t.match(printed.stdout, /staging\s+true\s+v1\.20/, 'kubectl get shows Ready and Version');
 
@@ -88,10 +97,10 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
 
   // Rotation to another cluster: the same name now reaches target-b.
   apply(gw, examplePair('staging', kubeconfigFor(b)));
-  const moved = (await eventually('staging on target-b', () => {
+  const moved = await eventually<WarmConnection>('staging on target-b', () => {
     const c = gw.services.clusters.get('staging') as WarmConnection | undefined;
     return c?.ready && c.serverUrl === b.server ? c : undefined;
-  })) as WarmConnection;
+  });
   const res = await moved.request({ method: 'GET', path: '/api/v1/namespaces/default' });
   t.equal(res.statusCode, 200);
   res.resume();
@@ -110,10 +119,37 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
   await eventually('served again', () => gw.services.clusters.get('staging')?.ready || undefined);
 
   // Disable and enable with kubectl patch.
-  t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'clusters.kiteline.io', 'staging', '--type=merge', '-p', '{"spec":{"enabled":false}}']).status, 0);
+  t.equal(
+    kubectl(gw.kubeconfig, [
+      '-n',
+      gw.namespace,
+      'patch',
+      'clusters.kiteline.io',
+      'staging',
+      '--type=merge',
+      '-p',
+      '{"spec":{"enabled":false}}',
+    ]).status,
+    0,
+  );
   await eventually('disabled', () => (gw.services.clusters.get('staging') ? undefined : true));
-  await eventually('status says disabled', () => cr(gw, 'staging')?.status?.conditions?.[0]?.reason === 'Disabled' || undefined);
-  t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'patch', 'clusters.kiteline.io', 'staging', '--type=merge', '-p', '{"spec":{"enabled":true}}']).status, 0);
+  await eventually(
+    'status says disabled',
+    () => cr(gw, 'staging')?.status?.conditions?.[0]?.reason === 'Disabled' || undefined,
+  );
+  t.equal(
+    kubectl(gw.kubeconfig, [
+      '-n',
+      gw.namespace,
+      'patch',
+      'clusters.kiteline.io',
+      'staging',
+      '--type=merge',
+      '-p',
+      '{"spec":{"enabled":true}}',
+    ]).status,
+    0,
+  );
   await eventually('enabled', () => gw.services.clusters.get('staging')?.ready || undefined);
 
   // A second kubectl-applied cluster without spec.name uses metadata.name and gets its own id.
@@ -127,7 +163,9 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
 
   t.equal(kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'clusters.kiteline.io', 'staging']).status, 0);
   await eventually('deleted', () => (gw.services.clusters.get('staging') ? undefined : true));
-  await eventually('the remaining cluster becomes the default', () => (cr(gw, 'other')?.spec.isDefault ? true : undefined));
+  await eventually('the remaining cluster becomes the default', () =>
+    cr(gw, 'other')?.spec.isDefault ? true : undefined,
+  );
 });
 
 t.test('a target that goes down and comes back; the other keeps serving', async (t) => {
@@ -138,7 +176,10 @@ t.test('a target that goes down and comes back; the other keeps serving', async 
   const a = await testControlPlane('target-a');
   apply(gw, examplePair('steady', kubeconfigFor(a)));
   apply(gw, examplePair('flaky', kubeconfigFor(flaky)));
-  await eventually('both ready', () => (gw.services.clusters.get('steady')?.ready && gw.services.clusters.get('flaky')?.ready) || undefined);
+  await eventually(
+    'both ready',
+    () => (gw.services.clusters.get('steady')?.ready && gw.services.clusters.get('flaky')?.ready) || undefined,
+  );
   await eventually('status ready', () => (cr(gw, 'flaky')?.status?.ready ? true : undefined));
 
   await stopControlPlane(dir);
@@ -168,7 +209,11 @@ t.test('a target that goes down and comes back; the other keeps serving', async 
     // The old port was taken meanwhile: point the Secret at the new one (a rotation).
     apply(gw, examplePair('flaky', kubeconfigFor(flaky)));
   }
-  await eventually('flaky back', () => (cr(gw, 'flaky')?.status?.ready && gw.services.clusters.get('flaky')?.ready ? true : undefined), 90_000);
+  await eventually(
+    'flaky back',
+    () => (cr(gw, 'flaky')?.status?.ready && gw.services.clusters.get('flaky')?.ready ? true : undefined),
+    90_000,
+  );
   t.pass('status followed the cluster back up');
 });
 
@@ -180,7 +225,11 @@ t.test('a default the leader picks itself loses to a default a user set, even an
     const o = cr(gw, 'first');
     return o?.spec.isDefault ? o : undefined;
   });
-  t.equal(fallback.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION], new Date(0).toISOString(), "the leader's own pick dates from the epoch");
+  t.equal(
+    fallback.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION],
+    new Date(0).toISOString(),
+    "the leader's own pick dates from the epoch",
+  );
 
   // A default written by a user (an import's current context, kubectl) whose stamp predates the
   // leader's pick: it must still win, or an import's chosen default could be overruled.
@@ -188,6 +237,8 @@ t.test('a default the leader picks itself loses to a default a user set, even an
   cluster.spec.isDefault = true;
   cluster.metadata.annotations = { [DEFAULT_SINCE_ANNOTATION]: '2020-01-01T00:00:00.000Z' };
   apply(gw, [secret, cluster].map((d) => stringify(d)).join('---\n'));
-  await eventually('the user default to be the only one', () => (cr(gw, 'second')?.spec.isDefault && cr(gw, 'first')?.spec.isDefault === false ? true : undefined));
+  await eventually('the user default to be the only one', () =>
+    cr(gw, 'second')?.spec.isDefault && cr(gw, 'first')?.spec.isDefault === false ? true : undefined,
+  );
   t.pass('the leader cleared its own pick and kept the one the user set');
 });

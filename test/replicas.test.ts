@@ -15,7 +15,12 @@ const namespace = uniqueName('kl-replicas');
 
 /** The first replica: a real `kiteline serve` process. */
 function spawnReplica(): Promise<GatewayProcess> {
-  return spawnGatewayProcess(t, { kubeconfig: host.kubeconfigPath, namespace, logName: 'replicas-child', env: { POD_NAME: 'replica-child', KITELINE_PROBE_INTERVAL_MS: '1000' } });
+  return spawnGatewayProcess(t, {
+    kubeconfig: host.kubeconfigPath,
+    namespace,
+    logName: 'replicas-child',
+    env: { POD_NAME: 'replica-child', KITELINE_PROBE_INTERVAL_MS: '1000' },
+  });
 }
 
 const leaseHolder = (): string => {
@@ -26,12 +31,31 @@ const leaseHolder = (): string => {
 t.test('a replica killed while another serves: no failed request, the survivor leads and reconciles', async (t) => {
   const child = await spawnReplica();
   const admin = await bootstrapAdmin({ url: child.url } as TestGateway);
-  await addReadyCluster({ url: child.url } as TestGateway, admin, { name: 'alpha', config: testKubeconfig('target-a'), isDefault: true });
+  await addReadyCluster({ url: child.url } as TestGateway, admin, {
+    name: 'alpha',
+    config: testKubeconfig('target-a'),
+    isDefault: true,
+  });
   await eventually('the child replica to lead', () => leaseHolder().startsWith('replica-child_'), 40_000, 200);
 
-  const survivor = await startGateway(t, { namespace, logName: 'replicas', env: { KITELINE_PROBE_INTERVAL_MS: '1000' } });
-  await eventually('the key on the survivor', async () => (await callWithin(survivor.url, 'GET', '/api/v1/clusters', { headers: admin.headers })).status === 200, 30_000, 100);
-  await eventually('the cluster served by the survivor', async () => (await callWithin(survivor.url, 'GET', '/api/v1/configmaps/default', { headers: admin.headers })).status === 200, 30_000, 100);
+  const survivor = await startGateway(t, {
+    namespace,
+    logName: 'replicas',
+    env: { KITELINE_PROBE_INTERVAL_MS: '1000' },
+  });
+  await eventually(
+    'the key on the survivor',
+    async () => (await callWithin(survivor.url, 'GET', '/api/v1/clusters', { headers: admin.headers })).status === 200,
+    30_000,
+    100,
+  );
+  await eventually(
+    'the cluster served by the survivor',
+    async () =>
+      (await callWithin(survivor.url, 'GET', '/api/v1/configmaps/default', { headers: admin.headers })).status === 200,
+    30_000,
+    100,
+  );
   t.equal(survivor.services.clusterManager.lease.isLeader, false, 'the survivor starts as a follower');
 
   // Traffic on the survivor while the leader dies and the lease moves.
@@ -50,19 +74,33 @@ t.test('a replica killed while another serves: no failed request, the survivor l
   await child.exited;
   t.pass('the leader replica was killed');
 
-  await eventually('the survivor to take the lease over', () => survivor.services.clusterManager.lease.isLeader, 60_000, 200);
+  await eventually(
+    'the survivor to take the lease over',
+    () => survivor.services.clusterManager.lease.isLeader,
+    60_000,
+    200,
+  );
   t.equal(leaseHolder(), survivor.services.clusterManager.lease.identity, 'the Lease names the survivor');
   running = false;
   await Promise.all(loops);
   t.ok(statuses.length >= 30, `${statuses.length} requests during the failover`);
-  t.same(statuses.filter((s) => s.status !== 200), [], 'every request on the survivor succeeded');
+  t.same(
+    statuses.filter((s) => s.status !== 200),
+    [],
+    'every request on the survivor succeeded',
+  );
 
   // The new leader reconciles: a cluster registered now gets its status written by it.
   const id = await registerCluster(survivor, admin, { name: 'beta', config: testKubeconfig('target-b') });
-  const written = await eventually('the status of the new cluster', () => {
-    const cr = survivor.services.host.clusters.list().find((c) => c.metadata.labels?.[ID_LABEL] === String(id));
-    return cr?.status?.ready ? cr : undefined;
-  }, 60_000, 200);
+  const written = await eventually(
+    'the status of the new cluster',
+    () => {
+      const cr = survivor.services.host.clusters.list().find((c) => c.metadata.labels?.[ID_LABEL] === String(id));
+      return cr?.status?.ready ? cr : undefined;
+    },
+    60_000,
+    200,
+  );
   t.match(written.status, { ready: true, version: /^v1\.20/ }, 'the survivor wrote the status');
   const write = await callWithin(survivor.url, 'POST', '/api/v1/admin/roles/', {
     headers: admin.headers,

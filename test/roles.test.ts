@@ -24,10 +24,14 @@ t.test('built-in roles exist and cannot be changed or deleted', async (t) => {
   t.equal((await call(gw.url, 'DELETE', `${ROLES}/${admin.id}`, as)).status, 403);
   // Deleted by hand: recreated.
   kubectl(gw.kubeconfig, ['-n', gw.namespace, 'delete', 'role.kiteline.io', 'role-viewer']);
-  await eventually('viewer recreated', async () => {
-    const res = await call(gw.url, 'GET', `${ROLES}/`, as);
-    return res.body.roles.some((r: { name: string }) => r.name === 'viewer');
-  }, 10_000);
+  await eventually(
+    'viewer recreated',
+    async () => {
+      const res = await call(gw.url, 'GET', `${ROLES}/`, as);
+      return res.body.roles.some((r: { name: string }) => r.name === 'viewer');
+    },
+    10_000,
+  );
 });
 
 t.test('role CRUD and validation', async (t) => {
@@ -35,16 +39,44 @@ t.test('role CRUD and validation', async (t) => {
   const as = withCookie(await bootstrapAdmin(gw.url));
   const created = await call(gw.url, 'POST', ROLES, {
     ...as,
-    body: { name: 'shop-dev', description: 'shop developers', clusters: ['dev-*'], namespaces: ['shop', '!shop-secret'], resources: ['*'], verbs: ['get', 'list'] },
+    body: {
+      name: 'shop-dev',
+      description: 'shop developers',
+      clusters: ['dev-*'],
+      namespaces: ['shop', '!shop-secret'],
+      resources: ['*'],
+      verbs: ['get', 'list'],
+    },
   });
   t.equal(created.status, 201);
-  t.match(created.body.role, { id: Number, name: 'shop-dev', description: 'shop developers', isSystem: false, clusters: ['dev-*'], assignments: [] });
+  t.match(created.body.role, {
+    id: Number,
+    name: 'shop-dev',
+    description: 'shop developers',
+    isSystem: false,
+    clusters: ['dev-*'],
+    assignments: [],
+  });
   const id = created.body.role.id;
-  t.equal((await call(gw.url, 'POST', `${ROLES}/`, { ...as, body: { name: 'shop-dev' } })).body.reason, 'AlreadyExists');
+  t.equal(
+    (await call(gw.url, 'POST', `${ROLES}/`, { ...as, body: { name: 'shop-dev' } })).body.reason,
+    'AlreadyExists',
+  );
   const bare = await call(gw.url, 'POST', `${ROLES}/`, { ...as, body: { name: 'empty' } });
-  t.match(bare.body.role, { clusters: [], namespaces: [], resources: [], verbs: [] }, 'omitted lists are empty (and match nothing)');
+  t.match(
+    bare.body.role,
+    { clusters: [], namespaces: [], resources: [], verbs: [] },
+    'omitted lists are empty (and match nothing)',
+  );
 
-  for (const body of [{}, { name: 'has space' }, { name: 'x', verbs: ['!'] }, { name: 'x', clusters: ['a b'] }, { name: 'x', verbs: [{}] }, { name: 'x', typo: 1 }]) {
+  for (const body of [
+    {},
+    { name: 'has space' },
+    { name: 'x', verbs: ['!'] },
+    { name: 'x', clusters: ['a b'] },
+    { name: 'x', verbs: [{}] },
+    { name: 'x', typo: 1 },
+  ]) {
     t.equal((await call(gw.url, 'POST', `${ROLES}/`, { ...as, body })).status, 400, JSON.stringify(body));
   }
   const got = await call(gw.url, 'GET', `${ROLES}/${id}`, as);
@@ -55,8 +87,16 @@ t.test('role CRUD and validation', async (t) => {
   const updated = await call(gw.url, 'PUT', `${ROLES}/${id}`, { ...as, body: { verbs: ['*'], description: '' } });
   t.equal(updated.status, 200);
   t.match(updated.body.role, { verbs: ['*'], clusters: ['dev-*'], description: '' }, 'omitted members are kept');
-  t.equal((await call(gw.url, 'PUT', `${ROLES}/${id}`, { ...as, body: { name: 'renamed' } })).status, 400, 'no renames');
-  t.equal((await call(gw.url, 'PUT', `${ROLES}/${id}`, { ...as, body: { ...updated.body.role } })).status, 200, 'sending back the fetched role works');
+  t.equal(
+    (await call(gw.url, 'PUT', `${ROLES}/${id}`, { ...as, body: { name: 'renamed' } })).status,
+    400,
+    'no renames',
+  );
+  t.equal(
+    (await call(gw.url, 'PUT', `${ROLES}/${id}`, { ...as, body: { ...updated.body.role } })).status,
+    200,
+    'sending back the fetched role works',
+  );
 
   const del = await call(gw.url, 'DELETE', `${ROLES}/${id}`, as);
   t.same(del.body, { success: true });
@@ -68,18 +108,58 @@ t.test('assign, unassign, and the authorization function', async (t) => {
   const as = withCookie(await bootstrapAdmin(gw.url));
   const auth = gw.services.auth;
   await call(gw.url, 'POST', '/api/v1/admin/users/', { ...as, body: { username: 'dev1', password: 'dev1-password' } });
-  const role = (await call(gw.url, 'POST', ROLES, {
-    ...as,
-    body: { name: 'deployers', clusters: ['prod-*'], namespaces: ['*', '!kube-system'], resources: ['deployments'], verbs: ['get', 'list', 'patch'] },
-  })).body.role;
+  const role = (
+    await call(gw.url, 'POST', ROLES, {
+      ...as,
+      body: {
+        name: 'deployers',
+        clusters: ['prod-*'],
+        namespaces: ['*', '!kube-system'],
+        resources: ['deployments'],
+        verbs: ['get', 'list', 'patch'],
+      },
+    })
+  ).body.role;
 
-  const assign = await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, { ...as, body: { subjectType: 'user', subject: 'dev1' } });
+  const assign = await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, {
+    ...as,
+    body: { subjectType: 'user', subject: 'dev1' },
+  });
   t.equal(assign.status, 201);
   t.same(assign.body, { assignment: { roleId: role.id, subjectType: 'user', subject: 'dev1' } });
-  t.equal((await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, { ...as, body: { subjectType: 'user', subject: 'dev1' } })).status, 200, 'again: 200');
-  t.equal((await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, { ...as, body: { subjectType: 'group', subject: 'devs' } })).status, 400);
-  t.equal((await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, { ...as, body: { subjectType: 'user', subject: 'nobody' } })).status, 404);
-  t.equal((await call(gw.url, 'POST', `${ROLES}/9999/assign`, { ...as, body: { subjectType: 'user', subject: 'dev1' } })).status, 404);
+  t.equal(
+    (
+      await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, {
+        ...as,
+        body: { subjectType: 'user', subject: 'dev1' },
+      })
+    ).status,
+    200,
+    'again: 200',
+  );
+  t.equal(
+    (
+      await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, {
+        ...as,
+        body: { subjectType: 'group', subject: 'devs' },
+      })
+    ).status,
+    400,
+  );
+  t.equal(
+    (
+      await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, {
+        ...as,
+        body: { subjectType: 'user', subject: 'nobody' },
+      })
+    ).status,
+    404,
+  );
+  t.equal(
+    (await call(gw.url, 'POST', `${ROLES}/9999/assign`, { ...as, body: { subjectType: 'user', subject: 'dev1' } }))
+      .status,
+    404,
+  );
 
   const cookie = await login(gw.url, 'dev1', 'dev1-password');
   const me = (await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie))).body.user;
@@ -100,7 +180,12 @@ t.test('assign, unassign, and the authorization function', async (t) => {
   t.notOk(auth.canAccessCluster(principal, 'staging'));
   t.notOk(auth.isAdmin(principal));
   t.ok(auth.isAdmin({ ...principal, roles: ['admin'] }));
-  t.notOk(auth.authorize({ ...principal, roles: ['no-such-role'] }, { cluster: 'prod-eu', namespace: 'shop', resource: 'deployments', verb: 'get' }));
+  t.notOk(
+    auth.authorize(
+      { ...principal, roles: ['no-such-role'] },
+      { cluster: 'prod-eu', namespace: 'shop', resource: 'deployments', verb: 'get' },
+    ),
+  );
 
   // A role edit applies at once to the holder.
   await call(gw.url, 'PUT', `${ROLES}/${role.id}`, { ...as, body: { verbs: ['*'] } });
@@ -109,14 +194,26 @@ t.test('assign, unassign, and the authorization function', async (t) => {
   const unassign = await call(gw.url, 'DELETE', `${ROLES}/${role.id}/assign?subjectType=user&subject=dev1`, as);
   t.same(unassign.body, { success: true });
   t.same((await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie))).body.user.roles, []);
-  t.equal((await call(gw.url, 'DELETE', `${ROLES}/${role.id}/assign?subjectType=user`, as)).status, 400, 'subject is required');
+  t.equal(
+    (await call(gw.url, 'DELETE', `${ROLES}/${role.id}/assign?subjectType=user`, as)).status,
+    400,
+    'subject is required',
+  );
 
   // The last admin keeps the admin role; deleting a role removes its assignments.
-  const adminRole = (await call(gw.url, 'GET', `${ROLES}/`, as)).body.roles.find((r: { name: string }) => r.name === 'admin');
-  t.equal((await call(gw.url, 'DELETE', `${ROLES}/${adminRole.id}/assign?subjectType=user&subject=admin`, as)).status, 409);
+  const adminRole = (await call(gw.url, 'GET', `${ROLES}/`, as)).body.roles.find(
+    (r: { name: string }) => r.name === 'admin',
+  );
+  t.equal(
+    (await call(gw.url, 'DELETE', `${ROLES}/${adminRole.id}/assign?subjectType=user&subject=admin`, as)).status,
+    409,
+  );
   await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, { ...as, body: { subjectType: 'user', subject: 'dev1' } });
   t.equal((await call(gw.url, 'DELETE', `${ROLES}/${role.id}`, as)).status, 200);
-  const again = await call(gw.url, 'POST', ROLES, { ...as, body: { name: 'deployers', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['*'] } });
+  const again = await call(gw.url, 'POST', ROLES, {
+    ...as,
+    body: { name: 'deployers', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['*'] },
+  });
   t.equal(again.status, 201);
   t.same(again.body.role.assignments, [], 'a new role of the same name inherits nobody');
 
@@ -127,32 +224,68 @@ t.test('assign, unassign, and the authorization function', async (t) => {
 t.test('a Role applied with kubectl gets an id and applies', async (t) => {
   const gw = await startGateway(t);
   const as = withCookie(await bootstrapAdmin(gw.url));
-  const applied = kubectl(gw.kubeconfig, ['apply', '-f', '-'], `
+  const applied = kubectl(
+    gw.kubeconfig,
+    ['apply', '-f', '-'],
+    `
 apiVersion: kiteline.io/v1alpha1
 kind: Role
 metadata: {name: gitops-readers, namespace: ${gw.namespace}}
 spec: {clusters: ["*"], namespaces: [default], resources: [configmaps], verbs: [get]}
-`);
+`,
+  );
   t.equal(applied.status, 0, applied.stderr);
-  const role = await eventually('the gitops-readers role', async () => {
-    const res = await call(gw.url, 'GET', `${ROLES}/`, as);
-    return res.body.roles.find((r: { name: string }) => r.name === 'gitops-readers');
-  }, 10_000);
+  const role = await eventually(
+    'the gitops-readers role',
+    async () => {
+      const res = await call(gw.url, 'GET', `${ROLES}/`, as);
+      return res.body.roles.find((r: { name: string }) => r.name === 'gitops-readers');
+    },
+    10_000,
+  );
   t.match(role, { id: Number, name: 'gitops-readers', isSystem: false, namespaces: ['default'] });
-  t.ok(gw.services.auth.authorize({ kind: 'apikey', id: 1, name: 'x', roles: ['gitops-readers'], groups: [] }, { cluster: 'c', namespace: 'default', resource: 'configmaps', verb: 'get' }));
+  t.ok(
+    gw.services.auth.authorize(
+      { kind: 'apikey', id: 1, name: 'x', roles: ['gitops-readers'], groups: [] },
+      { cluster: 'c', namespace: 'default', resource: 'configmaps', verb: 'get' },
+    ),
+  );
 });
 
 t.test('deleting a role takes it from the API keys holding it (the role store, not the route)', async (t) => {
   const gw = await startGateway(t);
   const as = withCookie(await bootstrapAdmin(gw.url));
-  const role = (await call(gw.url, 'POST', ROLES, { ...as, body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] } })).body.role;
-  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { ...as, body: { name: 'ci-key', roles: ['ci', 'viewer'] } });
+  const role = (
+    await call(gw.url, 'POST', ROLES, {
+      ...as,
+      body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] },
+    })
+  ).body.role;
+  const key = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', {
+    ...as,
+    body: { name: 'ci-key', roles: ['ci', 'viewer'] },
+  });
   t.equal(key.status, 201, key.text);
   t.equal((await call(gw.url, 'DELETE', `${ROLES}/${role.id}`, as)).status, 200);
   // No polling: the delete answers once every holder's write is in this replica's cache.
-  const listed = (await call(gw.url, 'GET', '/api/v1/admin/apikeys/', as)).body.apiKeys.find((k: { name: string }) => k.name === 'ci-key');
+  const listed = (await call(gw.url, 'GET', '/api/v1/admin/apikeys/', as)).body.apiKeys.find(
+    (k: { name: string }) => k.name === 'ci-key',
+  );
   t.same(listed.roles, ['viewer'], 'the deleted role left the key; its other roles stay');
-  t.equal((await call(gw.url, 'POST', ROLES, { ...as, body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] } })).status, 201);
-  const caller = (await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: `Bearer ${key.body.key}` } })).body.user;
-  t.same(caller.roles.map((r: { name: string }) => r.name), ['viewer'], 'a new role of the same name grants the key nothing');
+  t.equal(
+    (
+      await call(gw.url, 'POST', ROLES, {
+        ...as,
+        body: { name: 'ci', clusters: ['*'], namespaces: ['*'], resources: ['secrets'], verbs: ['get'] },
+      })
+    ).status,
+    201,
+  );
+  const caller = (await call(gw.url, 'GET', '/api/auth/user', { headers: { authorization: `Bearer ${key.body.key}` } }))
+    .body.user;
+  t.same(
+    caller.roles.map((r: { name: string }) => r.name),
+    ['viewer'],
+    'a new role of the same name grants the key nothing',
+  );
 });

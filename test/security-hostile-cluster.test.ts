@@ -19,16 +19,29 @@ const HOSTILE: Record<string, string> = { 'evil-html': 'text/html', 'evil-svg': 
 
 function hostileProxy(): Promise<Server> {
   const server = createServer(
-    { cert: readFileSync(join(target.dir, 'pki', 'apiserver-serving.crt')), key: readFileSync(join(target.dir, 'pki', 'apiserver-serving.key')) },
+    {
+      cert: readFileSync(join(target.dir, 'pki', 'apiserver-serving.crt')),
+      key: readFileSync(join(target.dir, 'pki', 'apiserver-serving.key')),
+    },
     (req, res) => {
       const hostile = Object.keys(HOSTILE).find((marker) => req.url?.includes(marker));
       if (hostile) {
-        res.writeHead(200, { 'set-cookie': 'kiteline_session=planted; Path=/', ...(HOSTILE[hostile] ? { 'content-type': HOSTILE[hostile] } : {}) });
+        res.writeHead(200, {
+          'set-cookie': 'kiteline_session=planted; Path=/',
+          ...(HOSTILE[hostile] ? { 'content-type': HOSTILE[hostile] } : {}),
+        });
         res.end('<script>fetch("/api/v1/admin/apikeys/",{method:"POST"})</script>');
         return;
       }
       const forwarded = httpsRequest(
-        { host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers, ca: target.caPem },
+        {
+          host: upstream.hostname,
+          port: upstream.port,
+          path: req.url,
+          method: req.method,
+          headers: req.headers,
+          ca: target.caPem,
+        },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);
@@ -46,13 +59,21 @@ t.teardown(() => proxy.close());
 const gw = await startGateway(t, { logName: 'security-hostile' });
 const admin = await bootstrapAdmin(gw);
 const HOSTILE_CLUSTER = uniqueName('hostile');
-const config = testKubeconfig('target-b').replace(/server: https:\/\/127\.0\.0\.1:\d+/, `server: https://127.0.0.1:${(proxy.address() as AddressInfo).port}`);
+const config = testKubeconfig('target-b').replace(
+  /server: https:\/\/127\.0\.0\.1:\d+/,
+  `server: https://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+);
 await addReadyCluster(gw, admin, { name: HOSTILE_CLUSTER, config, isDefault: true });
-const as = (path: string) => call(gw.url, 'GET', path, { headers: { 'x-cluster-name': HOSTILE_CLUSTER, ...admin.headers } });
+const as = (path: string) =>
+  call(gw.url, 'GET', path, { headers: { 'x-cluster-name': HOSTILE_CLUSTER, ...admin.headers } });
 
 t.test('point 4: an answer in another media type is a 502, never passed through', async (t) => {
   for (const [marker, type] of Object.entries(HOSTILE)) {
-    for (const path of [`/api/v1/configmaps/default/${marker}`, `/api/v1/configmaps/${marker}`, `/api/v1/configmaps/${marker}?watch=true`]) {
+    for (const path of [
+      `/api/v1/configmaps/default/${marker}`,
+      `/api/v1/configmaps/${marker}`,
+      `/api/v1/configmaps/${marker}?watch=true`,
+    ]) {
       const res = await as(path);
       t.equal(res.status, 502, `${type || 'no content type'}: ${path}`);
       t.match(res.headers.get('content-type'), /^application\/json/, `${path}: kiteline's own JSON error`);
@@ -62,7 +83,11 @@ t.test('point 4: an answer in another media type is a 502, never passed through'
 });
 
 t.test('point 4: answers passed through carry a Kubernetes media type and nosniff', async (t) => {
-  for (const path of ['/api/v1/configmaps/default', '/api/v1/namespaces/_all/default', '/api/v1/configmaps/default?watch=true&timeoutSeconds=1']) {
+  for (const path of [
+    '/api/v1/configmaps/default',
+    '/api/v1/namespaces/_all/default',
+    '/api/v1/configmaps/default?watch=true&timeoutSeconds=1',
+  ]) {
     const res = await as(path);
     t.equal(res.status, 200, path);
     t.match(res.headers.get('content-type'), /^application\/json/, path);
@@ -70,16 +95,28 @@ t.test('point 4: answers passed through carry a Kubernetes media type and nosnif
   }
 });
 
-t.test('through /k8s/clusters a hostile answer passes as the cluster sent it, but can never run as kiteline', async (t) => {
-  // kubectl's proxy forwards the cluster's bytes unchanged (it parses no bodies), so what keeps a
-  // browser from running them on kiteline's origin is the answer's headers.
-  for (const marker of Object.keys(HOSTILE)) {
-    const res = await call(gw.url, 'GET', `/k8s/clusters/${HOSTILE_CLUSTER}/api/v1/namespaces/default/configmaps/${marker}`, {
-      headers: { authorization: `Bearer ${admin.key}` },
-    });
-    t.equal(res.status, 200, marker);
-    t.equal(res.headers.get('x-content-type-options'), 'nosniff', `${marker}: no sniffing`);
-    t.equal(res.headers.get('content-security-policy'), 'sandbox', `${marker}: no script runs, no same-origin access`);
-    t.equal(res.headers.get('set-cookie'), null, `${marker}: no cookie set on kiteline's origin`);
-  }
-});
+t.test(
+  'through /k8s/clusters a hostile answer passes as the cluster sent it, but can never run as kiteline',
+  async (t) => {
+    // kubectl's proxy forwards the cluster's bytes unchanged (it parses no bodies), so what keeps a
+    // browser from running them on kiteline's origin is the answer's headers.
+    for (const marker of Object.keys(HOSTILE)) {
+      const res = await call(
+        gw.url,
+        'GET',
+        `/k8s/clusters/${HOSTILE_CLUSTER}/api/v1/namespaces/default/configmaps/${marker}`,
+        {
+          headers: { authorization: `Bearer ${admin.key}` },
+        },
+      );
+      t.equal(res.status, 200, marker);
+      t.equal(res.headers.get('x-content-type-options'), 'nosniff', `${marker}: no sniffing`);
+      t.equal(
+        res.headers.get('content-security-policy'),
+        'sandbox',
+        `${marker}: no script runs, no same-origin access`,
+      );
+      t.equal(res.headers.get('set-cookie'), null, `${marker}: no cookie set on kiteline's origin`);
+    }
+  },
+);

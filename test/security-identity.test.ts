@@ -29,7 +29,11 @@ t.test('issue 13 point 6: X-Forwarded-For cannot reset the per-address login lim
   const direct = await startGateway(t, { env: limits });
   await bootstrapAdminSession(direct.url);
   for (let i = 0; i < 3; i++) {
-    t.equal((await loginFrom(direct, `ghost${i}`, 'bad-password', `10.0.0.${i}`)).status, 401, `failure ${i + 1}, "from" another address`);
+    t.equal(
+      (await loginFrom(direct, `ghost${i}`, 'bad-password', `10.0.0.${i}`)).status,
+      401,
+      `failure ${i + 1}, "from" another address`,
+    );
   }
   const spoofed = await loginFrom(direct, ADMIN.username, ADMIN.password, '10.0.0.99');
   t.equal(spoofed.status, 429, 'a new X-Forwarded-For is still the same client: the address is limited');
@@ -40,25 +44,52 @@ t.test('issue 13 point 6: X-Forwarded-For cannot reset the per-address login lim
   const proxied = await startGateway(t, { env: { ...limits, KITELINE_TRUST_PROXY: '127.0.0.1/32' } });
   await bootstrapAdminSession(proxied.url);
   for (let i = 0; i < 3; i++) {
-    t.equal((await loginFrom(proxied, `ghost${i}`, 'bad-password', `6.6.6.${i}, 10.1.1.1`)).status, 401, `failure ${i + 1} of client 10.1.1.1`);
+    t.equal(
+      (await loginFrom(proxied, `ghost${i}`, 'bad-password', `6.6.6.${i}, 10.1.1.1`)).status,
+      401,
+      `failure ${i + 1} of client 10.1.1.1`,
+    );
   }
-  t.equal((await loginFrom(proxied, ADMIN.username, ADMIN.password, '10.1.1.2')).status, 204, 'another client behind the proxy is not limited');
-  t.equal((await loginFrom(proxied, ADMIN.username, ADMIN.password, '7.7.7.7, 10.1.1.1')).status, 429, 'the limited client stays limited whatever it prepends');
+  t.equal(
+    (await loginFrom(proxied, ADMIN.username, ADMIN.password, '10.1.1.2')).status,
+    204,
+    'another client behind the proxy is not limited',
+  );
+  t.equal(
+    (await loginFrom(proxied, ADMIN.username, ADMIN.password, '7.7.7.7, 10.1.1.1')).status,
+    429,
+    'the limited client stays limited whatever it prepends',
+  );
 });
 
 t.test('issue 13 point 9: a disabled user with the right password gets the 401 of a wrong password', async (t) => {
   const gw = await startGateway(t);
   const cookie = await bootstrapAdminSession(gw.url);
-  const created = await call(gw.url, 'POST', USERS, { ...withCookie(cookie), body: { username: 'dormant', password: 'dormant-password' } });
+  const created = await call(gw.url, 'POST', USERS, {
+    ...withCookie(cookie),
+    body: { username: 'dormant', password: 'dormant-password' },
+  });
   t.equal(created.status, 201, 'user created');
   await login(gw.url, 'dormant', 'dormant-password');
-  t.same((await call(gw.url, 'POST', `${USERS}/${created.body.id}/enable`, { ...withCookie(cookie), body: { enabled: false } })).body, { success: true });
+  t.same(
+    (
+      await call(gw.url, 'POST', `${USERS}/${created.body.id}/enable`, {
+        ...withCookie(cookie),
+        body: { enabled: false },
+      })
+    ).body,
+    { success: true },
+  );
   const right = await call(gw.url, 'POST', LOGIN, { body: { username: 'dormant', password: 'dormant-password' } });
   const wrong = await call(gw.url, 'POST', LOGIN, { body: { username: 'dormant', password: 'not-the-password' } });
   t.equal(right.status, 401, 'the right password of a disabled user: 401');
   t.equal(right.status, wrong.status, 'same status as a wrong password');
   t.same(right.body, wrong.body, 'same body: nothing tells that the password was right');
-  t.same(right.body, { error: 'invalid username or password', reason: 'Unauthorized', code: 401 }, 'the invalid-login body');
+  t.same(
+    right.body,
+    { error: 'invalid username or password', reason: 'Unauthorized', code: 401 },
+    'the invalid-login body',
+  );
 });
 
 t.test('issue 13 point 9: a session cannot be refreshed past its absolute lifetime', async (t) => {
@@ -66,7 +97,10 @@ t.test('issue 13 point 9: a session cannot be refreshed past its absolute lifeti
   await bootstrapAdminSession(gw.url);
   const first = await call(gw.url, 'POST', LOGIN, { body: { username: ADMIN.username, password: ADMIN.password } });
   t.equal(first.status, 204, 'logged in');
-  t.ok(Number(/Max-Age=(\d+)/.exec(first.headers.get('set-cookie') ?? '')?.[1]) <= 3, 'the cookie does not outlive the session');
+  t.ok(
+    Number(/Max-Age=(\d+)/.exec(first.headers.get('set-cookie') ?? '')?.[1]) <= 3,
+    'the cookie does not outlive the session',
+  );
   let cookie = sessionOf(first);
   // A thief refreshes the cookie again and again: it still ends 3 s after the login.
   let refreshes = 0;
@@ -81,12 +115,16 @@ t.test('issue 13 point 9: a session cannot be refreshed past its absolute lifeti
   }
   t.ok(refreshes > 0, 'refresh works while the session is young');
   t.equal(last, 401, 'then refresh is refused (30 tries over 7.5 s)');
-  t.equal((await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie))).status, 401, 'and the last refreshed cookie is dead too');
+  t.equal(
+    (await call(gw.url, 'GET', '/api/auth/user', withCookie(cookie))).status,
+    401,
+    'and the last refreshed cookie is dead too',
+  );
   await login(gw.url, ADMIN.username, ADMIN.password);
   t.pass('logging in again starts a new session');
 });
 
-t.test('issue 13 point 9: impersonated callers are kiteline:<name>, never the cluster\'s own users', async (t) => {
+t.test("issue 13 point 9: impersonated callers are kiteline:<name>, never the cluster's own users", async (t) => {
   const targetCp = await testControlPlane('target-a');
   const kube = (...args: string[]) => kubectl(targetCp.kubeconfigPath, args);
   const gw = await startGateway(t);
@@ -101,25 +139,72 @@ t.test('issue 13 point 9: impersonated callers are kiteline:<name>, never the cl
     kube('delete', 'namespace', ns, '--wait=false');
     kube('delete', 'clusterrolebinding', binding, '--ignore-not-found');
   });
-  await createRole(gw, admin, { name: role, clusters: [cluster], namespaces: [ns], resources: ['configmaps'], verbs: ['list'] });
+  await createRole(gw, admin, {
+    name: role,
+    clusters: [cluster],
+    namespaces: [ns],
+    resources: ['configmaps'],
+    verbs: ['list'],
+  });
   const username = uniqueName('alice');
-  const user = await call(gw.url, 'POST', USERS, { headers: admin.headers, body: { username, password: 'alice-password' } });
-  const roles = (await call(gw.url, 'GET', '/api/v1/admin/roles/', { headers: admin.headers })).body.roles as Array<{ id: number; name: string }>;
+  const user = await call(gw.url, 'POST', USERS, {
+    headers: admin.headers,
+    body: { username, password: 'alice-password' },
+  });
+  const roles = (await call(gw.url, 'GET', '/api/v1/admin/roles/', { headers: admin.headers })).body.roles as Array<{
+    id: number;
+    name: string;
+  }>;
   const roleId = roles.find((r) => r.name === role)!.id;
   t.equal(user.status, 201, 'a kiteline user');
-  t.equal((await call(gw.url, 'POST', `/api/v1/admin/roles/${roleId}/assign`, { headers: admin.headers, body: { subjectType: 'user', subject: username } })).status, 201, 'holding a role that may list configmaps there');
-  const cookie = await eventually('alice to log in', () => login(gw.url, username, 'alice-password').catch(() => undefined), 10_000);
-  const list = (headers: Record<string, string>) => call(gw.url, 'GET', `/api/v1/configmaps/${ns}`, { headers: { ...headers, 'x-cluster-name': cluster } });
+  t.equal(
+    (
+      await call(gw.url, 'POST', `/api/v1/admin/roles/${roleId}/assign`, {
+        headers: admin.headers,
+        body: { subjectType: 'user', subject: username },
+      })
+    ).status,
+    201,
+    'holding a role that may list configmaps there',
+  );
+  const cookie = await eventually(
+    'alice to log in',
+    () => login(gw.url, username, 'alice-password').catch(() => undefined),
+    10_000,
+  );
+  const list = (headers: Record<string, string>) =>
+    call(gw.url, 'GET', `/api/v1/configmaps/${ns}`, { headers: { ...headers, 'x-cluster-name': cluster } });
 
   // The cluster has its own user of that name (say from its OIDC provider), allowed to read.
-  t.equal(kube('create', 'rolebinding', 'own-user', '--clusterrole=view', `--user=${username}`, '-n', ns).status, 0, 'RoleBinding to the cluster\'s own user');
-  await eventually('the binding of the cluster\'s own user', () => kube('auth', 'can-i', 'list', 'configmaps', '-n', ns, '--as', username).stdout.trim() === 'yes');
+  t.equal(
+    kube('create', 'rolebinding', 'own-user', '--clusterrole=view', `--user=${username}`, '-n', ns).status,
+    0,
+    "RoleBinding to the cluster's own user",
+  );
+  await eventually(
+    "the binding of the cluster's own user",
+    () => kube('auth', 'can-i', 'list', 'configmaps', '-n', ns, '--as', username).stdout.trim() === 'yes',
+  );
   const posing = await list({ cookie });
-  t.equal(posing.status, 403, 'the kiteline user of that name does not get the cluster user\'s rights');
-  t.match(posing.body.error, `User "kiteline:${username}" cannot list resource "configmaps"`, 'the cluster sees kiteline:<username>');
+  t.equal(posing.status, 403, "the kiteline user of that name does not get the cluster user's rights");
+  t.match(
+    posing.body.error,
+    `User "kiteline:${username}" cannot list resource "configmaps"`,
+    'the cluster sees kiteline:<username>',
+  );
 
-  t.equal(kube('create', 'rolebinding', 'kiteline-user', '--clusterrole=view', `--user=kiteline:${username}`, '-n', ns).status, 0, 'RoleBinding to User kiteline:<username>');
-  await eventually('the binding of kiteline:<username>', async () => (await list({ cookie })).status === 200, 30_000, 200);
+  t.equal(
+    kube('create', 'rolebinding', 'kiteline-user', '--clusterrole=view', `--user=kiteline:${username}`, '-n', ns)
+      .status,
+    0,
+    'RoleBinding to User kiteline:<username>',
+  );
+  await eventually(
+    'the binding of kiteline:<username>',
+    async () => (await list({ cookie })).status === 200,
+    30_000,
+    200,
+  );
   t.pass('a binding to User kiteline:<username> lets the kiteline user in');
 
   // Groups carry the prefix too: a ClusterRoleBinding to Group kiteline:role:<role> (the docs' example).
@@ -127,8 +212,16 @@ t.test('issue 13 point 9: impersonated callers are kiteline:<name>, never the cl
   const key = await apiKeyWithRoles(gw, admin, keyName, [role]);
   const keyDenied = await list(key.headers);
   t.equal(keyDenied.status, 403, 'an API key holding the role, before any binding');
-  t.match(keyDenied.body.error, `User "kiteline:apikey:${keyName}" cannot list`, 'an API key is kiteline:apikey:<name>');
-  t.equal(kube('create', 'clusterrolebinding', binding, '--clusterrole=view', `--group=kiteline:role:${role}`).status, 0, 'ClusterRoleBinding to Group kiteline:role:<role>');
+  t.match(
+    keyDenied.body.error,
+    `User "kiteline:apikey:${keyName}" cannot list`,
+    'an API key is kiteline:apikey:<name>',
+  );
+  t.equal(
+    kube('create', 'clusterrolebinding', binding, '--clusterrole=view', `--group=kiteline:role:${role}`).status,
+    0,
+    'ClusterRoleBinding to Group kiteline:role:<role>',
+  );
   await eventually('the group binding', async () => (await list(key.headers)).status === 200, 30_000, 200);
   t.pass('a ClusterRoleBinding to Group kiteline:role:<role> grants every holder of the role');
 });
@@ -140,23 +233,44 @@ t.test('issue 13 point 11: no secret echoes from a broken kubeconfig server or a
   const secret = 'S3cret-T0ken-value';
   const config = parse(testKubeconfig('target-a'));
   config.clusters[0].cluster.server = `https://ops:${secret}@target .example:6443`; // a space: not a URL
-  const registered = await call(gw.url, 'POST', '/api/v1/admin/clusters/', { headers: admin.headers, body: { name: uniqueName('broken'), config: stringify(config) } });
+  const registered = await call(gw.url, 'POST', '/api/v1/admin/clusters/', {
+    headers: admin.headers,
+    body: { name: uniqueName('broken'), config: stringify(config) },
+  });
   t.equal(registered.status, 400, 'a kubeconfig whose server is not a URL: 400');
   t.match(registered.body.error, /server is not a URL/, 'the reason is given');
   t.notOk(registered.text.includes(secret), 'the server text is not echoed');
-  const imported = await call(gw.url, 'POST', '/api/v1/admin/clusters/import', { headers: admin.headers, body: { config: stringify(config) } });
+  const imported = await call(gw.url, 'POST', '/api/v1/admin/clusters/import', {
+    headers: admin.headers,
+    body: { config: stringify(config) },
+  });
   t.equal(imported.status, 400, 'nor on import');
   t.notOk(imported.text.includes(secret));
 
   // A password typed into the username field of a failed login.
   const typo = `${secret} !`;
-  const wrongField = await call(gw.url, 'POST', LOGIN, { body: { username: typo, password: 'whatever-pw' }, headers: { 'x-request-id': 'typo-login' } });
+  const wrongField = await call(gw.url, 'POST', LOGIN, {
+    body: { username: typo, password: 'whatever-pw' },
+    headers: { 'x-request-id': 'typo-login' },
+  });
   t.equal(wrongField.status, 401, 'a login with a password in the username field');
-  const unknown = await call(gw.url, 'POST', LOGIN, { body: { username: 'nobody-here', password: 'whatever-pw' }, headers: { 'x-request-id': 'unknown-login' } });
+  const unknown = await call(gw.url, 'POST', LOGIN, {
+    body: { username: 'nobody-here', password: 'whatever-pw' },
+    headers: { 'x-request-id': 'unknown-login' },
+  });
   t.equal(unknown.status, 401, 'a login of an unknown user');
   const log = readFileSync(join(TEST_DIR, 'logs', `${logName}.log`), 'utf8');
-  const audit = (requestId: string) => log.split('\n').filter((l) => l.includes(`"requestId":"${requestId}"`)).map((l) => JSON.parse(l)).find((l) => l.msg === 'audit')?.audit;
-  t.match(audit('typo-login'), { verb: 'login', resource: 'sessions', name: '', result: 'failure', status: 401 }, 'an invalid username is not kept');
+  const audit = (requestId: string) =>
+    log
+      .split('\n')
+      .filter((l) => l.includes(`"requestId":"${requestId}"`))
+      .map((l) => JSON.parse(l))
+      .find((l) => l.msg === 'audit')?.audit;
+  t.match(
+    audit('typo-login'),
+    { verb: 'login', resource: 'sessions', name: '', result: 'failure', status: 401 },
+    'an invalid username is not kept',
+  );
   t.match(audit('unknown-login'), { verb: 'login', name: 'nobody-here', result: 'failure' }, 'a valid username is');
   t.notOk(log.includes(secret), 'neither the server nor the mistyped password is in the log');
 });

@@ -59,17 +59,28 @@ function slowClient(first: string, drip: () => string): Promise<{ ms: number; an
 t.test('slowloris: headers sent a byte at a time to a public route are cut off', async (t) => {
   const headerLine = 'X-Slow: a\r\n';
   let sent = 0;
-  const { ms, answer } = await slowClient('GET /healthz HTTP/1.1\r\nHost: kiteline\r\n', () => headerLine[sent++ % headerLine.length]!);
+  const { ms, answer } = await slowClient(
+    'GET /healthz HTTP/1.1\r\nHost: kiteline\r\n',
+    () => headerLine[sent++ % headerLine.length],
+  );
   t.ok(ms >= 0, `the server closed the connection (after ${ms} ms)`);
-  t.ok(ms < HEADERS_TIMEOUT_MS + SLACK_MS, `within the headers timeout (${HEADERS_TIMEOUT_MS} ms + ${SLACK_MS} ms slack)`);
+  t.ok(
+    ms < HEADERS_TIMEOUT_MS + SLACK_MS,
+    `within the headers timeout (${HEADERS_TIMEOUT_MS} ms + ${SLACK_MS} ms slack)`,
+  );
   t.match(answer, /^(HTTP\/1\.1 408|)/, 'answered 408 Request Timeout, or just closed');
 });
 
 t.test('a body trickled to a public route is cut off at the request timeout', async (t) => {
-  const head = 'POST /api/auth/login/password HTTP/1.1\r\nHost: kiteline\r\ncontent-type: application/json\r\ncontent-length: 4096\r\n\r\n{';
+  const head =
+    'POST /api/auth/login/password HTTP/1.1\r\nHost: kiteline\r\n' +
+    'content-type: application/json\r\ncontent-length: 4096\r\n\r\n{';
   const { ms } = await slowClient(head, () => ' ');
   t.ok(ms >= 0, `the server closed the connection (after ${ms} ms)`);
-  t.ok(ms < REQUEST_TIMEOUT_MS + SLACK_MS, `within the request timeout (${REQUEST_TIMEOUT_MS} ms + ${SLACK_MS} ms slack)`);
+  t.ok(
+    ms < REQUEST_TIMEOUT_MS + SLACK_MS,
+    `within the request timeout (${REQUEST_TIMEOUT_MS} ms + ${SLACK_MS} ms slack)`,
+  );
 });
 
 t.test('a connection that sends nothing is closed', async (t) => {
@@ -84,10 +95,13 @@ t.test('a silent watch outlives the idle timeout and still gets its event', asyn
   await addReadyCluster(gw, admin, { name: 'quiet', config: testKubeconfig('target-a') });
   const name = uniqueName('late-event');
   const events = await new Promise<string>((resolve, reject) => {
-    const req = request(new URL(`/api/v1/configmaps/default?watch=true&fieldSelector=metadata.name%3D${name}`, gw.url), {
-      headers: { ...admin.headers, 'x-cluster-name': 'quiet' },
-      agent: false,
-    });
+    const req = request(
+      new URL(`/api/v1/configmaps/default?watch=true&fieldSelector=metadata.name%3D${name}`, gw.url),
+      {
+        headers: { ...admin.headers, 'x-cluster-name': 'quiet' },
+        agent: false,
+      },
+    );
     req.on('response', (res) => {
       if (res.statusCode !== 200) return reject(new Error(`watch answered ${res.statusCode}`));
       let text = '';
@@ -100,11 +114,14 @@ t.test('a silent watch outlives the idle timeout and still gets its event', asyn
       });
       res.on('end', () => reject(new Error(`the watch ended before its event: ${text}`)));
       // Silent for twice the idle timeout, then an object appears.
-      setTimeout(async () => {
+      const createLater = async () => {
         const target = await testControlPlane('target-a');
         kubectl(target.kubeconfigPath, ['-n', 'default', 'create', 'configmap', name]);
-        t.teardown(() => kubectl(target.kubeconfigPath, ['-n', 'default', 'delete', 'configmap', name, '--wait=false']));
-      }, IDLE_TIMEOUT_MS * 2);
+        t.teardown(() =>
+          kubectl(target.kubeconfigPath, ['-n', 'default', 'delete', 'configmap', name, '--wait=false']),
+        );
+      };
+      setTimeout(() => void createLater(), IDLE_TIMEOUT_MS * 2);
     });
     req.on('error', reject);
     req.end();

@@ -22,7 +22,12 @@ const ns = uniqueName('term-cli');
 const k = namespacedKubectl(target.kubeconfigPath, ns);
 await k(['create', 'namespace', ns]);
 t.teardown(() => namespacedKubectl(target.kubeconfigPath, 'default')(['delete', 'namespace', ns, '--wait=false']));
-await k(['apply', '-f', '-'], JSON.stringify(busyboxPod('shell', { app: 'shell' }, ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done'])));
+await k(
+  ['apply', '-f', '-'],
+  JSON.stringify(
+    busyboxPod('shell', { app: 'shell' }, ['sh', '-c', 'trap "exit 0" TERM; while true; do sleep 1; done']),
+  ),
+);
 await k(['wait', '--for=condition=Ready', 'pod/shell', '--timeout=120s']);
 
 interface Run {
@@ -59,11 +64,16 @@ const common = ['--server', gw.url, '--cluster', 'a', '--container', 'main', '--
 /** Output lines without the TTY's carriage returns. */
 const lines = (text: string) => text.replace(/\r/g, '').split('\n');
 
-t.test('piped commands run in the pod; the exit status is the shell\'s; the key from KITELINE_API_KEY', async (t) => {
-  const run = await terminal([...common, `${ns}/shell`], 'echo "mark-$((6*7))"\nexit 3\n', { KITELINE_API_KEY: admin.key });
+t.test("piped commands run in the pod; the exit status is the shell's; the key from KITELINE_API_KEY", async (t) => {
+  const run = await terminal([...common, `${ns}/shell`], 'echo "mark-$((6*7))"\nexit 3\n', {
+    KITELINE_API_KEY: admin.key,
+  });
   t.equal(run.status, 3, `exit 3 is exit status 3 (stderr: ${run.stderr})`);
-  t.ok(lines(run.stdout).includes('mark-42'), `the command's output, on a line of its own: ${JSON.stringify(run.stdout)}`);
-  t.equal(run.stderr, '', 'nothing on stderr (a TTY merges the shell\'s stderr into stdout)');
+  t.ok(
+    lines(run.stdout).includes('mark-42'),
+    `the command's output, on a line of its own: ${JSON.stringify(run.stdout)}`,
+  );
+  t.equal(run.stderr, '', "nothing on stderr (a TTY merges the shell's stderr into stdout)");
   t.notOk((run.stdout + run.stderr).includes(admin.key), 'the key appears in no output');
 });
 
@@ -75,27 +85,43 @@ t.test('the end of the input ends the shell (exit status 0); the key from --key'
 });
 
 t.test('the default container and the default shell', async (t) => {
-  const run = await terminal(['--server', gw.url, '--cluster', 'a', `${ns}/shell`], 'echo "zero=[$0]"\nexit 5\n', { KITELINE_API_KEY: admin.key });
+  const run = await terminal(['--server', gw.url, '--cluster', 'a', `${ns}/shell`], 'echo "zero=[$0]"\nexit 5\n', {
+    KITELINE_API_KEY: admin.key,
+  });
   t.equal(run.status, 5, `stderr: ${run.stderr}`);
   t.ok(lines(run.stdout).includes('zero=[sh]'), `sh, as busybox has no bash: ${JSON.stringify(run.stdout)}`);
 });
 
-t.test('a refused handshake: exit 1 with the status and the gateway\'s message, and no key in the output', async (t) => {
+t.test("a refused handshake: exit 1 with the status and the gateway's message, and no key in the output", async (t) => {
   const badKey = `kl_${uniqueName('not-a-key')}`;
   const refused = await terminal([...common, '--key', badKey, `${ns}/shell`], 'exit 0\n');
   t.equal(refused.status, 1, 'exit 1');
-  t.match(refused.stderr, /^kiteline: the gateway refused the terminal: 401 Unauthorized: [^{\s]/, `the status and the message: ${refused.stderr}`);
+  t.match(
+    refused.stderr,
+    /^kiteline: the gateway refused the terminal: 401 Unauthorized: [^{\s]/,
+    `the status and the message: ${refused.stderr}`,
+  );
   t.equal(refused.stdout, '');
   t.notOk(refused.stderr.includes(badKey), 'the refused key is not printed');
 
   const missing = await terminal([...common, `${ns}/no-such-pod`], 'exit 0\n', { KITELINE_API_KEY: admin.key });
   t.equal(missing.status, 1, 'exit 1');
-  t.match(missing.stderr, /^kiteline: the gateway refused the terminal: 404 Not Found: .*no-such-pod/, `the cluster's 404: ${missing.stderr}`);
+  t.match(
+    missing.stderr,
+    /^kiteline: the gateway refused the terminal: 404 Not Found: .*no-such-pod/,
+    `the cluster's 404: ${missing.stderr}`,
+  );
   t.notOk(missing.stderr.includes(admin.key), 'the key is not printed');
 
-  const badShell = await terminal([...common.slice(0, -1), '/bin/sh', `${ns}/shell`], 'exit 0\n', { KITELINE_API_KEY: admin.key });
+  const badShell = await terminal([...common.slice(0, -1), '/bin/sh', `${ns}/shell`], 'exit 0\n', {
+    KITELINE_API_KEY: admin.key,
+  });
   t.equal(badShell.status, 1, 'exit 1');
-  t.match(badShell.stderr, /^kiteline: the gateway refused the terminal: 400 Bad Request: /, `a 400: ${badShell.stderr}`);
+  t.match(
+    badShell.stderr,
+    /^kiteline: the gateway refused the terminal: 400 Bad Request: /,
+    `a 400: ${badShell.stderr}`,
+  );
 });
 
 t.test('usage errors: exit 2', async (t) => {

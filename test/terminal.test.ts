@@ -14,7 +14,14 @@ import { join } from 'node:path';
 import t from 'tap';
 import { TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import {
+  addReadyCluster,
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  createRole,
+  testKubeconfig,
+  type Caller,
+} from './helpers/fixtures.js';
 import { startGateway, type TestGateway } from './helpers/gateway.js';
 import { busyboxPod, namespacedKubectl, openWs, wsRefusal, type WsClient } from './helpers/workload-streams.js';
 
@@ -33,19 +40,44 @@ t.teardown(() => namespacedKubectl(target.kubeconfigPath, 'default')(['delete', 
 
 const IDLE = 'trap "exit 0" TERM; while true; do sleep 1; done';
 // A fake bash (a script that marks its environment, then runs sh) shows that bash is preferred.
-const FAKE_BASH = `printf '#!/bin/sh\\nexport FAKE_BASH=yes\\nexec sh "$@"\\n' > /bin/bash && chmod +x /bin/bash && ${IDLE}`;
-const twoContainers = busyboxPod('two', { app: 'two' }, ['sh', '-c', IDLE], { env: [{ name: 'WHO', value: 'first' }] }) as { spec: { containers: object[] } };
-twoContainers.spec.containers.push({ name: 'second', image: 'kiteline.local/busybox:1', imagePullPolicy: 'Never', command: ['sh', '-c', IDLE], env: [{ name: 'WHO', value: 'second' }] });
-const pods = [busyboxPod('shell', { app: 'shell' }, ['sh', '-c', IDLE]), busyboxPod('with-bash', { app: 'with-bash' }, ['sh', '-c', FAKE_BASH]), twoContainers];
+const FAKE_BASH =
+  `printf '#!/bin/sh\\nexport FAKE_BASH=yes\\nexec sh "$@"\\n' > /bin/bash && ` + `chmod +x /bin/bash && ${IDLE}`;
+const twoContainers = busyboxPod('two', { app: 'two' }, ['sh', '-c', IDLE], {
+  env: [{ name: 'WHO', value: 'first' }],
+}) as { spec: { containers: object[] } };
+twoContainers.spec.containers.push({
+  name: 'second',
+  image: 'kiteline.local/busybox:1',
+  imagePullPolicy: 'Never',
+  command: ['sh', '-c', IDLE],
+  env: [{ name: 'WHO', value: 'second' }],
+});
+const pods = [
+  busyboxPod('shell', { app: 'shell' }, ['sh', '-c', IDLE]),
+  busyboxPod('with-bash', { app: 'with-bash' }, ['sh', '-c', FAKE_BASH]),
+  twoContainers,
+];
 await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: pods }));
 await k(['wait', '--for=condition=Ready', 'pod/shell', 'pod/with-bash', 'pod/two', '--timeout=120s']);
 
 const viewer = await apiKeyWithRoles(gw, admin, uniqueName('viewer'), ['viewer']);
 const EXEC_GET_ROLE = uniqueName('exec-get-only');
-await createRole(gw, admin, { name: EXEC_GET_ROLE, clusters: ['*'], namespaces: ['*'], resources: ['pods/exec', 'pods'], verbs: ['get', 'list', 'watch'] });
+await createRole(gw, admin, {
+  name: EXEC_GET_ROLE,
+  clusters: ['*'],
+  namespaces: ['*'],
+  resources: ['pods/exec', 'pods'],
+  verbs: ['get', 'list', 'watch'],
+});
 const execGetter = await apiKeyWithRoles(gw, admin, uniqueName('exec-getter'), [EXEC_GET_ROLE]);
 const ALMOST_ADMIN_ROLE = uniqueName('everything-but-admin');
-await createRole(gw, admin, { name: ALMOST_ADMIN_ROLE, clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['*'] });
+await createRole(gw, admin, {
+  name: ALMOST_ADMIN_ROLE,
+  clusters: ['*'],
+  namespaces: ['*'],
+  resources: ['*'],
+  verbs: ['*'],
+});
 const almostAdmin = await apiKeyWithRoles(gw, admin, uniqueName('almost-admin'), [ALMOST_ADMIN_ROLE]);
 
 const wsBase = (g: TestGateway) => g.url.replace(/^http/, 'ws');
@@ -65,13 +97,18 @@ interface Terminal extends WsClient {
 async function openTerminal(url: string, caller: Caller, requestId?: string): Promise<Terminal> {
   const client = await openWs(url, { ...caller.headers, ...(requestId ? { 'x-request-id': requestId } : {}) });
   const closeCode = new Promise<number>((resolve) => client.ws.once('close', (code) => resolve(code)));
-  const output = () => client.messages.filter((m) => m.type === 'stdout' || m.type === 'stderr').map((m) => m.data).join('');
+  const output = () =>
+    client.messages
+      .filter((m) => m.type === 'stdout' || m.type === 'stderr')
+      .map((m) => m.data)
+      .join('');
   return {
     ...client,
     output,
     closeCode,
     type: (line) => client.ws.send(JSON.stringify({ type: 'stdin', data: `${line}\r` })),
-    waitOutput: (what, pattern, timeoutMs = 60_000) => eventually(what, () => pattern.exec(output()) ?? undefined, timeoutMs, 20),
+    waitOutput: (what, pattern, timeoutMs = 60_000) =>
+      eventually(what, () => pattern.exec(output()) ?? undefined, timeoutMs, 20),
   };
 }
 
@@ -86,7 +123,9 @@ function auditOf(requestId: string): Record<string, unknown> | undefined {
 
 /** The node-terminal pods on target-a: name -> node. */
 async function nodeTerminalPods(): Promise<Map<string, string>> {
-  const list = JSON.parse(await kubeSystem(['get', 'pods', '-l', 'kiteline.io/node-terminal=true', '-o', 'json'])) as { items: Array<{ metadata: { name: string; annotations?: Record<string, string> } }> };
+  const list = JSON.parse(await kubeSystem(['get', 'pods', '-l', 'kiteline.io/node-terminal=true', '-o', 'json'])) as {
+    items: Array<{ metadata: { name: string; annotations?: Record<string, string> } }>;
+  };
   return new Map(list.items.map((pod) => [pod.metadata.name, pod.metadata.annotations?.['kiteline.io/node'] ?? '']));
 }
 
@@ -94,7 +133,11 @@ t.test("a pod terminal: Kite's messages, a command, stdin, a resize, the shell's
   const requestId = uniqueName('term-session');
   const term = await openTerminal(podTerminal('shell', '?container=main'), admin, requestId);
   t.teardown(() => term.ws.terminate());
-  t.same(await term.waitFor('connected', (m) => m.type === 'connected'), { type: 'connected', data: 'Terminal connected successfully' }, "Kite's first message");
+  t.same(
+    await term.waitFor('connected', (m) => m.type === 'connected'),
+    { type: 'connected', data: 'Terminal connected successfully' },
+    "Kite's first message",
+  );
 
   term.type('echo "mark-$((6*7))"');
   await term.waitOutput('the command output', /mark-42/);
@@ -116,16 +159,37 @@ t.test("a pod terminal: Kite's messages, a command, stdin, a resize, the shell's
   term.ws.send(JSON.stringify({ type: 'ping' }));
   t.same(await term.waitFor('pong', (m) => m.type === 'pong'), { type: 'pong', data: '' }, "Kite's pong");
   term.ws.send('not json');
-  t.match(await term.waitFor('an error for a malformed message', (m) => m.type === 'error'), { type: 'error', data: /JSON/ });
+  t.match(await term.waitFor('an error for a malformed message', (m) => m.type === 'error'), {
+    type: 'error',
+    data: /JSON/,
+  });
   t.notOk(term.closed(), 'a malformed message does not end the session');
 
   term.type('exit 3');
-  t.match(await term.waitFor('close', (m) => m.type === 'close'), { type: 'close', exitCode: 3 }, "the shell's exit code");
+  t.match(
+    await term.waitFor('close', (m) => m.type === 'close'),
+    { type: 'close', exitCode: 3 },
+    "the shell's exit code",
+  );
   t.equal(await term.closeCode, 1000, 'then a clean close');
 
   const record = await eventually('the audit record', () => auditOf(requestId));
-  t.match(record, { who: 'apikey:admin-key', cluster: 'a', verb: 'create', resource: 'pods/exec', namespace: ns, name: 'shell', subject: 'main', result: 'success', status: 101, exitCode: 3 });
-  t.ok((record.bytesIn as number) > 40 && (record.bytesOut as number) > 40, `bytes each way (${record.bytesIn} in, ${record.bytesOut} out)`);
+  t.match(record, {
+    who: 'apikey:admin-key',
+    cluster: 'a',
+    verb: 'create',
+    resource: 'pods/exec',
+    namespace: ns,
+    name: 'shell',
+    subject: 'main',
+    result: 'success',
+    status: 101,
+    exitCode: 3,
+  });
+  t.ok(
+    (record.bytesIn as number) > 40 && (record.bytesOut as number) > 40,
+    `bytes each way (${String(record.bytesIn)} in, ${String(record.bytesOut)} out)`,
+  );
   t.ok(Date.parse(record.end as string) >= Date.parse(record.start as string), 'start and end');
   t.notMatch(JSON.stringify(record), /hello terminal|mark-42/, 'no byte of the session');
 });
@@ -145,7 +209,11 @@ t.test('the shell: bash when the container has it, else sh; `shell` picks one by
   t.equal(await run('shell', ''), 'fake-bash=[] zero=[sh] who=[]', 'busybox has no bash: sh');
   t.equal(await run('with-bash', ''), 'fake-bash=[yes] zero=[sh] who=[]', 'a container with bash: bash');
   t.equal(await run('with-bash', '?shell=sh'), 'fake-bash=[] zero=[sh] who=[]', 'shell=sh: sh, bash or not');
-  t.equal(await run('two', ''), 'fake-bash=[] zero=[sh] who=[first]', "no container: the pod's first (kubectl's default)");
+  t.equal(
+    await run('two', ''),
+    'fake-bash=[] zero=[sh] who=[first]',
+    "no container: the pod's first (kubectl's default)",
+  );
   t.equal(await run('two', '?container=second'), 'fake-bash=[] zero=[sh] who=[second]', 'container=second');
 
   const missing = await openTerminal(podTerminal('shell', '?shell=bash'), admin);
@@ -167,10 +235,13 @@ t.test('the client vanishes: the exec ends, and the shell and its foreground pro
       return false;
     }
   };
-  t.ok((await running(shell!)) && (await running(sleep!)), `the shell runs (pid ${shell}), sleep in the foreground (pid ${sleep})`);
+  t.ok(
+    (await running(shell)) && (await running(sleep)),
+    `the shell runs (pid ${shell}), sleep in the foreground (pid ${sleep})`,
+  );
   term.ws.terminate(); // no close frame: the socket just dies
-  await eventually('the shell to end', async () => !(await running(shell!)), 60_000, 500);
-  t.notOk(await running(sleep!), 'nor its foreground program');
+  await eventually('the shell to end', async () => !(await running(shell)), 60_000, 500);
+  t.notOk(await running(sleep), 'nor its foreground program');
 });
 
 t.test('who may open a pod terminal: a plain HTTP answer before the WebSocket opens', async (t) => {
@@ -178,17 +249,30 @@ t.test('who may open a pod terminal: a plain HTTP answer before the WebSocket op
   t.equal(await wsRefusal(podTerminal('shell'), execGetter.headers), 403, 'get on pods/exec is not enough');
   t.equal(await wsRefusal(podTerminal('shell'), {}), 401, 'anonymous');
   const onHost = `${wsBase(gw)}/api/v1/terminal/${gw.namespace}/anything/ws?x-cluster-name=self`;
-  t.equal(await wsRefusal(onHost, admin.headers), 403, "kiteline's own namespace on the host cluster, even for an admin");
+  t.equal(
+    await wsRefusal(onHost, admin.headers),
+    403,
+    "kiteline's own namespace on the host cluster, even for an admin",
+  );
   for (const query of ['?shell=/bin/bash', '?shell=bash%20-c%20id', '?shell=Bash', '?container=Bad_Name']) {
     t.equal(await wsRefusal(podTerminal('shell', query), admin.headers), 400, query);
   }
   t.equal(await wsRefusal(podTerminal('no-such-pod'), admin.headers), 404, "a missing pod: the cluster's 404");
-  t.equal(await wsRefusal(podTerminal('shell', '?container=nope'), admin.headers), 400, "a missing container: the cluster's 400");
+  t.equal(
+    await wsRefusal(podTerminal('shell', '?container=nope'), admin.headers),
+    400,
+    "a missing container: the cluster's 400",
+  );
   const plain = await fetch(`${gw.url}/api/v1/terminal/${ns}/shell/ws`, { headers: admin.headers });
   t.equal(plain.status, 400, 'a plain GET (no upgrade)');
   const requestId = uniqueName('term-refused');
   await t.rejects(openTerminal(podTerminal('shell'), viewer, requestId));
-  t.match(await eventually('the refusal in the audit log', () => auditOf(requestId)), { resource: 'pods/exec', name: 'shell', result: 'failure', status: 403 });
+  t.match(await eventually('the refusal in the audit log', () => auditOf(requestId)), {
+    resource: 'pods/exec',
+    name: 'shell',
+    result: 'failure',
+    status: 403,
+  });
 });
 
 t.test('a node terminal: a shell on the host; its pod goes when the client is killed', async (t) => {
@@ -200,7 +284,10 @@ t.test('a node terminal: a shell on the host; its pod goes when the client is ki
   const requestId = uniqueName('node-session');
   const term = await openTerminal(`${wsBase(gw)}/api/v1/node-terminal/${NODE}/ws`, admin, requestId);
   t.teardown(() => term.ws.terminate());
-  t.match(await term.waitFor('progress', (m) => m.type === 'info'), { type: 'info', data: /starting pod kube-system\/kiteline-node-shell-\w+ on node target-a-node/ });
+  t.match(await term.waitFor('progress', (m) => m.type === 'info'), {
+    type: 'info',
+    data: /starting pod kube-system\/kiteline-node-shell-\w+ on node target-a-node/,
+  });
   await term.waitFor('connected', (m) => m.type === 'connected', 150_000);
   term.type(`cat ${marker}`);
   // The host's own shell runs first: its start-up files may be slow (on these machines root's
@@ -210,14 +297,28 @@ t.test('a node terminal: a shell on the host; its pod goes when the client is ki
 
   const [pod] = [...(await nodeTerminalPods()).entries()].filter(([name]) => !before.has(name));
   t.ok(pod, 'a pod of its own');
-  t.equal(pod![1], NODE, 'pinned to the node');
-  const spec = JSON.parse(await kubeSystem(['get', 'pod', pod![0], '-o', 'json'])).spec;
-  t.match(spec, { nodeName: NODE, hostPID: true, hostNetwork: true, tolerations: [{ operator: 'Exists' }], containers: [{ image: 'kiteline.local/busybox:1', imagePullPolicy: 'IfNotPresent', securityContext: { privileged: true } }] });
+  t.equal(pod[1], NODE, 'pinned to the node');
+  const spec = JSON.parse(await kubeSystem(['get', 'pod', pod[0], '-o', 'json'])).spec;
+  t.match(spec, {
+    nodeName: NODE,
+    hostPID: true,
+    hostNetwork: true,
+    tolerations: [{ operator: 'Exists' }],
+    containers: [
+      { image: 'kiteline.local/busybox:1', imagePullPolicy: 'IfNotPresent', securityContext: { privileged: true } },
+    ],
+  });
 
   term.ws.terminate(); // the socket dies without a close frame
-  await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod![0]), 90_000, 500);
+  await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod[0]), 90_000, 500);
   t.pass('the pod is gone');
-  t.match(await eventually('the audit record', () => auditOf(requestId)), { resource: 'nodes/terminal', name: NODE, pod: `kube-system/${pod![0]}`, result: 'success', status: 101 });
+  t.match(await eventually('the audit record', () => auditOf(requestId)), {
+    resource: 'nodes/terminal',
+    name: NODE,
+    pod: `kube-system/${pod[0]}`,
+    result: 'success',
+    status: 101,
+  });
 });
 
 t.test('a node terminal whose shell exits: close, then the pod goes', async (t) => {
@@ -230,7 +331,7 @@ t.test('a node terminal whose shell exits: close, then the pod goes', async (t) 
   term.type('exit 0');
   t.match(await term.waitFor('close', (m) => m.type === 'close', HOST_SHELL_START_MS), { exitCode: 0 });
   t.equal(await term.closeCode, 1000);
-  await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod!), 90_000, 500);
+  await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod), 90_000, 500);
   t.pass('the pod is gone');
 });
 
@@ -252,8 +353,12 @@ t.test('a client that vanishes before the handshake leaves no pod', async (t) =>
   socket.end(`${head.join('\r\n')}\r\n\r\n`);
   socket.destroy(); // gone before the gateway could answer
   const record = await eventually('the audit record', () => auditOf(requestId), 60_000, 200);
-  t.match(record, { resource: 'nodes/terminal', name: NODE, result: 'failure', pod: /^kube-system\/kiteline-node-shell-/ }, `the pod was created (${record.pod}), the session refused (${record.status})`);
-  const pod = String(record.pod).split('/')[1]!;
+  t.match(
+    record,
+    { resource: 'nodes/terminal', name: NODE, result: 'failure', pod: /^kube-system\/kiteline-node-shell-/ },
+    `the pod was created (${String(record.pod)}), the session refused (${String(record.status)})`,
+  );
+  const pod = String(record.pod).split('/')[1];
   await eventually('the pod to be deleted', async () => !(await nodeTerminalPods()).has(pod), 60_000, 500);
   t.pass('and deleted');
 });
@@ -264,12 +369,27 @@ t.test('who may open a node terminal', async (t) => {
   t.equal(await wsRefusal(url, viewer.headers), 403, 'the viewer');
   t.equal(await wsRefusal(url, almostAdmin.headers), 403, 'every verb on everything, but not the admin role');
   t.equal(await wsRefusal(url, {}), 401, 'anonymous');
-  t.equal(await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/no-such-node/ws`, admin.headers), 404, "a missing node: the cluster's 404");
-  t.same([...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name)), [], 'no pod was created for any of them');
+  t.equal(
+    await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/no-such-node/ws`, admin.headers),
+    404,
+    "a missing node: the cluster's 404",
+  );
+  t.same(
+    [...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name)),
+    [],
+    'no pod was created for any of them',
+  );
   // Root on a node of kiteline's own host cluster would read kiteline's Secrets there.
   const host = await testControlPlane('host');
-  t.equal(await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/${host.node!.name}/ws?x-cluster-name=self`, admin.headers), 403, "kiteline's own host cluster, even for an admin");
-  const onHost = await namespacedKubectl(host.kubeconfigPath, 'kube-system')(['get', 'pods', '-l', 'kiteline.io/node-terminal=true', '-o', 'name']);
+  t.equal(
+    await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/${host.node!.name}/ws?x-cluster-name=self`, admin.headers),
+    403,
+    "kiteline's own host cluster, even for an admin",
+  );
+  const onHost = await namespacedKubectl(
+    host.kubeconfigPath,
+    'kube-system',
+  )(['get', 'pods', '-l', 'kiteline.io/node-terminal=true', '-o', 'name']);
   t.equal(onHost.trim(), '', 'no pod was created on the host cluster');
 });
 
@@ -283,6 +403,6 @@ t.test('the gateway shuts down: the node terminal pod goes too', async (t) => {
   const [pod] = [...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name));
   t.ok(pod, 'its pod runs');
   await other.close();
-  t.notOk((await nodeTerminalPods()).has(pod!), 'deleted before the gateway finished closing');
+  t.notOk((await nodeTerminalPods()).has(pod), 'deleted before the gateway finished closing');
   t.not(await term.closeCode, 1000, 'the session ended with the gateway');
 });

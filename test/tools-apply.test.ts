@@ -8,7 +8,14 @@ import t from 'tap';
 import { stringify } from 'yaml';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import {
+  addReadyCluster,
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  createRole,
+  testKubeconfig,
+  type Caller,
+} from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
 
 const gw = await startGateway(t, { logName: 'tools-apply' });
@@ -26,11 +33,21 @@ const crdName = `gadgets.${group}`;
 t.teardown(() => kubectl(kc, ['delete', 'crd', crdName, `sprockets.${group}`, '--ignore-not-found', '--wait=false']));
 
 const yamlOf = (...docs: object[]) => docs.map((d) => stringify(d)).join('---\n');
-const apply = (caller: Caller | undefined, body: unknown) => call(gw.url, 'POST', '/api/v1/resources/apply', { headers: caller?.headers ?? {}, body });
+const apply = (caller: Caller | undefined, body: unknown) =>
+  call(gw.url, 'POST', '/api/v1/resources/apply', { headers: caller?.headers ?? {}, body });
 const exists = (args: string[]) => kubectl(kc, ['get', ...args, '-o', 'name']).status === 0;
-const configMap = (name: string, namespace: string, data: Record<string, string> = { k: 'v' }) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace }, data });
+const configMap = (name: string, namespace: string, data: Record<string, string> = { k: 'v' }) => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace },
+  data,
+});
 
-function crd(plural: string, kind: string, schema: object = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }) {
+function crd(
+  plural: string,
+  kind: string,
+  schema: object = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+) {
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -60,7 +77,11 @@ t.test('bad bodies: 400 (413 when too large), nothing applied', async (t) => {
     [{ yaml: yamlOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'x-' } }) }, 400, /metadata.name/],
     [{ yaml: yamlOf({ kind: 'ConfigMap', metadata: { name: 'x3' } }) }, 400, /apiVersion/],
     [{ yaml: '---\n---\n' }, 400, /no document/],
-    [{ yaml: Array.from({ length: 101 }, (_, i) => stringify(configMap(`many-${i}`, ns))).join('---\n') }, 400, /more than 100 documents/],
+    [
+      { yaml: Array.from({ length: 101 }, (_, i) => stringify(configMap(`many-${i}`, ns))).join('---\n') },
+      400,
+      /more than 100 documents/,
+    ],
     [{ yaml: `# ${'x'.repeat(2 * 1024 * 1024)}\n${stringify(configMap('big', ns))}` }, 413, /larger than/],
   ];
   for (const [body, status, message] of cases) {
@@ -73,14 +94,25 @@ t.test('bad bodies: 400 (413 when too large), nothing applied', async (t) => {
 });
 
 t.test('a kind the cluster does not serve: 404, nothing applied', async (t) => {
-  const res = await apply(admin, { yaml: yamlOf(configMap('before-unknown', ns), { apiVersion: `${group}/v1`, kind: 'Nothing', metadata: { name: 'n', namespace: ns } }) });
+  const res = await apply(admin, {
+    yaml: yamlOf(configMap('before-unknown', ns), {
+      apiVersion: `${group}/v1`,
+      kind: 'Nothing',
+      metadata: { name: 'n', namespace: ns },
+    }),
+  });
   t.equal(res.status, 404, res.text);
   t.match(res.body.error, /document 2 \(Nothing .*serves no kind Nothing/);
   t.notOk(exists(['configmap', 'before-unknown', '-n', ns]));
 });
 
 t.test('a CRD, its custom resource, an Ingress and a ConfigMap in one file', async (t) => {
-  const gadget = { apiVersion: `${group}/v1`, kind: 'Gadget', metadata: { name: 'g1', namespace: ns }, spec: { size: 3 } };
+  const gadget = {
+    apiVersion: `${group}/v1`,
+    kind: 'Gadget',
+    metadata: { name: 'g1', namespace: ns },
+    spec: { size: 3 },
+  };
   const ingress = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
@@ -94,7 +126,12 @@ t.test('a CRD, its custom resource, an Ingress and a ConfigMap in one file', asy
   t.equal(res.body.message, 'applied 4 documents');
   t.match(res.body, { kind: 'Gadget', name: 'g1', namespace: ns, dryRun: false }, "Kite's members: the first document");
   t.same(
-    res.body.documents.map((d: { kind: string; resource: string; result: string; status: number }) => [d.kind, d.resource, d.result, d.status]),
+    res.body.documents.map((d: { kind: string; resource: string; result: string; status: number }) => [
+      d.kind,
+      d.resource,
+      d.result,
+      d.status,
+    ]),
     [
       ['Gadget', `gadgets.${group}`, 'created', 201],
       ['CustomResourceDefinition', 'customresourcedefinitions', 'created', 201],
@@ -105,36 +142,68 @@ t.test('a CRD, its custom resource, an Ingress and a ConfigMap in one file', asy
   );
   const g = JSON.parse(kubectl(kc, ['get', `gadgets.${group}`, 'g1', '-n', ns, '-o', 'json']).stdout);
   t.equal(g.spec.size, 3);
-  t.ok(g.metadata.managedFields.some((m: { manager: string; operation: string }) => m.manager === 'kiteline' && m.operation === 'Apply'), 'server-side apply, field manager kiteline');
+  t.ok(
+    g.metadata.managedFields.some(
+      (m: { manager: string; operation: string }) => m.manager === 'kiteline' && m.operation === 'Apply',
+    ),
+    'server-side apply, field manager kiteline',
+  );
   t.ok(exists(['ingress', 'web', '-n', ns]));
 
   const listed = await call(gw.url, 'GET', `/api/v1/gadgets.${group}/${ns}`, { headers: admin.headers });
   t.equal(listed.status, 200, 'the new kind is served through the resource routes at once');
-  t.same(listed.body.items.map((i: { metadata: { name: string } }) => i.metadata.name), ['g1']);
+  t.same(
+    listed.body.items.map((i: { metadata: { name: string } }) => i.metadata.name),
+    ['g1'],
+  );
 
   const again = await apply(admin, { yaml: file });
   t.equal(again.status, 200, again.text);
-  t.same(again.body.documents.map((d: { result: string }) => d.result), ['configured', 'configured', 'configured', 'configured'], 'a second apply configures');
+  t.same(
+    again.body.documents.map((d: { result: string }) => d.result),
+    ['configured', 'configured', 'configured', 'configured'],
+    'a second apply configures',
+  );
 });
 
 t.test('one bad document in a file changes nothing', async (t) => {
-  const badDeployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'broken', namespace: ns }, spec: { template: { spec: { containers: [] } } } };
+  const badDeployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'broken', namespace: ns },
+    spec: { template: { spec: { containers: [] } } },
+  };
   const res = await apply(admin, { yaml: yamlOf(configMap('good-1', ns), badDeployment, configMap('good-2', ns)) });
   t.equal(res.status, 422, res.text);
   t.match(res.body.error, /document 2 \(Deployment .*\/broken\).*nothing was applied/);
-  t.same(res.body.details.documents.map((d: { result: string }) => d.result), ['not-applied', 'failed', 'not-applied']);
+  t.same(
+    res.body.details.documents.map((d: { result: string }) => d.result),
+    ['not-applied', 'failed', 'not-applied'],
+  );
   t.notOk(exists(['configmap', 'good-1', '-n', ns]), 'the document before the bad one was not applied');
   t.notOk(exists(['configmap', 'good-2', '-n', ns]));
 });
 
 t.test('a CRD whose custom resource of the same file is invalid is removed again', async (t) => {
-  const strict = crd('sprockets', 'Sprocket', { type: 'object', properties: { spec: { type: 'object', properties: { teeth: { type: 'integer', minimum: 1 } } } } });
-  const bad = { apiVersion: `${group}/v1`, kind: 'Sprocket', metadata: { name: 's1', namespace: ns }, spec: { teeth: 0 } };
+  const strict = crd('sprockets', 'Sprocket', {
+    type: 'object',
+    properties: { spec: { type: 'object', properties: { teeth: { type: 'integer', minimum: 1 } } } },
+  });
+  const bad = {
+    apiVersion: `${group}/v1`,
+    kind: 'Sprocket',
+    metadata: { name: 's1', namespace: ns },
+    spec: { teeth: 0 },
+  };
   const res = await apply(admin, { yaml: yamlOf(strict, configMap('with-sprocket', ns), bad) });
   t.equal(res.status, 422, res.text);
   t.same(
     res.body.details.documents.map((d: { kind: string; result: string }) => [d.kind, d.result]),
-    [['CustomResourceDefinition', 'removed'], ['ConfigMap', 'not-applied'], ['Sprocket', 'failed']],
+    [
+      ['CustomResourceDefinition', 'removed'],
+      ['ConfigMap', 'not-applied'],
+      ['Sprocket', 'failed'],
+    ],
   );
   t.notOk(exists(['configmap', 'with-sprocket', '-n', ns]));
   await eventually('the CRD to be gone', () => !exists(['crd', `sprockets.${group}`]), 30_000, 200);
@@ -146,10 +215,18 @@ t.test('a field another manager owns: 409 conflict, then force takes it', async 
   t.equal(res.status, 409, res.text);
   t.equal(res.body.reason, 'Conflict');
   t.match(res.body.details.documents[0], { result: 'failed', status: 409, reason: 'Conflict', error: /conflict/i });
-  t.equal(JSON.parse(kubectl(kc, ['-n', ns, 'get', 'configmap', 'owned', '-o', 'json']).stdout).data.k, 'kubectl', 'unchanged');
+  t.equal(
+    JSON.parse(kubectl(kc, ['-n', ns, 'get', 'configmap', 'owned', '-o', 'json']).stdout).data.k,
+    'kubectl',
+    'unchanged',
+  );
   const forced = await apply(admin, { yaml: yamlOf(configMap('owned', ns, { k: 'kiteline' })), force: true });
   t.equal(forced.status, 200, forced.text);
-  t.equal(JSON.parse(kubectl(kc, ['-n', ns, 'get', 'configmap', 'owned', '-o', 'json']).stdout).data.k, 'kiteline', 'force took the field');
+  t.equal(
+    JSON.parse(kubectl(kc, ['-n', ns, 'get', 'configmap', 'owned', '-o', 'json']).stdout).data.k,
+    'kiteline',
+    'force took the field',
+  );
 });
 
 t.test('dry run: every document checked, nothing written', async (t) => {
@@ -160,7 +237,13 @@ t.test('dry run: every document checked, nothing written', async (t) => {
 });
 
 t.test('authorization per document: a namespace-limited role, the viewer', async (t) => {
-  await createRole(gw, admin, { name: 'apply-ns-editor', clusters: ['*'], namespaces: [ns], resources: ['*'], verbs: ['*'] });
+  await createRole(gw, admin, {
+    name: 'apply-ns-editor',
+    clusters: ['*'],
+    namespaces: [ns],
+    resources: ['*'],
+    verbs: ['*'],
+  });
   const editor = await apiKeyWithRoles(gw, admin, 'apply-editor', ['apply-ns-editor']);
   const viewer = await apiKeyWithRoles(gw, admin, 'apply-viewer', ['viewer']);
 
@@ -171,7 +254,9 @@ t.test('authorization per document: a namespace-limited role, the viewer', async
   t.match(mixed.body.error, new RegExp(`document 2 .*may not create configmaps in namespace ${other}`));
   t.notOk(exists(['configmap', 'editor-mixed', '-n', ns]), 'the allowed document of the file was not applied either');
   t.notOk(exists(['configmap', 'editor-other', '-n', other]));
-  const cluster = await apply(editor, { yaml: yamlOf({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: uniqueName('nope') } }) });
+  const cluster = await apply(editor, {
+    yaml: yamlOf({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: uniqueName('nope') } }),
+  });
   t.equal(cluster.status, 403, 'a cluster-scoped kind needs the role across all namespaces');
 
   const viewed = await apply(viewer, { yaml: yamlOf(configMap('viewer-cm', ns)) });
@@ -184,12 +269,20 @@ t.test('authorization per document: a namespace-limited role, the viewer', async
 t.test('a Namespace and the objects in it, in one file', async (t) => {
   const fresh = uniqueName('apply-fresh');
   t.teardown(() => kubectl(kc, ['delete', 'namespace', fresh, '--ignore-not-found', '--wait=false']));
-  const res = await apply(admin, { yaml: yamlOf(configMap('inside', fresh), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fresh } }) });
+  const res = await apply(admin, {
+    yaml: yamlOf(configMap('inside', fresh), { apiVersion: 'v1', kind: 'Namespace', metadata: { name: fresh } }),
+  });
   t.equal(res.status, 200, res.text);
   t.ok(exists(['configmap', 'inside', '-n', fresh]));
-  const defaulted = await apply(admin, { yaml: yamlOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'no-namespace' } }), namespace: ns });
+  const defaulted = await apply(admin, {
+    yaml: yamlOf({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'no-namespace' } }),
+    namespace: ns,
+  });
   t.equal(defaulted.status, 200, defaulted.text);
-  t.ok(exists(['configmap', 'no-namespace', '-n', ns]), 'a document without a namespace goes to the one the request names');
+  t.ok(
+    exists(['configmap', 'no-namespace', '-n', ns]),
+    'a document without a namespace goes to the one the request names',
+  );
 });
 
 t.test("kiteline's own namespace on its host cluster: 403 for every document, admins included", async (t) => {

@@ -39,21 +39,38 @@ const CGI = [
 const WEB = [
   'sh',
   '-c',
-  `mkdir -p /tmp/www/cgi-bin && cp /www/* /tmp/www/ && cat > /tmp/www/cgi-bin/echo <<'EOF'\n${CGI}\nEOF\nchmod +x /tmp/www/cgi-bin/echo && exec httpd -f -p 8080 -h /tmp/www`,
+  `mkdir -p /tmp/www/cgi-bin && cp /www/* /tmp/www/ && cat > /tmp/www/cgi-bin/echo <<'EOF'\n${CGI}\nEOF\n` +
+    'chmod +x /tmp/www/cgi-bin/echo && exec httpd -f -p 8080 -h /tmp/www',
 ];
-await k(['apply', '-f', '-'], JSON.stringify({
-  apiVersion: 'v1',
-  kind: 'List',
-  items: [
-    busyboxPod('web', { app: 'web' }, WEB, { readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 } }),
-    { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] } },
-  ],
-}));
+await k(
+  ['apply', '-f', '-'],
+  JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'List',
+    items: [
+      busyboxPod('web', { app: 'web' }, WEB, {
+        readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
+      }),
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'web' },
+        spec: { selector: { app: 'web' }, ports: [{ port: 80, targetPort: 8080 }] },
+      },
+    ],
+  }),
+);
 await k(['wait', '--for=condition=Ready', 'pod/web', '--timeout=120s']);
 
 const viewer = await apiKeyWithRoles(gw, admin, uniqueName('viewer'), ['viewer']);
 const LIMITED_ROLE = uniqueName('only-elsewhere');
-await createRole(gw, admin, { name: LIMITED_ROLE, clusters: ['*'], namespaces: [uniqueName('elsewhere')], resources: ['*'], verbs: ['*'] });
+await createRole(gw, admin, {
+  name: LIMITED_ROLE,
+  clusters: ['*'],
+  namespaces: [uniqueName('elsewhere')],
+  resources: ['*'],
+  verbs: ['*'],
+});
 const limited = await apiKeyWithRoles(gw, admin, uniqueName('limited'), [LIMITED_ROLE]);
 
 const podProxy = `/api/v1/namespaces/${ns}/pods/web:8080/proxy`;
@@ -87,10 +104,15 @@ t.test("the pod's and the service's web root, through the cluster's proxy", asyn
   const pod = await call(gw.url, 'GET', `${podProxy}/`, { headers: admin.headers });
   t.equal(pod.status, 200, pod.text);
   t.equal(pod.text, BUSYBOX_PAGE, "the pod's answer");
-  const service = await eventually('the service to reach its endpoint', async () => {
-    const res = await call(gw.url, 'GET', `${serviceProxy}/`, { headers: admin.headers });
-    return res.text === BUSYBOX_PAGE ? res : undefined;
-  }, 60_000, 200);
+  const service = await eventually(
+    'the service to reach its endpoint',
+    async () => {
+      const res = await call(gw.url, 'GET', `${serviceProxy}/`, { headers: admin.headers });
+      return res.text === BUSYBOX_PAGE ? res : undefined;
+    },
+    60_000,
+    200,
+  );
   t.equal(service.status, 200, "the service's answer");
   const viaCookie = await call(gw.url, 'GET', `${podProxy}/index.html?x-cluster-name=a`, { headers: admin.headers });
   t.equal(viaCookie.text, BUSYBOX_PAGE, 'a path below /proxy/ and the cluster in the query (as the UI links it)');
@@ -99,7 +121,11 @@ t.test("the pod's and the service's web root, through the cluster's proxy", asyn
 });
 
 t.test("a hostile page's headers never reach the browser; method, query and body go through", async (t) => {
-  const res = await fetch(`${gw.url}${podProxy}/cgi-bin/echo?a=1&b=two`, { method: 'POST', headers: { ...admin.headers, 'content-type': 'text/plain' }, body: 'the request body' });
+  const res = await fetch(`${gw.url}${podProxy}/cgi-bin/echo?a=1&b=two`, {
+    method: 'POST',
+    headers: { ...admin.headers, 'content-type': 'text/plain' },
+    body: 'the request body',
+  });
   const text = await res.text();
   t.equal(res.status, 200, text);
   t.match(text, /<script>alert\(document.cookie\)<\/script> POST a=1&b=two\n/, 'method and query reached the pod');
@@ -113,27 +139,50 @@ t.test("a hostile page's headers never reach the browser; method, query and body
   t.equal(res.headers.get('www-authenticate'), null, 'no login prompt in kiteline’s name');
 
   // busybox httpd hands a body to CGI for POST only.
-  const large = await fetch(`${gw.url}${serviceProxy}/cgi-bin/echo`, { method: 'POST', headers: { ...admin.headers, 'content-type': 'application/octet-stream' }, body: Buffer.alloc(300_000, 0x61) });
+  const large = await fetch(`${gw.url}${serviceProxy}/cgi-bin/echo`, {
+    method: 'POST',
+    headers: { ...admin.headers, 'content-type': 'application/octet-stream' },
+    body: Buffer.alloc(300_000, 0x61),
+  });
   const echoed = await large.text();
   t.equal(large.status, 200);
-  t.ok(echoed.endsWith('a'.repeat(300_000)), `a larger body through the service proxy, unparsed (${echoed.length} bytes back, ${large.headers.get('content-length')})`);
+  t.ok(
+    echoed.endsWith('a'.repeat(300_000)),
+    `a larger body through the service proxy, unparsed ` +
+      `(${echoed.length} bytes back, ${large.headers.get('content-length')})`,
+  );
 });
 
 t.test('the viewer may not proxy; a namespace-limited role not outside its namespace', async (t) => {
   const viewerGet = await call(gw.url, 'GET', `${podProxy}/`, { headers: viewer.headers });
   t.equal(viewerGet.status, 403, 'viewer: pod proxy');
   t.match(viewerGet.body.error, /may not create pods\/proxy/);
-  t.equal((await call(gw.url, 'GET', `${serviceProxy}/`, { headers: viewer.headers })).status, 403, 'viewer: service proxy');
-  t.equal((await call(gw.url, 'POST', `${podProxy}/cgi-bin/echo`, { headers: viewer.headers, raw: 'x' })).status, 403, 'viewer: POST');
+  t.equal(
+    (await call(gw.url, 'GET', `${serviceProxy}/`, { headers: viewer.headers })).status,
+    403,
+    'viewer: service proxy',
+  );
+  t.equal(
+    (await call(gw.url, 'POST', `${podProxy}/cgi-bin/echo`, { headers: viewer.headers, raw: 'x' })).status,
+    403,
+    'viewer: POST',
+  );
   t.equal((await call(gw.url, 'GET', `${podProxy}/`, { headers: limited.headers })).status, 403, 'limited role');
-  t.equal((await call(gw.url, 'GET', `${serviceProxy}/`, { headers: limited.headers })).status, 403, 'limited role: service');
+  t.equal(
+    (await call(gw.url, 'GET', `${serviceProxy}/`, { headers: limited.headers })).status,
+    403,
+    'limited role: service',
+  );
   t.equal((await call(gw.url, 'GET', `${podProxy}/`)).status, 401, 'anonymous');
   t.equal((await call(gw.url, 'POST', `${serviceProxy}/cgi-bin/echo`, { raw: 'x' })).status, 401, 'anonymous POST');
 });
 
 t.test("kiteline's own namespace on the host cluster: 403", async (t) => {
   const onHost = { ...admin.headers, 'x-cluster-name': 'self' };
-  for (const path of [`/api/v1/namespaces/${gw.namespace}/pods/anything:8080/proxy/`, `/api/v1/namespaces/${gw.namespace}/services/anything/proxy/`]) {
+  for (const path of [
+    `/api/v1/namespaces/${gw.namespace}/pods/anything:8080/proxy/`,
+    `/api/v1/namespaces/${gw.namespace}/services/anything/proxy/`,
+  ]) {
     const res = await call(gw.url, 'GET', path, { headers: onHost });
     t.equal(res.status, 403, path);
     t.match(res.body.error, /not reachable through kiteline/);
@@ -155,6 +204,8 @@ t.test('paths that climb out of the proxy, and bad names: 400', async (t) => {
     t.equal(res.status, 400, path);
     t.type(res.body?.error, 'string');
   }
-  const missing = await call(gw.url, 'GET', `/api/v1/namespaces/${ns}/pods/no-such-pod:8080/proxy/`, { headers: admin.headers });
+  const missing = await call(gw.url, 'GET', `/api/v1/namespaces/${ns}/pods/no-such-pod:8080/proxy/`, {
+    headers: admin.headers,
+  });
   t.equal(missing.status, 404, "a missing pod: the cluster's 404");
 });

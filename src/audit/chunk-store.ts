@@ -33,14 +33,23 @@ export interface AuditChunkResource extends KubernetesObject {
 
 /** A label value (63 characters of [A-Za-z0-9._-], alphanumeric at both ends) naming a replica. */
 function labelValue(value: string): string {
-  return value.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'replica';
+  return (
+    value
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .slice(0, 63)
+      .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'replica'
+  );
 }
 
 /**
  * Splits records (in arrival order) into chunk-sized batches: at most maxRecords each and at most
  * MAX_CHUNK_BYTES of JSON (a record's fields are capped, so one record always fits).
  */
-export function splitIntoChunks(records: readonly AuditRecord[], maxRecords: number, maxBytes = MAX_CHUNK_BYTES): AuditRecord[][] {
+export function splitIntoChunks(
+  records: readonly AuditRecord[],
+  maxRecords: number,
+  maxBytes = MAX_CHUNK_BYTES,
+): AuditRecord[][] {
   const batches: AuditRecord[][] = [];
   let batch: AuditRecord[] = [];
   let bytes = 0;
@@ -86,7 +95,7 @@ export class AuditChunkStore {
 
   /** The chunk object for records (not yet written); the name is fixed so a retried write is idempotent. */
   chunk(name: string, records: AuditRecord[]): AuditChunkResource {
-    let oldest = records[0]!.time;
+    let oldest = records[0].time;
     let newest = oldest;
     for (const r of records) {
       if (r.time < oldest) oldest = r.time;

@@ -109,7 +109,11 @@ export interface AuditLogView extends StoredFields {
   operator: AuditOperatorView;
 }
 
-const PROVIDERS: Record<OperatorKind, AuditLogView['operator']['provider']> = { user: 'password', apikey: 'api_key', anonymous: 'anonymous' };
+const PROVIDERS: Record<OperatorKind, AuditLogView['operator']['provider']> = {
+  user: 'password',
+  apikey: 'api_key',
+  anonymous: 'anonymous',
+};
 
 export function auditLogView({ id, record }: IndexedRecord): AuditLogView {
   const success = record.result === 'success';

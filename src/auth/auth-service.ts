@@ -71,10 +71,18 @@ export class AuthService {
     const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;
     if (expiresAt !== undefined && !(expiresAt > Date.now())) return { failure: 'API key expired' };
     const owner = key.spec.owner;
-    if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? [])) return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
+    if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? []))
+      return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
     this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
     // A key that acts for a user is that user to logs, audit and clusters (Impersonate-User).
-    return { principal: makePrincipal('apikey', parts.id, owner ? owner.username : `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
+    return {
+      principal: makePrincipal(
+        'apikey',
+        parts.id,
+        owner ? owner.username : `apikey:${apiKeyName(key)}`,
+        key.spec.roles ?? [],
+      ),
+    };
   }
 
   /** The owner of a key still exists (the same user, by id), is enabled and holds every role of the key. */
@@ -164,7 +172,8 @@ export class AuthService {
   async login(username: string, password: string, address: string): Promise<UserResource> {
     const keys = [`user:${username}`, `addr:${address}`];
     const wait = this.limiter.retryAfter(keys);
-    if (wait !== undefined) throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
+    if (wait !== undefined)
+      throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
 
     let user = this.users.byUsername(username);
     const hash = user ? this.users.passwordHash(user) : undefined;
@@ -180,7 +189,7 @@ export class AuthService {
       this.limiter.recordFailure(keys);
       throw new UnauthorizedError(INVALID_LOGIN);
     }
-    this.limiter.reset(keys[0]!);
+    this.limiter.reset(keys[0]);
 
     if (hash === undefined) {
       // Applied with a plain `password` key and not hashed yet: hash it now, before the session

@@ -20,7 +20,10 @@ export function readCookie(header: string | undefined, name: string): string | u
 }
 
 export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+  return (
+    `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${maxAgeSeconds}; ` +
+    `HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+  );
 }
 
 export function clearedSessionCookie(secure: boolean): string {

@@ -22,6 +22,8 @@ export class LastSeenRecorder {
     if (this.lastWrite.size > 10_000) {
       for (const [k, t] of this.lastWrite) if (now - t >= this.intervalMs) this.lastWrite.delete(k);
     }
-    write(new Date(now)).catch((err) => this.log.debug({ principal: key, err: describeApiError(err) }, 'could not record last use'));
+    write(new Date(now)).catch((err) =>
+      this.log.debug({ principal: key, err: describeApiError(err) }, 'could not record last use'),
+    );
   }
 }

@@ -30,7 +30,7 @@ export class LoginRateLimiter {
     for (const key of keys) {
       const times = this.recent(boundedKey(key), now);
       if (times.length >= this.maxFailures) {
-        const oldest = times[times.length - this.maxFailures]!;
+        const oldest = times[times.length - this.maxFailures];
         wait = Math.max(wait, Math.ceil((oldest + this.windowSeconds * 1000 - now) / 1000));
       }
     }
@@ -72,7 +72,7 @@ export class LoginRateLimiter {
   private evict(now: number): void {
     const cutoff = now - this.windowSeconds * 1000;
     for (const [key, times] of this.failures) {
-      if (this.failures.size <= this.maxEntries && times[times.length - 1]! > cutoff) break;
+      if (this.failures.size <= this.maxEntries && times[times.length - 1] > cutoff) break;
       this.failures.delete(key);
     }
   }

@@ -39,12 +39,15 @@ export function checkPatterns(field: string, patterns: string[]): void {
     const body = pattern.startsWith('!') ? pattern.slice(1) : pattern;
     if (body === '' || body.length > PATTERN_MAX || /\s/.test(body) || body.startsWith('!')) {
       throw new BadRequestError(
-        `${field}: invalid pattern "${pattern}" (a glob of 1 to ${PATTERN_MAX} non-space characters, optionally prefixed by one "!")`,
+        `${field}: invalid pattern "${pattern}" ` +
+          `(a glob of 1 to ${PATTERN_MAX} non-space characters, optionally prefixed by one "!")`,
       );
     }
     // A verb pattern that matches no verb is a typo that would silently grant nothing.
     if (field === 'verbs' && !VERBS.some((verb) => globMatches(body, verb))) {
-      throw new BadRequestError(`verbs: "${pattern}" matches no verb (verbs are ${VERBS.join(', ')}, or a glob such as *)`);
+      throw new BadRequestError(
+        `verbs: "${pattern}" matches no verb (verbs are ${VERBS.join(', ')}, or a glob such as *)`,
+      );
     }
   }
 }

@@ -33,15 +33,19 @@ export function verifySession(key: Buffer, token: string, nowSeconds: number): S
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== PREFIX) return undefined;
   const expected = sign(key, `${parts[0]}.${parts[1]}`);
-  if (!constantTimeEqual(Buffer.from(parts[2]!, 'base64url'), expected)) return undefined;
+  if (!constantTimeEqual(Buffer.from(parts[2], 'base64url'), expected)) return undefined;
   let claims: SessionClaims;
   try {
-    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as SessionClaims;
+    claims = JSON.parse(Buffer.from(parts[1], 'base64url').toString('utf8')) as SessionClaims;
   } catch {
     return undefined;
   }
-  const valid = Number.isSafeInteger(claims?.uid) && claims.uid > 0 && typeof claims.st === 'string'
-    && Number.isFinite(claims.exp) && Number.isFinite(claims.iat);
+  const valid =
+    Number.isSafeInteger(claims?.uid) &&
+    claims.uid > 0 &&
+    typeof claims.st === 'string' &&
+    Number.isFinite(claims.exp) &&
+    Number.isFinite(claims.iat);
   if (!valid || claims.exp <= nowSeconds) return undefined;
   return claims;
 }

@@ -35,7 +35,10 @@ export class CallerLimits {
     const count = this.open.get(key) ?? 0;
     if (count >= limit) {
       const what = longRunning ? 'watches (and deletes that wait)' : 'requests in flight';
-      throw new TooManyRequestsError(`too many ${what} on cluster ${this.clusterName()}: at most ${limit} per caller at once`, RETRY_AFTER_SECONDS[kind]);
+      throw new TooManyRequestsError(
+        `too many ${what} on cluster ${this.clusterName()}: at most ${limit} per caller at once`,
+        RETRY_AFTER_SECONDS[kind],
+      );
     }
     this.open.set(key, count + 1);
     let released = false;

@@ -12,7 +12,6 @@
 // http client (request object, agent bookkeeping, header parsing) was about half of the gateway's
 // busy time in a CPU profile; undici's Pool does the same HTTP/1.1 keep-alive work for much less.
 import { EventEmitter } from 'node:events';
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Client, Pool } from 'undici';
@@ -26,10 +25,21 @@ import { openUpgrade, type UpgradeAnswer, type UpgradeRequest } from './upgrade.
 import { WriteTurns } from './write-turns.js';
 import type { ConnectionTarget } from './target.js';
 import { within } from './within.js';
-import type { BufferedAnswer, ClusterConnection, ObjectRead, ResolvedResource, UpstreamObserver, UpstreamRequest, UpstreamResponse } from './types.js';
+import type {
+  BufferedAnswer,
+  ClusterConnection,
+  ObjectRead,
+  ResolvedResource,
+  UpstreamObserver,
+  UpstreamRequest,
+  UpstreamResponse,
+} from './types.js';
 
 /** What the Cluster object says about this connection (changes without a reconnect). */
-export type ConnectionMeta = Pick<Cluster, 'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster'>;
+export type ConnectionMeta = Pick<
+  Cluster,
+  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster'
+>;
 
 export interface ConnectionOptions {
   /** Where and how to connect: from a sanitized kubeconfig, or the host's own config. */
@@ -158,7 +168,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.log = options.log.child({ cluster: meta.name });
     this.firstProbeDone = new Promise((resolve) => (this.endFirstProbe = resolve));
     this.turns = options.writeTurns ? new WriteTurns() : undefined;
-    this.reads = options.coalesceReads ? new ReadCoalescer((count) => this.upstreamObserver?.sharedReads(this.meta.name, count)) : undefined;
+    this.reads = options.coalesceReads
+      ? new ReadCoalescer((count) => this.upstreamObserver?.sharedReads(this.meta.name, count))
+      : undefined;
     this.server = new URL(this.target.server);
     this.basePath = this.server.pathname.replace(/\/+$/, '');
     this.callerLimits = new CallerLimits(options.callerLimits, () => this.name);
@@ -254,7 +266,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     try {
       // A complete body (string or Buffer) is framed by its Content-Length; a stream goes chunked.
       answer = await dispatcher.request({
-        method: req.method as 'GET',
+        method: req.method,
         path: this.basePath + req.path,
         headers,
         body: req.body,
@@ -265,17 +277,38 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     } finally {
       endTurn?.();
     }
-    this.upstreamObserver?.response(this.meta.name, req.method, answer.statusCode, (performance.now() - started) / 1000);
+    this.upstreamObserver?.response(
+      this.meta.name,
+      req.method,
+      answer.statusCode,
+      (performance.now() - started) / 1000,
+    );
     // The body stream carries the status and headers, so callers read one object (as with Node's
     // IncomingMessage): iterate or pipe it, destroy it to drop the rest.
-    return Object.assign(answer.body as Readable, { statusCode: answer.statusCode, headers: answer.headers as IncomingHttpHeaders });
+    return Object.assign(answer.body as Readable, {
+      statusCode: answer.statusCode,
+      headers: answer.headers,
+    });
   }
 
-  /** An HTTP/1.1 Upgrade (exec, attach, port-forward) on a socket of its own, with the cluster's TLS material and credentials. */
+  /**
+   * An HTTP/1.1 Upgrade (exec, attach, port-forward) on a socket of its own, with the cluster's TLS material
+   * and credentials.
+   */
   async upgrade(req: UpgradeRequest): Promise<UpgradeAnswer> {
     if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
     const authorization = await this.target.authorization();
-    return openUpgrade({ clusterName: this.name, server: this.server, basePath: this.basePath, tls: this.tls, authorization, connectTimeoutMs: this.connectTimeoutMs }, req);
+    return openUpgrade(
+      {
+        clusterName: this.name,
+        server: this.server,
+        basePath: this.basePath,
+        tls: this.tls,
+        authorization,
+        connectTimeoutMs: this.connectTimeoutMs,
+      },
+      req,
+    );
   }
 
   async readObject(req: ObjectRead): Promise<BufferedAnswer> {
@@ -289,7 +322,12 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
    * One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES (objects, probes,
    * discovery), on the request pool unless another dispatcher is given (the probe's connection).
    */
-  private async readWhole(path: string, headers: ObjectRead['headers'], signal: AbortSignal | undefined, dispatcher: Pool | Client = this.pool): Promise<BufferedAnswer> {
+  private async readWhole(
+    path: string,
+    headers: ObjectRead['headers'],
+    signal: AbortSignal | undefined,
+    dispatcher: Pool | Client = this.pool,
+  ): Promise<BufferedAnswer> {
     const res = await this.send(dispatcher, { method: 'GET', path, headers, signal });
     const chunks: Buffer[] = [];
     let size = 0;
@@ -298,14 +336,20 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
         size += (chunk as Buffer).length;
         if (size > MAX_OBJECT_BYTES) {
           res.destroy();
-          throw new BadGatewayError(`cluster "${this.name}" answered ${path} with more than ${MAX_OBJECT_BYTES / 1024 / 1024} MiB`);
+          throw new BadGatewayError(
+            `cluster "${this.name}" answered ${path} with more than ${MAX_OBJECT_BYTES / 1024 / 1024} MiB`,
+          );
         }
         chunks.push(chunk as Buffer);
       }
     } catch (err) {
       throw this.requestError(err as Error & { code?: string }, signal);
     }
-    return { statusCode: res.statusCode, headers: res.headers, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) };
+    return {
+      statusCode: res.statusCode,
+      headers: res.headers,
+      body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size),
+    };
   }
 
   /** The error a failed upstream request rejects with: aborts stay aborts, the rest is a 502. */
@@ -313,14 +357,21 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     if (err instanceof HttpError) return err;
     if (signal?.aborted || err.name === 'AbortError') return abortError('the upstream request was aborted', err);
     if (err.code === 'UND_ERR_CONNECT_TIMEOUT') {
-      return new BadGatewayError(`cluster "${this.name}" did not accept a connection within ${this.connectTimeoutMs} ms`);
+      return new BadGatewayError(
+        `cluster "${this.name}" did not accept a connection within ${this.connectTimeoutMs} ms`,
+      );
     }
     return new BadGatewayError(`cluster "${this.name}" is unreachable: ${err.message || err.code}`);
   }
 
   /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
   private async getJson(path: string, dispatcher: Pool | Client = this.pool): Promise<unknown> {
-    const answer = await this.readWhole(path, { accept: 'application/json' }, AbortSignal.timeout(READ_TIMEOUT_MS), dispatcher);
+    const answer = await this.readWhole(
+      path,
+      { accept: 'application/json' },
+      AbortSignal.timeout(READ_TIMEOUT_MS),
+      dispatcher,
+    );
     const text = answer.body.toString('utf8');
     const status = answer.statusCode;
     if (status < 200 || status >= 300) {
@@ -366,7 +417,10 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
         }
         this.discovery = snapshot;
       } catch (err) {
-        if (!this.discovery) throw err instanceof HttpError ? err : new BadGatewayError(`cluster "${this.name}" discovery failed: ${(err as Error).message}`);
+        if (!this.discovery)
+          throw err instanceof HttpError
+            ? err
+            : new BadGatewayError(`cluster "${this.name}" discovery failed: ${(err as Error).message}`);
       } finally {
         this.discoveryInFlight = undefined;
       }
@@ -396,7 +450,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
    */
   probeOnDemand(): void {
     const now = Date.now();
-    if (this.closed || this.health.ready || this.probeInFlight || now - this.lastDemandProbe < DEMAND_PROBE_SPACING_MS) return;
+    if (this.closed || this.health.ready || this.probeInFlight || now - this.lastDemandProbe < DEMAND_PROBE_SPACING_MS)
+      return;
     this.lastDemandProbe = now;
     this.probeNow();
   }
@@ -413,7 +468,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     const generation = ++this.probeGeneration;
     const next = await this.probe();
     if (this.closed || generation !== this.probeGeneration) return; // a newer loop took over
-    const delay = next.ready ? this.probeIntervalMs : Math.min(this.probeIntervalMs * 2 ** Math.min(this.failures - 1, 3), Math.max(this.probeIntervalMs, 30_000));
+    const delay = next.ready
+      ? this.probeIntervalMs
+      : Math.min(this.probeIntervalMs * 2 ** Math.min(this.failures - 1, 3), Math.max(this.probeIntervalMs, 30_000));
     clearTimeout(this.probeTimer);
     this.probeTimer = setTimeout(() => void this.probeLoop(), delay);
     this.probeTimer.unref();
@@ -437,12 +494,16 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       this.probeInFlight = false;
     }
     if (this.closed) return next;
-    const changed = next.ready !== this.health.ready || next.version !== this.health.version || next.error !== this.health.error;
+    const changed =
+      next.ready !== this.health.ready || next.version !== this.health.version || next.error !== this.health.error;
     this.health = next;
     this.probedOnce = true;
     this.endFirstProbe();
     if (changed) {
-      this.log.info({ ready: next.ready, version: next.version, error: next.error || undefined }, 'cluster health changed');
+      this.log.info(
+        { ready: next.ready, version: next.version, error: next.error || undefined },
+        'cluster health changed',
+      );
       this.emit('health', next);
     }
     return next;

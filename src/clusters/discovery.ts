@@ -45,7 +45,9 @@ export class DiscoveryIndex {
    * core) → that group-version's resources, absent when it failed.
    */
   constructor(groups: DiscoveredGroup[], resources: Map<string, DiscoveredResource[]>) {
-    const ordered = groups.map((g, position) => ({ g, position })).sort((a, b) => tier(a.g.name) - tier(b.g.name) || a.position - b.position);
+    const ordered = groups
+      .map((g, position) => ({ g, position }))
+      .sort((a, b) => tier(a.g.name) - tier(b.g.name) || a.position - b.position);
     for (const { g } of ordered) {
       const inGroup = new Map<string, ResolvedResource>();
       for (const version of g.versions) {
@@ -91,18 +93,26 @@ function asObject(value: unknown): Record<string, unknown> {
 export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnapshot> {
   const [core, apis] = await Promise.all([get('/api'), get('/apis')]);
   const groups: DiscoveredGroup[] = [];
-  const coreVersions = (asObject(core).versions as unknown[] | undefined)?.filter((v): v is string => typeof v === 'string') ?? ['v1'];
+  const coreVersions = (asObject(core).versions as unknown[] | undefined)?.filter(
+    (v): v is string => typeof v === 'string',
+  ) ?? ['v1'];
   groups.push({ name: '', versions: coreVersions });
   for (const raw of (asObject(apis).groups as unknown[] | undefined) ?? []) {
     const g = asObject(raw);
     if (typeof g.name !== 'string' || g.name === '') continue;
-    const listed = ((g.versions as unknown[] | undefined) ?? []).map((v) => asObject(v).version).filter((v): v is string => typeof v === 'string');
+    const listed = ((g.versions as unknown[] | undefined) ?? [])
+      .map((v) => asObject(v).version)
+      .filter((v): v is string => typeof v === 'string');
     const preferred = asObject(g.preferredVersion).version;
     const versions = typeof preferred === 'string' ? [preferred, ...listed.filter((v) => v !== preferred)] : listed;
     groups.push({ name: g.name, versions });
   }
 
-  const paths = groups.flatMap((g) => g.versions.map((v) => (g.name === '' ? { key: v, path: `/api/${v}` } : { key: `${g.name}/${v}`, path: `/apis/${g.name}/${v}` })));
+  const paths = groups.flatMap((g) =>
+    g.versions.map((v) =>
+      g.name === '' ? { key: v, path: `/api/${v}` } : { key: `${g.name}/${v}`, path: `/apis/${g.name}/${v}` },
+    ),
+  );
   const resources = new Map<string, DiscoveredResource[]>();
   const failed: string[] = [];
   await Promise.all(
@@ -118,7 +128,9 @@ export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnap
               name: r.name as string,
               kind: r.kind as string,
               namespaced: r.namespaced === true,
-              verbs: Array.isArray(r.verbs) ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string') : [],
+              verbs: Array.isArray(r.verbs)
+                ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string')
+                : [],
             })),
         );
       } catch {

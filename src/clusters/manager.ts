@@ -29,7 +29,16 @@ export class ClusterManager implements ClusterConnections {
 
   constructor(
     readonly host: HostStore,
-    config: Pick<Config, 'replicaId' | 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns' | 'maxWatchesPerPrincipal' | 'maxRequestsPerPrincipal'>,
+    config: Pick<
+      Config,
+      | 'replicaId'
+      | 'clusterProbeIntervalMs'
+      | 'upstreamConnectTimeoutMs'
+      | 'coalesceReads'
+      | 'writeTurns'
+      | 'maxWatchesPerPrincipal'
+      | 'maxRequestsPerPrincipal'
+    >,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {

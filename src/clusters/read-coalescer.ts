@@ -101,7 +101,7 @@ export class ReadCoalescer {
     try {
       read = batch.fetch(batch.controller.signal);
     } catch (err) {
-      read = Promise.reject(err);
+      read = Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     read.then(
       (answer) => {

@@ -7,7 +7,7 @@
 // re-opening the import once no cluster is left. (Ids of Clusters applied with kubectl are
 // back-filled by IdBackfill, as for every kind: ClusterManager.)
 import { createHash } from 'node:crypto';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { clusterOf, KUBECONFIG_KEY, type ClusterStore } from '../host/clusters.js';
 import { describeApiError } from '../host/host-errors.js';
@@ -35,7 +35,9 @@ const IN_CLUSTER_FINGERPRINT = 'in-cluster';
  * kubeconfig, or the in-cluster marker when there is none.
  */
 export function connectionFingerprint(sanitizedKubeconfig: string | undefined): string {
-  return sanitizedKubeconfig === undefined ? IN_CLUSTER_FINGERPRINT : createHash('sha256').update(sanitizedKubeconfig).digest('hex');
+  return sanitizedKubeconfig === undefined
+    ? IN_CLUSTER_FINGERPRINT
+    : createHash('sha256').update(sanitizedKubeconfig).digest('hex');
 }
 
 /** How long after the last Cluster event the leader's housekeeping runs. */
@@ -62,7 +64,15 @@ export class ClusterReconciler {
     private readonly registry: ClusterRegistry,
     private readonly store: ClusterStore,
     private readonly lease: LeaderElector,
-    private readonly config: Pick<Config, 'clusterProbeIntervalMs' | 'upstreamConnectTimeoutMs' | 'coalesceReads' | 'writeTurns' | 'maxWatchesPerPrincipal' | 'maxRequestsPerPrincipal'>,
+    private readonly config: Pick<
+      Config,
+      | 'clusterProbeIntervalMs'
+      | 'upstreamConnectTimeoutMs'
+      | 'coalesceReads'
+      | 'writeTurns'
+      | 'maxWatchesPerPrincipal'
+      | 'maxRequestsPerPrincipal'
+    >,
     log: Logger,
   ) {
     this.log = log.child({ component: 'cluster-reconciler' });
@@ -121,13 +131,21 @@ export class ClusterReconciler {
   private target(cr: ClusterResource): { target: ConnectionTarget; fingerprint: string; insecure: boolean } | Unserved {
     if (cr.spec?.inCluster) {
       try {
-        return { target: targetFromKubeConfig(this.host.kc), fingerprint: connectionFingerprint(undefined), insecure: false };
+        return {
+          target: targetFromKubeConfig(this.host.kc),
+          fingerprint: connectionFingerprint(undefined),
+          insecure: false,
+        };
       } catch (err) {
         return { reason: 'ConnectionFailed', message: `host credentials unusable: ${(err as Error).message}` };
       }
     }
     const ref = cr.spec?.kubeconfigSecretRef;
-    if (!ref?.name) return { reason: 'KubeconfigMissing', message: 'spec.kubeconfigSecretRef is not set and spec.inCluster is false' };
+    if (!ref?.name)
+      return {
+        reason: 'KubeconfigMissing',
+        message: 'spec.kubeconfigSecretRef is not set and spec.inCluster is false',
+      };
     const secret = this.host.secrets.get(ref.name, this.host.namespace);
     const key = ref.key || KUBECONFIG_KEY;
     const raw = secret?.data?.[key];
@@ -141,7 +159,8 @@ export class ClusterReconciler {
         insecure: sanitized.credentials.insecureSkipTlsVerify,
       };
     } catch (err) {
-      const message = err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
+      const message =
+        err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
       return { reason: 'KubeconfigInvalid', message };
     }
   }
@@ -158,10 +177,16 @@ export class ClusterReconciler {
    * undefined), as soon as the watch events that bring it have been synced; undefined when that
    * has not happened within `timeoutMs`.
    */
-  async connectionFor(objectName: string, fingerprint: string | undefined, timeoutMs: number): Promise<WarmConnection | undefined> {
+  async connectionFor(
+    objectName: string,
+    fingerprint: string | undefined,
+    timeoutMs: number,
+  ): Promise<WarmConnection | undefined> {
     const current = () => {
       const conn = this.registry.forObject(objectName);
-      return conn && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint) ? conn : undefined;
+      return conn && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint)
+        ? conn
+        : undefined;
     };
     const now = current();
     if (now) return now;
@@ -188,7 +213,10 @@ export class ClusterReconciler {
     if (!cr || cr.spec?.enabled === false) {
       if (existing) {
         this.registry.remove(objectName)?.close();
-        this.log.info({ cluster: existing.name }, cr ? 'cluster disabled; connection closed' : 'cluster removed; connection closed');
+        this.log.info(
+          { cluster: existing.name },
+          cr ? 'cluster disabled; connection closed' : 'cluster removed; connection closed',
+        );
       }
       this.fingerprints.delete(objectName);
       this.insecure.delete(objectName);
@@ -240,7 +268,10 @@ export class ClusterReconciler {
     this.registry.set(conn);
     existing?.close();
     conn.startProbing();
-    this.log.info({ cluster: meta.name, server: conn.serverUrl, replaced: !!existing }, existing ? 'cluster connection replaced' : 'cluster connected');
+    this.log.info(
+      { cluster: meta.name, server: conn.serverUrl, replaced: !!existing },
+      existing ? 'cluster connection replaced' : 'cluster connected',
+    );
     this.queueStatus(objectName);
   }
 
@@ -314,11 +345,28 @@ export class ClusterReconciler {
       message = 'not connected yet';
     }
     const generation = cr.metadata.generation;
-    const conditions: Condition[] = [condition(previous.conditions, 'Ready', ready ? 'True' : 'False', reason, message, generation)];
+    const conditions: Condition[] = [
+      condition(previous.conditions, 'Ready', ready ? 'True' : 'False', reason, message, generation),
+    ];
     if (this.insecure.has(objectName)) {
-      conditions.push(condition(previous.conditions, 'TLSVerified', 'False', 'InsecureSkipTLSVerify', 'the kubeconfig sets insecure-skip-tls-verify: the server certificate is not checked', generation));
+      conditions.push(
+        condition(
+          previous.conditions,
+          'TLSVerified',
+          'False',
+          'InsecureSkipTLSVerify',
+          'the kubeconfig sets insecure-skip-tls-verify: the server certificate is not checked',
+          generation,
+        ),
+      );
     }
-    const status: ClusterStatus = { ready, version, error, conditions, lastProbeTime: previous.lastProbeTime ?? new Date().toISOString() };
+    const status: ClusterStatus = {
+      ready,
+      version,
+      error,
+      conditions,
+      lastProbeTime: previous.lastProbeTime ?? new Date().toISOString(),
+    };
     if (generation !== undefined) status.observedGeneration = generation;
     return status;
   }
@@ -352,19 +400,30 @@ export class ClusterReconciler {
   async housekeeping(): Promise<void> {
     if (!this.lease.isLeader || this.stopped) return;
     await this.store.settleDefaults();
-    if (await this.store.reopenImportIfStale(STALE_IMPORT_LOCK_MS)) this.log.info('no cluster left: import is open again');
+    if (await this.store.reopenImportIfStale(STALE_IMPORT_LOCK_MS))
+      this.log.info('no cluster left: import is open again');
   }
 }
 
 /** A condition with lastTransitionTime kept while its status stays the same. */
-function condition(previous: Condition[] | undefined, type: string, status: Condition['status'], reason: string, message: string, generation?: number): Condition {
+function condition(
+  previous: Condition[] | undefined,
+  type: string,
+  status: Condition['status'],
+  reason: string,
+  message: string,
+  generation?: number,
+): Condition {
   const before = previous?.find((c) => c.type === type);
   const c: Condition = {
     type,
     status,
     reason,
     message,
-    lastTransitionTime: before && before.status === status && before.lastTransitionTime ? before.lastTransitionTime : new Date().toISOString(),
+    lastTransitionTime:
+      before && before.status === status && before.lastTransitionTime
+        ? before.lastTransitionTime
+        : new Date().toISOString(),
   };
   if (generation !== undefined) c.observedGeneration = generation;
   return c;
@@ -378,7 +437,13 @@ function sameStatus(current: ClusterStatus | undefined, next: ClusterStatus): bo
       version: s.version ?? '',
       error: s.error ?? '',
       observedGeneration: s.observedGeneration,
-      conditions: (s.conditions ?? []).map((c) => [c.type, c.status, c.reason ?? '', c.message ?? '', c.observedGeneration]),
+      conditions: (s.conditions ?? []).map((c) => [
+        c.type,
+        c.status,
+        c.reason ?? '',
+        c.message ?? '',
+        c.observedGeneration,
+      ]),
     });
   return strip(current) === strip(next);
 }

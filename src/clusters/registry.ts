@@ -60,7 +60,9 @@ export class ClusterRegistry implements ClusterDirectory {
   /** Rebuilds the name index (after a connection's name or id changed). */
   reindex(): void {
     const next = new Map<string, WarmConnection>();
-    const ordered = [...this.byObject.values()].sort((a, b) => (a.id || Infinity) - (b.id || Infinity) || a.meta.objectName.localeCompare(b.meta.objectName));
+    const ordered = [...this.byObject.values()].sort(
+      (a, b) => (a.id || Infinity) - (b.id || Infinity) || a.meta.objectName.localeCompare(b.meta.objectName),
+    );
     for (const conn of ordered) {
       if (!next.has(conn.name)) next.set(conn.name, conn);
     }

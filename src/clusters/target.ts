@@ -3,7 +3,7 @@
 // (for the in-cluster cluster) from the host's own KubeConfig, whose service-account token file
 // is re-read now and then because the kubelet rotates it.
 import { readFileSync } from 'node:fs';
-import * as k8s from '@kubernetes/client-node';
+import type * as k8s from '@kubernetes/client-node';
 import type { ClusterCredentials } from '../credentials/kubeconfig.js';
 
 export interface ConnectionTarget {
@@ -40,7 +40,8 @@ export function targetFromCredentials(c: ClusterCredentials): ConnectionTarget {
   return target;
 }
 
-const fileOrData = (file: string | undefined, data: string | undefined) => (file ? readFileSync(file) : fromBase64(data));
+const fileOrData = (file: string | undefined, data: string | undefined) =>
+  file ? readFileSync(file) : fromBase64(data);
 
 /** Header values from a file-based token are kept this long before client-node is asked again. */
 const TOKEN_CACHE_MS = 60_000;
@@ -57,7 +58,7 @@ export function targetFromKubeConfig(kc: k8s.KubeConfig): ConnectionTarget {
     async authorization() {
       if (cached && Date.now() - cached.at < TOKEN_CACHE_MS) return cached.value;
       const opts: { headers?: Record<string, string | string[]>; auth?: string } = { headers: {} };
-      await kc.applyToHTTPSOptions(opts as never);
+      await kc.applyToHTTPSOptions(opts);
       const raw = opts.headers?.Authorization ?? opts.headers?.authorization;
       let value = Array.isArray(raw) ? raw[0] : raw;
       if (!value && opts.auth) value = `Basic ${Buffer.from(opts.auth).toString('base64')}`;

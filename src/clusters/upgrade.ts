@@ -67,13 +67,31 @@ function connected(endpoint: UpgradeEndpoint): Promise<Socket> {
   const port = Number(server.port) || (server.protocol === 'https:' ? 443 : 80);
   return new Promise((resolve, reject) => {
     const socket = tls
-      ? connectTls({ host, port, ...tls, servername: tls.servername ?? (isIP(host) ? undefined : host), ALPNProtocols: ['http/1.1'] })
+      ? connectTls({
+          host,
+          port,
+          ...tls,
+          servername: tls.servername ?? (isIP(host) ? undefined : host),
+          ALPNProtocols: ['http/1.1'],
+        })
       : connectPlain({ host, port });
-    const timer = setTimeout(() => fail(new BadGatewayError(`cluster "${endpoint.clusterName}" did not accept a connection within ${endpoint.connectTimeoutMs} ms`)), endpoint.connectTimeoutMs);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new BadGatewayError(
+            `cluster "${endpoint.clusterName}" did not accept a connection within ${endpoint.connectTimeoutMs} ms`,
+          ),
+        ),
+      endpoint.connectTimeoutMs,
+    );
     const fail = (err: Error) => {
       clearTimeout(timer);
       socket.destroy();
-      reject(err instanceof BadGatewayError ? err : new BadGatewayError(`cluster "${endpoint.clusterName}" is unreachable: ${err.message}`));
+      reject(
+        err instanceof BadGatewayError
+          ? err
+          : new BadGatewayError(`cluster "${endpoint.clusterName}" is unreachable: ${err.message}`),
+      );
     };
     socket.once('error', fail);
     socket.once(tls ? 'secureConnect' : 'connect', () => {
@@ -97,19 +115,35 @@ function readAnswerHead(clusterName: string, socket: Socket): Promise<UpgradeAns
         reject(err);
       }
     };
-    const timer = setTimeout(() => done(new BadGatewayError(`cluster "${clusterName}" did not answer the upgrade within ${HEAD_TIMEOUT_MS / 1000} s`)), HEAD_TIMEOUT_MS);
-    const onError = (err: Error) => done(new BadGatewayError(`cluster "${clusterName}" failed during the upgrade: ${err.message}`));
-    const onEnd = () => done(new BadGatewayError(`cluster "${clusterName}" closed the connection before answering the upgrade`));
+    const timer = setTimeout(
+      () =>
+        done(
+          new BadGatewayError(`cluster "${clusterName}" did not answer the upgrade within ${HEAD_TIMEOUT_MS / 1000} s`),
+        ),
+      HEAD_TIMEOUT_MS,
+    );
+    const onError = (err: Error) =>
+      done(new BadGatewayError(`cluster "${clusterName}" failed during the upgrade: ${err.message}`));
+    const onEnd = () =>
+      done(new BadGatewayError(`cluster "${clusterName}" closed the connection before answering the upgrade`));
     const onData = (chunk: Buffer) => {
       received = Buffer.concat([received, chunk]);
       const end = received.indexOf(HEAD_END);
       if (end < 0) {
-        if (received.length > MAX_HEAD_BYTES) done(new BadGatewayError(`cluster "${clusterName}" answered the upgrade with a head over ${MAX_HEAD_BYTES} bytes`));
+        if (received.length > MAX_HEAD_BYTES)
+          done(
+            new BadGatewayError(
+              `cluster "${clusterName}" answered the upgrade with a head over ${MAX_HEAD_BYTES} bytes`,
+            ),
+          );
         return;
       }
       socket.pause();
       const parsed = parseHead(received.subarray(0, end).toString('latin1'));
-      if (!parsed) return done(new BadGatewayError(`cluster "${clusterName}" answered the upgrade with something that is not HTTP/1.1`));
+      if (!parsed)
+        return done(
+          new BadGatewayError(`cluster "${clusterName}" answered the upgrade with something that is not HTTP/1.1`),
+        );
       done();
       resolve({ ...parsed, socket, rest: received.subarray(end + HEAD_END.length) });
     };
@@ -132,5 +166,5 @@ function parseHead(text: string): Pick<UpgradeAnswer, 'statusCode' | 'statusMess
     const existing = headers[name];
     headers[name] = existing === undefined ? value : [...(Array.isArray(existing) ? existing : [existing]), value];
   }
-  return { statusCode: Number(match[1]), statusMessage: match[2] ?? '', headers: headers as IncomingHttpHeaders };
+  return { statusCode: Number(match[1]), statusMessage: match[2] ?? '', headers: headers };
 }

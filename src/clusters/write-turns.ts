@@ -88,7 +88,7 @@ export class WriteTurns {
         this.next(key, line);
       };
       // Waited long enough: go ahead beside the write that holds the turn.
-      const timer = setTimeout(waiter.grant, this.maxWaitMs);
+      const timer = setTimeout(() => waiter.grant(), this.maxWaitMs);
       line.waiting.push(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
     });

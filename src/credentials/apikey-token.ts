@@ -30,7 +30,7 @@ export function generateApiKey(id: number): { key: string; keyHash: string } {
 
 export function parseApiKey(value: string): ApiKeyParts | undefined {
   const match = KEY_PATTERN.exec(value);
-  return match ? { id: Number(match[1]), secret: match[2]! } : undefined;
+  return match ? { id: Number(match[1]), secret: match[2] } : undefined;
 }
 
 /** One SHA-256 per check: both sides are 32-byte digests, so timingSafeEqual needs no padding. */

@@ -39,7 +39,9 @@ export interface SanitizedContext {
 type Obj = Record<string, unknown>;
 
 const FORBIDDEN_USER_FIELDS: Record<string, string> = {
-  exec: 'exec credential plugins are not allowed (they would run a program on the gateway); use a service-account token or client certificate',
+  exec:
+    'exec credential plugins are not allowed (they would run a program on the gateway); ' +
+    'use a service-account token or client certificate',
   'auth-provider': 'auth-provider plugins are not allowed; use a service-account token or client certificate',
   tokenFile: 'tokenFile is a file path on the gateway; put the token inline (token)',
   'client-certificate': 'client-certificate is a file path on the gateway; use client-certificate-data',
@@ -108,7 +110,8 @@ export function parseKubeconfig(text: string): Obj {
     throw new KubeconfigError(`kubeconfig is not valid YAML: ${first}`);
   }
   if (!isObj(doc)) throw new KubeconfigError('kubeconfig must be a YAML mapping (apiVersion: v1, kind: Config)');
-  if (doc.kind !== undefined && doc.kind !== 'Config') throw new KubeconfigError(`kubeconfig kind must be Config, got ${String(doc.kind)}`);
+  if (doc.kind !== undefined && doc.kind !== 'Config')
+    throw new KubeconfigError(`kubeconfig kind must be Config, got ${JSON.stringify(doc.kind)}`);
   for (const list of ['clusters', 'users', 'contexts']) {
     if (doc[list] !== undefined && doc[list] !== null && !Array.isArray(doc[list])) {
       throw new KubeconfigError(`kubeconfig ${list} must be a list`);
@@ -117,7 +120,11 @@ export function parseKubeconfig(text: string): Obj {
   return doc;
 }
 
-function namedEntries(doc: Obj, list: 'clusters' | 'users' | 'contexts', inner: 'cluster' | 'user' | 'context'): Map<string, Obj> {
+function namedEntries(
+  doc: Obj,
+  list: 'clusters' | 'users' | 'contexts',
+  inner: 'cluster' | 'user' | 'context',
+): Map<string, Obj> {
   const entries = new Map<string, Obj>();
   for (const entry of (doc[list] as unknown[] | undefined) ?? []) {
     if (!isObj(entry) || typeof entry.name !== 'string' || entry.name === '') {
@@ -151,7 +158,9 @@ function sanitizeServer(where: string, value: unknown): string {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     // The scheme is named only when it looks like one ("token:..." parses as a scheme too).
     const scheme = url.protocol.replace(/:$/, '');
-    throw new KubeconfigError(`${where}: server must be an http(s) URL, got ${/^[a-z]{1,10}$/.test(scheme) ? scheme : 'another scheme'}`);
+    throw new KubeconfigError(
+      `${where}: server must be an http(s) URL, got ${/^[a-z]{1,10}$/.test(scheme) ? scheme : 'another scheme'}`,
+    );
   }
   if (url.username || url.password) throw new KubeconfigError(`${where}: server URL must not carry credentials`);
   if (url.search || url.hash) throw new KubeconfigError(`${where}: server URL must not carry a query or fragment`);
@@ -173,7 +182,8 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
   if (name === undefined) {
     const current = doc['current-context'];
     if (typeof current === 'string' && current !== '') {
-      if (!contexts.has(current)) throw new KubeconfigError(`current-context "${current}" is not one of the kubeconfig's contexts`);
+      if (!contexts.has(current))
+        throw new KubeconfigError(`current-context "${current}" is not one of the kubeconfig's contexts`);
       name = current;
     } else if (contexts.size === 1) {
       name = [...contexts.keys()][0]!;
@@ -199,7 +209,8 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
   }
   const userWhere = `user "${userName}"`;
   for (const [field, reason] of Object.entries(FORBIDDEN_USER_FIELDS)) {
-    if (user[field] !== undefined && user[field] !== null && user[field] !== '') throw new KubeconfigError(`${userWhere}: ${reason}`);
+    if (user[field] !== undefined && user[field] !== null && user[field] !== '')
+      throw new KubeconfigError(`${userWhere}: ${reason}`);
   }
 
   const insecure = cluster['insecure-skip-tls-verify'];
@@ -216,14 +227,17 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
     credentials.caData = caData;
   }
   if (caData && credentials.insecureSkipTlsVerify) {
-    throw new KubeconfigError(`${clusterWhere}: certificate-authority-data and insecure-skip-tls-verify cannot both be set`);
+    throw new KubeconfigError(
+      `${clusterWhere}: certificate-authority-data and insecure-skip-tls-verify cannot both be set`,
+    );
   }
   const tlsServerName = optionalString(clusterWhere, 'tls-server-name', cluster['tls-server-name']);
   if (tlsServerName) credentials.tlsServerName = tlsServerName;
 
   const cert = base64Field(userWhere, 'client-certificate-data', user['client-certificate-data']);
   const key = base64Field(userWhere, 'client-key-data', user['client-key-data']);
-  if (!!cert !== !!key) throw new KubeconfigError(`${userWhere}: client-certificate-data and client-key-data go together`);
+  if (!!cert !== !!key)
+    throw new KubeconfigError(`${userWhere}: client-certificate-data and client-key-data go together`);
   if (cert && key) {
     checkCertificates(userWhere, 'client-certificate-data', cert);
     checkPrivateKey(userWhere, 'client-key-data', key);
@@ -238,7 +252,8 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
   const username = optionalString(userWhere, 'username', user.username);
   const password = optionalString(userWhere, 'password', user.password);
   if (username !== undefined || password !== undefined) {
-    if (!username || password === undefined) throw new KubeconfigError(`${userWhere}: username and password go together`);
+    if (!username || password === undefined)
+      throw new KubeconfigError(`${userWhere}: username and password go together`);
     credentials.username = username;
     credentials.password = password;
   }
@@ -247,10 +262,15 @@ export function sanitizeKubeconfig(text: string, contextName?: string): Sanitize
 }
 
 /** Every context of a kubeconfig, each sanitized on its own; failures carry their reason. */
-export function sanitizeAllContexts(text: string): { current: string; usable: SanitizedContext[]; skipped: { context: string; reason: string }[] } {
+export function sanitizeAllContexts(text: string): {
+  current: string;
+  usable: SanitizedContext[];
+  skipped: { context: string; reason: string }[];
+} {
   const { contexts, current } = listContexts(text);
   // As kubectl does: a current-context that names no context is an error, not "pick another".
-  if (current !== '' && !contexts.includes(current)) throw new KubeconfigError(`current-context "${current}" is not one of the kubeconfig's contexts`);
+  if (current !== '' && !contexts.includes(current))
+    throw new KubeconfigError(`current-context "${current}" is not one of the kubeconfig's contexts`);
   const usable: SanitizedContext[] = [];
   const skipped: { context: string; reason: string }[] = [];
   for (const context of contexts) {

@@ -41,7 +41,14 @@ function releaseHashSlot(): void {
   else hashing.running--;
 }
 
-async function scryptAsync(password: string, salt: Buffer, n: number, r: number, p: number, keylen: number): Promise<Buffer> {
+async function scryptAsync(
+  password: string,
+  salt: Buffer,
+  n: number,
+  r: number,
+  p: number,
+  keylen: number,
+): Promise<Buffer> {
   await hashSlot();
   try {
     return await new Promise((resolve, reject) => {
@@ -65,11 +72,20 @@ export async function verifyPassword(password: string, stored: string): Promise<
   const parts = stored.split('$');
   if (parts.length !== 6 || parts[0] !== 'scrypt') return false;
   const [n, r, p] = parts.slice(1, 4).map(Number) as [number, number, number];
-  const validParams = Number.isInteger(n) && n >= 1024 && n <= 1 << 20 && (n & (n - 1)) === 0
-    && Number.isInteger(r) && r >= 1 && r <= 32 && Number.isInteger(p) && p >= 1 && p <= 16;
+  const validParams =
+    Number.isInteger(n) &&
+    n >= 1024 &&
+    n <= 1 << 20 &&
+    (n & (n - 1)) === 0 &&
+    Number.isInteger(r) &&
+    r >= 1 &&
+    r <= 32 &&
+    Number.isInteger(p) &&
+    p >= 1 &&
+    p <= 16;
   if (!validParams) return false;
-  const salt = Buffer.from(parts[4]!, 'base64url');
-  const expected = Buffer.from(parts[5]!, 'base64url');
+  const salt = Buffer.from(parts[4], 'base64url');
+  const expected = Buffer.from(parts[5], 'base64url');
   if (salt.length < 8 || expected.length < 16 || expected.length > 64) return false;
   const actual = await scryptAsync(password, salt, n, r, p, expected.length);
   return timingSafeEqual(actual, expected);

@@ -51,6 +51,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // TypeBox types request.body/query/params and the answers from each route's schemas
   // (schemas.ts). Validation stays Ajv's, with the options below: same checks, same messages.
   const app: App = Fastify({
+    // pino's Logger is a FastifyBaseLogger; the cast keeps Fastify's generic at the base type.
+    // eslint-disable-next-line @typescript-eslint/no-unnecessary-type-assertion
     loggerInstance: services.log as FastifyBaseLogger,
     // Fastify's own per-request lines are off: plugins/request-log.ts writes one line per request.
     logController: new LogController({ disableRequestLogging: true }),

@@ -28,7 +28,9 @@ export class AuditEventWriter {
       },
       involvedObject: { apiVersion: 'v1', kind: 'Namespace', name: namespace, namespace },
       reason: record.result === 'success' ? 'AdminWrite' : 'AdminWriteFailed',
-      message: `${record.who} ${record.verb} ${record.resource}${target ? ` ${target}` : ''}: ${record.result} (${record.status}, request ${record.requestId})`,
+      message:
+        `${record.who} ${record.verb} ${record.resource}${target ? ` ${target}` : ''}: ` +
+        `${record.result} (${record.status}, request ${record.requestId})`,
       type: record.result === 'success' ? 'Normal' : 'Warning',
       source: { component: 'kiteline' },
       firstTimestamp: now,

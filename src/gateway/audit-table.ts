@@ -75,10 +75,25 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   // Resource tools (routes/tools.ts): apply adds one line per document, drain one per pod.
   'POST /api/v1/resources/apply': { verb: 'apply', resource: 'documents', clusterScoped: true },
   'POST /api/v1/:resource/:namespace/:name/rollback': { verb: 'rollback', ...RESOURCE, name: 'params.name' },
-  'POST /api/v1/nodes/_all/:name/cordon': { verb: 'cordon', resource: 'nodes', name: 'params.name', clusterScoped: true },
-  'POST /api/v1/nodes/_all/:name/uncordon': { verb: 'uncordon', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/cordon': {
+    verb: 'cordon',
+    resource: 'nodes',
+    name: 'params.name',
+    clusterScoped: true,
+  },
+  'POST /api/v1/nodes/_all/:name/uncordon': {
+    verb: 'uncordon',
+    resource: 'nodes',
+    name: 'params.name',
+    clusterScoped: true,
+  },
   'POST /api/v1/nodes/_all/:name/taint': { verb: 'taint', resource: 'nodes', name: 'params.name', clusterScoped: true },
-  'POST /api/v1/nodes/_all/:name/untaint': { verb: 'untaint', resource: 'nodes', name: 'params.name', clusterScoped: true },
+  'POST /api/v1/nodes/_all/:name/untaint': {
+    verb: 'untaint',
+    resource: 'nodes',
+    name: 'params.name',
+    clusterScoped: true,
+  },
   'POST /api/v1/nodes/_all/:name/drain': { verb: 'drain', resource: 'nodes', name: 'params.name', clusterScoped: true },
   // Pod files (routes/pod-files.ts fills in cluster, namespace, pod and the file's path as subject).
   'PUT /api/v1/pods/:namespace/:pod/files/upload': { verb: 'upload', resource: 'pods/files', clusterScoped: true },
@@ -93,7 +108,10 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   ...Object.fromEntries(
     ['POST', 'PUT', 'PATCH', 'DELETE'].flatMap((method) =>
       ['pods', 'services'].flatMap((kind) =>
-        ['', '/*'].map((rest) => [`${method} /api/v1/namespaces/:namespace/${kind}/:name/proxy${rest}`, { verb: 'create', resource: `${kind}/proxy` }]),
+        ['', '/*'].map((rest) => [
+          `${method} /api/v1/namespaces/:namespace/${kind}/:name/proxy${rest}`,
+          { verb: 'create', resource: `${kind}/proxy` },
+        ]),
       ),
     ),
   ),

@@ -52,7 +52,8 @@ export function httpsListener(httpServer: HttpServer, tls: TlsConfig, listenHost
 }
 
 function tlsMaterial(tls: TlsConfig, listenHost: string): { cert: string; key: string; selfSigned: boolean } {
-  if (tls.certFile && tls.keyFile) return { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8'), selfSigned: false };
+  if (tls.certFile && tls.keyFile)
+    return { cert: readFileSync(tls.certFile, 'utf8'), key: readFileSync(tls.keyFile, 'utf8'), selfSigned: false };
   const ips = new Set(['127.0.0.1', '::1']);
   if (isIP(listenHost) && !WILDCARD_HOSTS.has(listenHost)) ips.add(listenHost);
   const { certPem, keyPem } = selfSignedServingCert([...ips], ['localhost', hostname()]);

@@ -32,7 +32,7 @@ export function auditObject(request: FastifyRequest, entry: ObjectAudit): void {
     result: entry.status < 400 ? 'success' : 'failure',
     status: entry.status,
     clientAddress: request.ip,
-    path: request.url.split('?')[0]!,
+    path: request.url.split('?')[0],
     ...(entry.dryRun ? { dryRun: true } : {}),
   };
   request.server.services.audit.record(record, request.log);

@@ -18,9 +18,17 @@ export interface ToolRequest extends ToolContext {
  * The cluster and context of a tool request. `longRunning` (a drain, an apply that waits for a
  * CRD) lifts the server's idle timeout and takes a long-running slot.
  */
-export async function toolRequest(app: FastifyInstance, request: FastifyRequest, reply: FastifyReply, signal: AbortSignal, longRunning = false): Promise<ToolRequest> {
+export async function toolRequest(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  signal: AbortSignal,
+  longRunning = false,
+): Promise<ToolRequest> {
   const principal = request.principal!;
-  const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
+  const conn = await selectCluster(app.services.clusters, request, (cluster) =>
+    app.services.auth.canAccessCluster(principal, cluster),
+  );
   request.clusterName = conn.name;
   holdClusterSlot(reply, conn, principal, longRunning);
   return { principal, conn, headers: impersonationHeaders(conn, principal), signal };
@@ -30,7 +38,9 @@ export async function toolRequest(app: FastifyInstance, request: FastifyRequest,
  * Runs a handler with a signal aborted when the client goes away; failures after that are 499s.
  * Generic in the request and reply, so a route's handler keeps the types its schema gives them.
  */
-export function withClientSignal<Req extends FastifyRequest, Rep extends FastifyReply, R>(handler: (request: Req, reply: Rep, signal: AbortSignal) => Promise<R>) {
+export function withClientSignal<Req extends FastifyRequest, Rep extends FastifyReply, R>(
+  handler: (request: Req, reply: Rep, signal: AbortSignal) => Promise<R>,
+) {
   return async (request: Req, reply: Rep): Promise<R> => {
     const controller = new AbortController();
     reply.raw.once('close', () => {

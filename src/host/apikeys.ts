@@ -60,7 +60,13 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     /** Whether a role of this name exists (the role store's cache). */
     private readonly roleExists: (name: string) => boolean,
   ) {
-    super(host, ids, { plural: 'apikeys', kind: 'APIKey', noun: 'API key', keyOf: apiKeyName, cache: (h) => h.apiKeys });
+    super(host, ids, {
+      plural: 'apikeys',
+      kind: 'APIKey',
+      noun: 'API key',
+      keyOf: apiKeyName,
+      cache: (h) => h.apiKeys,
+    });
   }
 
   keyHash(key: APIKeyResource): string | undefined {
@@ -74,12 +80,14 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
    * exists only in this answer.
    */
   async create(input: NewApiKey): Promise<{ resource: APIKeyResource; key: string }> {
-    if (!KEY_NAME.test(input.name)) throw new BadRequestError("name must be 1 to 63 characters of letters, digits, '.', '_', '@' and '-'");
+    if (!KEY_NAME.test(input.name))
+      throw new BadRequestError("name must be 1 to 63 characters of letters, digits, '.', '_', '@' and '-'");
     for (const role of input.roles) if (!this.roleExists(role)) throw new BadRequestError(`unknown role: ${role}`);
     let expiresAt: string | null = null;
     if (input.expiresAt !== null) {
       const time = Date.parse(input.expiresAt);
-      if (!ISO_DATE_TIME.test(input.expiresAt) || Number.isNaN(time)) throw new BadRequestError('expiresAt must be an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z');
+      if (!ISO_DATE_TIME.test(input.expiresAt) || Number.isNaN(time))
+        throw new BadRequestError('expiresAt must be an ISO 8601 date-time, e.g. 2030-01-01T00:00:00Z');
       if (time <= Date.now()) throw new BadRequestError('expiresAt must be in the future');
       expiresAt = new Date(time).toISOString().replace(/\.000Z$/, 'Z');
     }
@@ -100,7 +108,10 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     const key = this.byId(caller.id);
     const owner = key?.spec.owner;
     const user = owner ? this.users.byUsername(owner.username) : undefined;
-    if (!key || !user) throw new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig');
+    if (!key || !user)
+      throw new ForbiddenError(
+        'this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig',
+      );
     return { user, notAfter: key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : Infinity };
   }
 
@@ -109,7 +120,10 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
    * user is disabled or loses a role: AuthService), with the caller's roles, expiring after
    * ttlSeconds or with the key that asked for it, whichever comes first.
    */
-  async createKubeconfigToken(caller: TokenCaller, ttlSeconds: number): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
+  async createKubeconfigToken(
+    caller: TokenCaller,
+    ttlSeconds: number,
+  ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
     const { user, notAfter } = this.tokenOwner(caller);
     const created = await this.insert({
       name: tokenName(user.spec.username),
@@ -121,7 +135,9 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     return { ...created, user };
   }
 
-  private async insert(input: NewApiKey & { owner?: UserResource }): Promise<{ resource: APIKeyResource; key: string }> {
+  private async insert(
+    input: NewApiKey & { owner?: UserResource },
+  ): Promise<{ resource: APIKeyResource; key: string }> {
     const name = objectNameFor('apikey', input.name);
     const secretName = `${name}-key`;
     const { secret, keyHash } = generateApiKeySecret();
@@ -159,7 +175,11 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     for (const key of this.cache.list()) {
       if (!(key.spec?.roles ?? []).includes(role)) continue;
       try {
-        await this.swap(key, (live) => ((live.spec.roles ?? []).includes(role) ? { spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) } } : undefined));
+        await this.swap(key, (live) =>
+          (live.spec.roles ?? []).includes(role)
+            ? { spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) } }
+            : undefined,
+        );
       } catch (err) {
         if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile
       }
@@ -174,5 +194,10 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
 
 /** The owner's User as the key's ownerReference: deleting the user deletes the key (and its Secret). */
 function ownerReference(user: UserResource) {
-  return { apiVersion: user.apiVersion ?? 'kiteline.io/v1alpha1', kind: user.kind ?? 'User', name: user.metadata.name, uid: user.metadata.uid! };
+  return {
+    apiVersion: user.apiVersion ?? 'kiteline.io/v1alpha1',
+    kind: user.kind ?? 'User',
+    name: user.metadata.name,
+    uid: user.metadata.uid!,
+  };
 }

@@ -32,7 +32,10 @@ export async function claimSuperUserBootstrap(host: HostStore): Promise<Bootstra
   try {
     await core.createNamespacedConfigMap({
       namespace,
-      body: { metadata: { name: SUPERUSER_LOCK, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } }, data: { claimedAt: new Date().toISOString() } },
+      body: {
+        metadata: { name: SUPERUSER_LOCK, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+        data: { claimedAt: new Date().toISOString() },
+      },
     });
   } catch (err) {
     if (isAlreadyExists(err)) return undefined;

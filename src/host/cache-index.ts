@@ -8,7 +8,7 @@ import { resourceId } from './resources.js';
 /** creationTimestamp as an ISO string (watch events carry strings, typed lists carry Dates). */
 export function creationTime(obj: KubernetesObject): string {
   const value: unknown = obj.metadata?.creationTimestamp;
-  return value instanceof Date ? value.toISOString() : String(value ?? '');
+  return value instanceof Date ? value.toISOString() : typeof value === 'string' ? value : '';
 }
 
 /** Sort order "oldest first", ties broken by name so every replica agrees. */

@@ -8,7 +8,9 @@ export function hasVersion(written: KubernetesObject) {
   const rv = written.metadata?.resourceVersion;
   const uid = written.metadata?.uid;
   return (cached: KubernetesObject | undefined) =>
-    cached !== undefined && cached.metadata?.uid === uid && (cached.metadata?.resourceVersion === rv || Number(cached.metadata?.resourceVersion) > Number(rv));
+    cached !== undefined &&
+    cached.metadata?.uid === uid &&
+    (cached.metadata?.resourceVersion === rv || Number(cached.metadata?.resourceVersion) > Number(rv));
 }
 
 /** The cache no longer holds this object. */

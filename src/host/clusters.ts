@@ -41,7 +41,9 @@ export const KUBECONFIG_KEY = 'kubeconfig';
 
 /** Names clients send as x-cluster-name (also in a cookie or query), e.g. kubernetes-admin@prod. */
 const CLUSTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9._@:/-]{0,251}[A-Za-z0-9])?$/;
-const NAME_RULE = 'cluster name must be 1 to 253 characters of letters, digits and . _ @ : / - (starting and ending with a letter or digit)';
+const NAME_RULE =
+  'cluster name must be 1 to 253 characters of letters, digits and . _ @ : / - ' +
+  '(starting and ending with a letter or digit)';
 
 /** default-since of a default the leader picked itself: older than any a user sets. */
 const FALLBACK_DEFAULT_SINCE = new Date(0).toISOString();
@@ -119,7 +121,7 @@ function kubeconfigSecretName(objectName: string): string {
 /** When this cluster became the default (ms), for breaking a tie between two defaults. */
 function defaultSince(cr: ClusterResource): number {
   const raw = cr.metadata.annotations?.[DEFAULT_SINCE_ANNOTATION] ?? cr.metadata.creationTimestamp;
-  const ms = raw ? new Date(raw as unknown as string).getTime() : 0;
+  const ms = raw ? new Date(raw).getTime() : 0;
   return Number.isFinite(ms) ? ms : 0;
 }
 
@@ -155,7 +157,10 @@ export function preferDefault(a: DefaultClaim, b: DefaultClaim): boolean {
 }
 
 /** The default among claimants (preferDefault), undefined when none claims it. */
-export function pickDefault<T>(items: Iterable<T>, claim: (item: T) => (DefaultClaim & { isDefault: boolean }) | undefined): T | undefined {
+export function pickDefault<T>(
+  items: Iterable<T>,
+  claim: (item: T) => (DefaultClaim & { isDefault: boolean }) | undefined,
+): T | undefined {
   let best: T | undefined;
   for (const item of items) {
     const c = claim(item);
@@ -178,7 +183,8 @@ function checkPrometheusURL(url: string | undefined): string {
   } catch {
     throw new BadRequestError('prometheusURL must be an http(s) URL');
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new BadRequestError('prometheusURL must be an http(s) URL');
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new BadRequestError('prometheusURL must be an http(s) URL');
   return url;
 }
 
@@ -214,7 +220,13 @@ export class ClusterStore extends KindStore<ClusterResource> {
     private readonly connections: ClusterConnections,
     log: Logger,
   ) {
-    super(host, ids, { plural: 'clusters', kind: 'Cluster', noun: 'cluster', keyOf: clusterDisplayName, cache: (h) => h.clusters });
+    super(host, ids, {
+      plural: 'clusters',
+      kind: 'Cluster',
+      noun: 'cluster',
+      keyOf: clusterDisplayName,
+      cache: (h) => h.clusters,
+    });
     this.log = log.child({ component: 'cluster-store' });
   }
 
@@ -250,7 +262,20 @@ export class ClusterStore extends KindStore<ClusterResource> {
   view(cr: ClusterResource): ClusterView {
     const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate } = clusterOf(cr);
     const { version, ready, error } = this.connections.health(cr);
-    return { id, name, description, config: '', prometheusURL, inCluster, isDefault, enabled, impersonate, version, ready, error };
+    return {
+      id,
+      name,
+      description,
+      config: '',
+      prometheusURL,
+      inCluster,
+      isDefault,
+      enabled,
+      impersonate,
+      version,
+      ready,
+      error,
+    };
   }
 
   /** Every cluster with an id, by id, as the admin API shows it. */
@@ -269,7 +294,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
     const name = checkName(input.name ?? '');
     const inCluster = input.inCluster === true;
     if (inCluster && input.config) throw new BadRequestError('give either config or inCluster: true, not both');
-    if (!inCluster && !input.config) throw new BadRequestError('config (a kubeconfig) is required unless inCluster is true');
+    if (!inCluster && !input.config)
+      throw new BadRequestError('config (a kubeconfig) is required unless inCluster is true');
     const cluster: NewCluster = {
       name,
       description: input.description ?? '',
@@ -306,7 +332,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
           enabled: cluster.enabled,
           impersonate: cluster.impersonate,
         };
-        if (!cluster.inCluster) spec.kubeconfigSecretRef = { name: kubeconfigSecretName(objectName), key: KUBECONFIG_KEY };
+        if (!cluster.inCluster)
+          spec.kubeconfigSecretRef = { name: kubeconfigSecretName(objectName), key: KUBECONFIG_KEY };
         return {
           metadata: {
             name: objectName,
@@ -318,7 +345,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
       },
       cluster.kubeconfig === undefined
         ? undefined
-        : (created) => ({ name: created.spec.kubeconfigSecretRef!.name, values: { [KUBECONFIG_KEY]: cluster.kubeconfig! } }),
+        : (created) => ({
+            name: created.spec.kubeconfigSecretRef!.name,
+            values: { [KUBECONFIG_KEY]: cluster.kubeconfig! },
+          }),
     );
   }
 
@@ -353,8 +383,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
       if (input.inCluster !== undefined) spec.inCluster = input.inCluster;
       const inCluster = spec.inCluster ?? live.spec?.inCluster === true;
       if (kubeconfig !== undefined) {
-        if (inCluster) throw new BadRequestError('an inCluster cluster takes no config; set inCluster: false to use one');
-        if (!live.spec?.kubeconfigSecretRef) spec.kubeconfigSecretRef = { name: kubeconfigSecretName(live.metadata.name), key: KUBECONFIG_KEY };
+        if (inCluster)
+          throw new BadRequestError('an inCluster cluster takes no config; set inCluster: false to use one');
+        if (!live.spec?.kubeconfigSecretRef)
+          spec.kubeconfigSecretRef = { name: kubeconfigSecretName(live.metadata.name), key: KUBECONFIG_KEY };
       } else if (!inCluster && !live.spec?.kubeconfigSecretRef) {
         throw new BadRequestError('config (a kubeconfig) is required when inCluster is false');
       }
@@ -368,7 +400,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
     const reconnects = kubeconfig !== undefined || input.inCluster !== undefined || input.enabled === true;
     const cluster = clusterOf(updated);
     if (reconnects && cluster.enabled) {
-      await this.connections.firstProbeAfterWrite(updated.metadata.name, cluster.inCluster ? { inCluster: true } : { inCluster: false, kubeconfig });
+      await this.connections.firstProbeAfterWrite(
+        updated.metadata.name,
+        cluster.inCluster ? { inCluster: true } : { inCluster: false, kubeconfig },
+      );
     }
     return cluster;
   }
@@ -389,7 +424,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
         throw isNotFound(err) ? new NotFoundError('cluster not found') : err;
       }
       if (live.metadata.uid !== cr.metadata.uid) throw new NotFoundError('cluster not found');
-      if (live.spec?.isDefault) throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
+      if (live.spec?.isDefault)
+        throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
       try {
         await this.crs.delete(live.metadata.name, live.metadata.uid, live.metadata.resourceVersion);
       } catch (err) {
@@ -398,7 +434,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
       return live;
     });
     const ref = gone.spec?.kubeconfigSecretRef?.name;
-    if (ref) await deleteOwnedSecret(this.host.core, this.host.namespace, this.host.secrets.get(ref, this.host.namespace));
+    if (ref)
+      await deleteOwnedSecret(this.host.core, this.host.namespace, this.host.secrets.get(ref, this.host.namespace));
     await this.cache.waitFor(gone.metadata.name, isGone(gone.metadata.uid));
     return clusterOf(gone);
   }
@@ -419,20 +456,31 @@ export class ClusterStore extends KindStore<ClusterResource> {
       const keep = clusterOf(pickDefault(defaults, clusterOf)!);
       for (const cr of defaults) {
         if (cr.metadata.name === keep.objectName) continue;
-        this.log.info({ cluster: clusterDisplayName(cr), keep: keep.name }, 'more than one default cluster; clearing the older');
+        this.log.info(
+          { cluster: clusterDisplayName(cr), keep: keep.name },
+          'more than one default cluster; clearing the older',
+        );
         const loses = (live: ClusterResource) => live.spec?.isDefault === true && preferDefault(keep, clusterOf(live));
         await this.swap(cr, (live) => (loses(live) ? { spec: { isDefault: false } } : undefined)).catch(ignoreGone);
       }
     } else if (defaults.length === 0 && all.length > 0) {
       const disabled = (cr: ClusterResource) => Number(cr.spec?.enabled === false);
-      const pick = [...all].sort((a, b) => disabled(a) - disabled(b) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity))[0]!;
+      const pick = [...all].sort(
+        (a, b) => disabled(a) - disabled(b) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity),
+      )[0];
       this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
-      const mark = { metadata: { annotations: { [DEFAULT_SINCE_ANNOTATION]: FALLBACK_DEFAULT_SINCE } }, spec: { isDefault: true } };
+      const mark = {
+        metadata: { annotations: { [DEFAULT_SINCE_ANNOTATION]: FALLBACK_DEFAULT_SINCE } },
+        spec: { isDefault: true },
+      };
       await this.swap(pick, (live) => (live.spec?.isDefault ? undefined : mark)).catch(ignoreGone);
     }
   }
 
-  /** Writes a Cluster's status (compare-and-swap on the object's resourceVersion): false when it lost or the object is gone. */
+  /**
+   * Writes a Cluster's status (compare-and-swap on the object's resourceVersion): false when it lost or the
+   * object is gone.
+   */
   async writeStatus(cr: ClusterResource): Promise<boolean> {
     try {
       await this.crs.replaceStatus(cr);
@@ -481,7 +529,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
     } finally {
       if (created.length === 0) await this.releaseImportLock().catch(() => undefined);
     }
-    await Promise.all(created.map(({ cr, cluster }) => this.connections.firstProbeAfterWrite(cr.metadata.name, connectionOf(cluster))));
+    await Promise.all(
+      created.map(({ cr, cluster }) => this.connections.firstProbeAfterWrite(cr.metadata.name, connectionOf(cluster))),
+    );
     const names = new Set(created.map(({ cluster }) => cluster.name));
     return { clusters: planned.map((p) => p.name).filter((name) => names.has(name)), skipped };
   }
@@ -519,7 +569,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
     if (this.any()) return false;
     let createdAt: Date;
     try {
-      const cm = await this.host.core.readNamespacedConfigMap({ name: IMPORT_LOCK_CONFIGMAP, namespace: this.host.namespace });
+      const cm = await this.host.core.readNamespacedConfigMap({
+        name: IMPORT_LOCK_CONFIGMAP,
+        namespace: this.host.namespace,
+      });
       createdAt = cm.metadata?.creationTimestamp ? new Date(cm.metadata.creationTimestamp) : new Date(0);
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -537,13 +590,21 @@ function connectionOf(cluster: { inCluster: boolean; kubeconfig?: string | undef
 }
 
 /** The clusters an import would create, checked whole; nothing usable: 400 with the reasons. */
-function importPlan(input: Pick<ClusterInput, 'config' | 'inCluster'>): { planned: NewCluster[]; skipped: ImportResult['skipped'] } {
+function importPlan(input: Pick<ClusterInput, 'config' | 'inCluster'>): {
+  planned: NewCluster[];
+  skipped: ImportResult['skipped'];
+} {
   const inCluster = input.inCluster === true;
   if (!inCluster && !input.config) throw new BadRequestError('send config (a kubeconfig) or inCluster: true');
   if (inCluster && input.config) throw new BadRequestError('give either config or inCluster: true, not both');
   const base = { description: '', prometheusURL: '', enabled: true, impersonate: false, isDefault: false };
   if (inCluster) {
-    return { planned: [{ ...base, name: 'in-cluster', inCluster: true, isDefault: true, description: 'the cluster kiteline runs in' }], skipped: [] };
+    return {
+      planned: [
+        { ...base, name: 'in-cluster', inCluster: true, isDefault: true, description: 'the cluster kiteline runs in' },
+      ],
+      skipped: [],
+    };
   }
   let all: ReturnType<typeof sanitizeAllContexts>;
   try {
@@ -559,13 +620,19 @@ function importPlan(input: Pick<ClusterInput, 'config' | 'inCluster'>): { planne
       skipped.push({ context: ctx.context, reason: NAME_RULE });
       continue;
     }
-    planned.push({ ...base, name: ctx.context, inCluster: false, kubeconfig: ctx.kubeconfig, isDefault: ctx.context === all.current });
+    planned.push({
+      ...base,
+      name: ctx.context,
+      inCluster: false,
+      kubeconfig: ctx.kubeconfig,
+      isDefault: ctx.context === all.current,
+    });
   }
   skipped.push(...all.skipped);
   if (planned.length === 0) {
     const reasons = skipped.map((s) => `${s.context}: ${s.reason}`).join('; ');
     throw new BadRequestError(`invalid kubeconfig: no usable context${reasons ? ` (${reasons})` : ''}`);
   }
-  if (!planned.some((p) => p.isDefault)) planned[0]!.isDefault = true;
+  if (!planned.some((p) => p.isDefault)) planned[0].isDefault = true;
   return { planned, skipped };
 }

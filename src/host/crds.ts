@@ -19,7 +19,10 @@ export function readCrds(dir: string): k8s.V1CustomResourceDefinition[] {
 
 function withHash(crd: k8s.V1CustomResourceDefinition): k8s.V1CustomResourceDefinition {
   const hash = createHash('sha256').update(JSON.stringify(crd.spec)).digest('hex').slice(0, 16);
-  return { ...crd, metadata: { ...crd.metadata, annotations: { ...crd.metadata?.annotations, [HASH_ANNOTATION]: hash } } };
+  return {
+    ...crd,
+    metadata: { ...crd.metadata, annotations: { ...crd.metadata?.annotations, [HASH_ANNOTATION]: hash } },
+  };
 }
 
 function established(crd: k8s.V1CustomResourceDefinition): boolean {
@@ -30,7 +33,13 @@ function established(crd: k8s.V1CustomResourceDefinition): boolean {
  * Creates missing CRDs, replaces changed ones, and waits until all are established. Runs before
  * anything else, with an untranslated client: a 403 here is expected (a pod may not manage CRDs).
  */
-export async function ensureCrds(kc: k8s.KubeConfig, dir: string, install: boolean, log: Logger, timeoutMs = 30_000): Promise<void> {
+export async function ensureCrds(
+  kc: k8s.KubeConfig,
+  dir: string,
+  install: boolean,
+  log: Logger,
+  timeoutMs = 30_000,
+): Promise<void> {
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
   for (const desired of readCrds(dir).map(withHash)) {
     const name = desired.metadata!.name!;

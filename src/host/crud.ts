@@ -42,16 +42,27 @@ export class CustomResources<T extends k8s.KubernetesObject> {
   }
 
   async replace(obj: T): Promise<T> {
-    return (await this.api.replaceNamespacedCustomObject({ ...this.target, name: obj.metadata!.name!, body: obj })) as T;
+    return (await this.api.replaceNamespacedCustomObject({
+      ...this.target,
+      name: obj.metadata!.name!,
+      body: obj,
+    })) as T;
   }
 
   /** Replaces the status subresource; obj's resourceVersion makes it a compare-and-swap. */
   async replaceStatus(obj: T): Promise<T> {
-    return (await this.api.replaceNamespacedCustomObjectStatus({ ...this.target, name: obj.metadata!.name!, body: obj })) as T;
+    return (await this.api.replaceNamespacedCustomObjectStatus({
+      ...this.target,
+      name: obj.metadata!.name!,
+      body: obj,
+    })) as T;
   }
 
   async patchStatus(name: string, status: object): Promise<T> {
-    return (await this.api.patchNamespacedCustomObjectStatus({ ...this.target, name, body: { status } }, MERGE_PATCH)) as T;
+    return (await this.api.patchNamespacedCustomObjectStatus(
+      { ...this.target, name, body: { status } },
+      MERGE_PATCH,
+    )) as T;
   }
 
   /**

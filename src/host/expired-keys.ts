@@ -26,7 +26,11 @@ export class ExpiredKeySweeper {
   ) {
     this.task = new SerialTask(
       () => this.sweep(),
-      (err) => this.log.warn({ err: describeApiError(err) }, 'deleting expired API keys failed; will retry on the next change'),
+      (err) =>
+        this.log.warn(
+          { err: describeApiError(err) },
+          'deleting expired API keys failed; will retry on the next change',
+        ),
     );
   }
 

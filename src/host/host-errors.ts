@@ -27,7 +27,10 @@ import type { Logger } from '../log.js';
 /** kiteline's own identity may not do something on the host cluster (its RBAC is missing). */
 export class HostPermissionError extends ServiceUnavailableError {
   constructor(what: string) {
-    super(`kiteline is not allowed to ${what} on the host cluster; an operator must restore its RBAC (see the gateway's log)`);
+    super(
+      `kiteline is not allowed to ${what} on the host cluster; ` +
+        "an operator must restore its RBAC (see the gateway's log)",
+    );
   }
 }
 
@@ -41,8 +44,14 @@ export function apiStatus(err: unknown): number | undefined {
 /** The `message` and `reason` of the Status a client-node error carries (its body), if any. */
 function statusOf(err: k8s.ApiException<unknown>): { message: string; reason: string } {
   try {
-    const body = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as { message?: unknown; reason?: unknown } | null;
-    return { message: typeof body?.message === 'string' ? body.message : '', reason: typeof body?.reason === 'string' ? body.reason : '' };
+    const body = (typeof err.body === 'string' ? JSON.parse(err.body) : err.body) as {
+      message?: unknown;
+      reason?: unknown;
+    } | null;
+    return {
+      message: typeof body?.message === 'string' ? body.message : '',
+      reason: typeof body?.reason === 'string' ? body.reason : '',
+    };
   } catch {
     return { message: '', reason: '' };
   }
@@ -59,7 +68,16 @@ export function describeApiError(err: unknown): string {
 }
 
 /** Network failures of a host-cluster call: the host API server is down, restarting or cut off. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EPIPE',
+  'EAI_AGAIN',
+]);
 
 function unreachable(err: unknown): ServiceUnavailableError | undefined {
   const e = err as { name?: unknown; code?: unknown } | null;
@@ -86,7 +104,10 @@ export function translateHostError(err: unknown, what: string, log?: Logger): un
     case code === 422:
       return new HttpError(422, 'Invalid', `the host cluster refused ${what}: ${detail}`);
     case code === 401 || code === 403:
-      log?.error({ call: what, status: code, hostMessage: message }, 'the host cluster refused kiteline its own RBAC: the call failed');
+      log?.error(
+        { call: what, status: code, hostMessage: message },
+        'the host cluster refused kiteline its own RBAC: the call failed',
+      );
       return new HostPermissionError(what);
     case code === 404:
       return new NotFoundError(`not found on the host cluster: ${what}`);
@@ -98,7 +119,10 @@ export function translateHostError(err: unknown, what: string, log?: Logger): un
       return new ConflictError(`the host cluster's view moved on during ${what}; try again`);
     case code === 429: {
       const retryAfter = Number(err.headers?.['retry-after']);
-      return new TooManyRequestsError(`the host cluster is busy (${what}); try again`, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1);
+      return new TooManyRequestsError(
+        `the host cluster is busy (${what}); try again`,
+        Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : 1,
+      );
     }
     case code >= 500:
       return new ServiceUnavailableError(`the host cluster could not complete ${what} (HTTP ${code}); try again`);
@@ -110,7 +134,8 @@ export function translateHostError(err: unknown, what: string, log?: Logger): un
 /** A NotFoundError, whatever the host call: for "absent is fine" reads and deletes. */
 export const isNotFound = (err: unknown): boolean => err instanceof NotFoundError;
 /** A create that collided with an existing object. */
-export const isAlreadyExists = (err: unknown): boolean => err instanceof ConflictError && err.reason === 'AlreadyExists';
+export const isAlreadyExists = (err: unknown): boolean =>
+  err instanceof ConflictError && err.reason === 'AlreadyExists';
 /** A compare-and-swap that lost (the object changed since it was read). */
 export const isStale = (err: unknown): boolean => err instanceof ConflictError && err.reason === 'Conflict';
 

@@ -22,7 +22,8 @@ export async function assignId<T extends KubernetesObject>(
       metadata: { resourceVersion: obj.metadata!.resourceVersion, labels: { [ID_LABEL]: String(id) } },
     });
   } catch (err) {
-    if (err instanceof ConflictError || isNotFound(err)) return undefined; // changed or gone meanwhile: look again later
+    // changed or gone meanwhile: look again later
+    if (err instanceof ConflictError || isNotFound(err)) return undefined;
     throw err;
   }
 }

@@ -34,7 +34,11 @@ export class IdBackfill {
     for (const target of this.targets) {
       const task = new SerialTask(
         () => this.fill(target),
-        (err) => this.log.warn({ kind: target.definition.plural, err: describeApiError(err) }, 'id back-fill failed; will retry on the next change'),
+        (err) =>
+          this.log.warn(
+            { kind: target.definition.plural, err: describeApiError(err) },
+            'id back-fill failed; will retry on the next change',
+          ),
       );
       this.tasks.push(task);
       target.cache.on('add', () => task.request());

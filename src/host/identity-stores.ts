@@ -26,12 +26,21 @@ export class IdentityStores {
   private readonly hasher: PlainPasswordHasher;
   private readonly expiredKeys: ExpiredKeySweeper;
 
-  constructor(host: HostStore, config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds'>, log: Logger) {
+  constructor(
+    host: HostStore,
+    config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds'>,
+    log: Logger,
+  ) {
     limitPasswordHashing(config.passwordHashConcurrency);
     const ids = new IdAllocator(host.core, host.namespace);
     const users = new UserStore(host, ids, ADMIN_ROLE);
     // Keys name roles and roles are taken from keys when deleted: the lookup is late-bound.
-    const apiKeys: APIKeyStore = new APIKeyStore(host, ids, users, (name: string): boolean => roles.byName(name) !== undefined);
+    const apiKeys: APIKeyStore = new APIKeyStore(
+      host,
+      ids,
+      users,
+      (name: string): boolean => roles.byName(name) !== undefined,
+    );
     const roles: RoleStore = new RoleStore(host, ids, log, { users, apiKeys });
     this.users = users;
     this.roles = roles;

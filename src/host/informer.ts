@@ -98,7 +98,12 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
    * watch events), or after timeoutMs: read-your-writes for this replica. Never rejects: a slow
    * event only means the cache catches up a little later.
    */
-  waitFor(name: string, done: (cached: T | undefined) => boolean, timeoutMs = 3000, namespace = this.namespace): Promise<void> {
+  waitFor(
+    name: string,
+    done: (cached: T | undefined) => boolean,
+    timeoutMs = 3000,
+    namespace = this.namespace,
+  ): Promise<void> {
     if (done(this.get(name, namespace))) return Promise.resolve();
     return new Promise((resolve) => {
       const verbs = ['add', 'update', 'delete'] as const;
@@ -145,12 +150,17 @@ export function customResourceSource<T extends k8s.KubernetesObject>(
     name: plural,
     namespace,
     path: `/apis/${group}/${version}/namespaces/${namespace}/${plural}`,
-    list: () => api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<k8s.KubernetesListObject<T>>,
+    list: () =>
+      api.listNamespacedCustomObject({ group, version, namespace, plural }) as Promise<k8s.KubernetesListObject<T>>,
   };
 }
 
 /** Watch source for the Secrets of one namespace. */
-export function secretSource(kc: k8s.KubeConfig, namespace: string, labelSelector?: string): InformerSource<k8s.V1Secret> {
+export function secretSource(
+  kc: k8s.KubeConfig,
+  namespace: string,
+  labelSelector?: string,
+): InformerSource<k8s.V1Secret> {
   const api = kc.makeApiClient(k8s.CoreV1Api);
   return {
     name: 'secrets',

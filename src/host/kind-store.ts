@@ -176,7 +176,8 @@ export class KindStore<T extends KiteResource> {
       await this.crs.delete(obj.metadata.name, obj.metadata.uid);
     } catch (err) {
       if (isNotFound(err)) throw this.notFound(key);
-      if (err instanceof ConflictError) throw new ConflictError(`the ${this.definition.noun} changed meanwhile; try again`);
+      if (err instanceof ConflictError)
+        throw new ConflictError(`the ${this.definition.noun} changed meanwhile; try again`);
       throw err;
     }
     await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
@@ -191,7 +192,8 @@ export class KindStore<T extends KiteResource> {
     const existing = resourceId(obj);
     if (existing !== undefined) return existing;
     const id = await ensureId(this.crs, this.ids, this.definition.plural, obj, this.index.maxId());
-    if (id !== undefined) await this.cache.waitFor(obj.metadata.name, (cached) => cached !== undefined && resourceId(cached) === id);
+    if (id !== undefined)
+      await this.cache.waitFor(obj.metadata.name, (cached) => cached !== undefined && resourceId(cached) === id);
     return id;
   }
 }

@@ -6,7 +6,9 @@ import { SERVICE_ACCOUNT_DIR, type Config } from '../config.js';
 import type { Logger } from '../log.js';
 import { translatingClient } from './host-errors.js';
 
-export function loadHostKubeConfig(config: Pick<Config, 'kubeconfig'> & Partial<Pick<Config, 'serviceAccountDir'>>): k8s.KubeConfig {
+export function loadHostKubeConfig(
+  config: Pick<Config, 'kubeconfig'> & Partial<Pick<Config, 'serviceAccountDir'>>,
+): k8s.KubeConfig {
   const kc = new k8s.KubeConfig();
   if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
   else if (!config.serviceAccountDir || config.serviceAccountDir === SERVICE_ACCOUNT_DIR) kc.loadFromCluster();
@@ -28,6 +30,10 @@ function loadFromServiceAccountDir(kc: k8s.KubeConfig, dir: string): void {
 }
 
 /** A host API client whose failures arrive translated into kiteline's errors (host-errors.ts). */
-export function hostApiClient<T extends k8s.ApiType>(kc: k8s.KubeConfig, api: new (config: k8s.Configuration) => T, log: Logger): T {
+export function hostApiClient<T extends k8s.ApiType>(
+  kc: k8s.KubeConfig,
+  api: new (config: k8s.Configuration) => T,
+  log: Logger,
+): T {
   return translatingClient(kc.makeApiClient(api), log);
 }

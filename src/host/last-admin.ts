@@ -55,13 +55,22 @@ export class LastAdminGuard {
       async (): Promise<'registered' | 'no admin taken' | 'last admin'> => {
         const intents = await this.readIntents();
         const now = Date.now();
-        const pending = new Set(Object.entries(intents.data).filter(([, until]) => Number(until) > now).map(([name]) => name));
+        const pending = new Set(
+          Object.entries(intents.data)
+            .filter(([, until]) => Number(until) > now)
+            .map(([name]) => name),
+        );
         const live = await this.users.list();
         const self = live.find((u) => u.spec?.username === username);
         if (!self || !isEnabledAdmin(self, this.adminRole)) return 'no admin taken';
-        const staying = live.filter((u) => isEnabledAdmin(u, this.adminRole) && u.spec.username !== username && !pending.has(u.spec.username));
+        const staying = live.filter(
+          (u) => isEnabledAdmin(u, this.adminRole) && u.spec.username !== username && !pending.has(u.spec.username),
+        );
         if (staying.length === 0) return 'last admin';
-        const data = { ...Object.fromEntries([...pending].map((name) => [name, intents.data[name]!])), [username]: String(now + INTENT_TTL_MS) };
+        const data = {
+          ...Object.fromEntries([...pending].map((name) => [name, intents.data[name]])),
+          [username]: String(now + INTENT_TTL_MS),
+        };
         await this.writeIntents(intents.resourceVersion, data);
         return 'registered';
       },
@@ -78,7 +87,10 @@ export class LastAdminGuard {
 
   private async readIntents(): Promise<Intents> {
     try {
-      const cm = await this.host.core.readNamespacedConfigMap({ name: ADMIN_REMOVALS_CONFIGMAP, namespace: this.host.namespace });
+      const cm = await this.host.core.readNamespacedConfigMap({
+        name: ADMIN_REMOVALS_CONFIGMAP,
+        namespace: this.host.namespace,
+      });
       return { resourceVersion: cm.metadata?.resourceVersion, data: cm.data ?? {} };
     } catch (err) {
       if (isNotFound(err)) return { resourceVersion: undefined, data: {} };
@@ -92,7 +104,11 @@ export class LastAdminGuard {
    */
   private async writeIntents(resourceVersion: string | undefined, data: Record<string, string>): Promise<void> {
     const body: k8s.V1ConfigMap = {
-      metadata: { name: ADMIN_REMOVALS_CONFIGMAP, labels: { [MANAGED_BY_LABEL]: MANAGED_BY }, ...(resourceVersion ? { resourceVersion } : {}) },
+      metadata: {
+        name: ADMIN_REMOVALS_CONFIGMAP,
+        labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+        ...(resourceVersion ? { resourceVersion } : {}),
+      },
       data,
     };
     const { core, namespace } = this.host;

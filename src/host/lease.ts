@@ -84,7 +84,8 @@ export class LeaderElector extends EventEmitter {
     } catch (err) {
       this.log.warn({ err: describeApiError(err) }, 'lease update failed');
     }
-    if (this.leader && Date.now() - this.lastRenewed > this.durationMs) this.setLeader(false); // could not renew in time
+    // could not renew in time
+    if (this.leader && Date.now() - this.lastRenewed > this.durationMs) this.setLeader(false);
     if (!this.running) return;
     this.timer = setTimeout(() => void this.tick(), this.leader ? this.renewIntervalMs : this.retryIntervalMs);
     this.timer.unref();
@@ -178,7 +179,10 @@ export class LeaderElector extends EventEmitter {
       await this.api.replaceNamespacedCustomObject({
         ...this.path(),
         name: this.name,
-        body: { ...current, spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime() } },
+        body: {
+          ...current,
+          spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime() },
+        },
       });
     } catch (err) {
       this.log.warn({ err: describeApiError(err) }, 'could not release the lease');

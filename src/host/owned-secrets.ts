@@ -62,7 +62,11 @@ export async function upsertSecret(
 }
 
 /** Deletes a Secret that kiteline created (managed-by label); leaves anyone else's alone. */
-export async function deleteOwnedSecret(core: k8s.CoreV1Api, namespace: string, secret: k8s.V1Secret | undefined): Promise<void> {
+export async function deleteOwnedSecret(
+  core: k8s.CoreV1Api,
+  namespace: string,
+  secret: k8s.V1Secret | undefined,
+): Promise<void> {
   if (!secret?.metadata?.name || secret.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return;
   try {
     await core.deleteNamespacedSecret({ name: secret.metadata.name, namespace });

@@ -21,7 +21,8 @@ export class PlainPasswordHasher {
   ) {
     this.task = new SerialTask(
       () => this.hashAll(),
-      (err) => this.log.warn({ err: describeApiError(err) }, 'hashing plain passwords failed; will retry on the next change'),
+      (err) =>
+        this.log.warn({ err: describeApiError(err) }, 'hashing plain passwords failed; will retry on the next change'),
     );
   }
 

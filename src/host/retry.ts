@@ -19,7 +19,11 @@ export interface RetryOptions {
  * Conflict). Out of attempts: ConflictError "`what` is being changed concurrently; try again".
  * Any other error ends it at once.
  */
-export async function retryOnConflict<T>(what: string, step: (attempt: number) => Promise<T>, options: RetryOptions = {}): Promise<T> {
+export async function retryOnConflict<T>(
+  what: string,
+  step: (attempt: number) => Promise<T>,
+  options: RetryOptions = {},
+): Promise<T> {
   const { attempts = 10, backoffMs = 20, retryOn } = options;
   for (let attempt = 1; ; attempt++) {
     try {

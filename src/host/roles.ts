@@ -59,7 +59,8 @@ export function isBuiltinRole(name: string): boolean {
   return Object.hasOwn(BUILTIN_ROLES, name);
 }
 
-const sameList = (a: string[] | undefined, b: string[]) => (a ?? []).length === b.length && b.every((x, i) => a![i] === x);
+const sameList = (a: string[] | undefined, b: string[]) =>
+  (a ?? []).length === b.length && b.every((x, i) => a![i] === x);
 
 export class RoleStore extends KindStore<RoleResource> {
   constructor(
@@ -91,7 +92,8 @@ export class RoleStore extends KindStore<RoleResource> {
           this.log.warn({ role: name }, 'restored the rules of a built-in role');
         }
       } catch (err) {
-        if (!(err instanceof ConflictError)) this.log.warn({ role: name, err: describeApiError(err) }, 'could not ensure built-in role');
+        if (!(err instanceof ConflictError))
+          this.log.warn({ role: name, err: describeApiError(err) }, 'could not ensure built-in role');
       }
     }
   }

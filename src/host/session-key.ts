@@ -47,7 +47,8 @@ export class SessionKey {
       { attempts: 5, retryOn: isAlreadyExists },
     );
     const key = decode(secret.data?.[KEY_FIELD]);
-    if (!key) throw new Error(`Secret ${SESSION_KEY_SECRET} must hold a "${KEY_FIELD}" of at least ${MIN_KEY_BYTES} bytes`);
+    if (!key)
+      throw new Error(`Secret ${SESSION_KEY_SECRET} must hold a "${KEY_FIELD}" of at least ${MIN_KEY_BYTES} bytes`);
     this.key = key;
     this.keyVersion = secret.metadata?.resourceVersion;
   }

@@ -68,7 +68,9 @@ export class TemplateStore {
 
   /** Every template with a name, by id; one without an id gets one now; of two claiming one id, the older wins. */
   async list(): Promise<TemplateResource[]> {
-    const all = (await this.crs.list()).filter((t) => typeof t.spec?.name === 'string' && typeof t.spec.yaml === 'string').sort(oldestFirst);
+    const all = (await this.crs.list())
+      .filter((t) => typeof t.spec?.name === 'string' && typeof t.spec.yaml === 'string')
+      .sort(oldestFirst);
     const maxId = Math.max(0, ...all.map((t) => resourceId(t) ?? 0));
     const seen = new Set<number>();
     const out: TemplateResource[] = [];
@@ -111,9 +113,15 @@ export class TemplateStore {
   }
 
   /** Changes the description and YAML (the name stays). */
-  async update(template: TemplateResource, changes: { description?: string; yaml?: string }): Promise<TemplateResource> {
+  async update(
+    template: TemplateResource,
+    changes: { description?: string; yaml?: string },
+  ): Promise<TemplateResource> {
     try {
-      return await this.crs.patch(template.metadata.name, { metadata: { annotations: { [UPDATED_AT_ANNOTATION]: now() } }, spec: changes });
+      return await this.crs.patch(template.metadata.name, {
+        metadata: { annotations: { [UPDATED_AT_ANNOTATION]: now() } },
+        spec: changes,
+      });
     } catch (err) {
       if (isNotFound(err)) throw new NotFoundError('template not found');
       throw err;

@@ -51,7 +51,13 @@ export class UserStore extends KindStore<UserResource> {
     /** The role whose last enabled holder cannot be disabled, deleted or demoted. */
     readonly adminRole: string,
   ) {
-    super(host, ids, { plural: 'users', kind: 'User', noun: 'user', keyOf: (u) => u.spec?.username, cache: (h) => h.users });
+    super(host, ids, {
+      plural: 'users',
+      kind: 'User',
+      noun: 'user',
+      keyOf: (u) => u.spec?.username,
+      cache: (h) => h.users,
+    });
     this.lastAdmin = new LastAdminGuard(host, this.crs, adminRole);
   }
 
@@ -141,9 +147,14 @@ export class UserStore extends KindStore<UserResource> {
   async setEnabled(user: UserResource, enabled: boolean, actorId?: number): Promise<UserResource> {
     if (!enabled) this.refuseSelf(user, actorId, 'disable');
     if ((user.spec.enabled !== false) === enabled) return user;
-    if (enabled) return this.swap(user, (live) => (live.spec.enabled === false ? { spec: { enabled: true } } : undefined));
+    if (enabled)
+      return this.swap(user, (live) => (live.spec.enabled === false ? { spec: { enabled: true } } : undefined));
     return this.lastAdmin.removeAdmin(user, 'disable', () =>
-      this.swap(user, (live) => (live.spec.enabled === false ? undefined : { metadata: { annotations: this.nextEpoch(live) }, spec: { enabled: false } })),
+      this.swap(user, (live) =>
+        live.spec.enabled === false
+          ? undefined
+          : { metadata: { annotations: this.nextEpoch(live) }, spec: { enabled: false } },
+      ),
     );
   }
 
@@ -161,7 +172,11 @@ export class UserStore extends KindStore<UserResource> {
   async setPassword(user: UserResource, password: string): Promise<UserResource> {
     const hash = await hashPassword(password);
     const secretName = this.passwordSecretName(user);
-    await this.writeSecret(user, { name: secretName, values: { [PASSWORD_HASH_KEY]: hash }, drop: [PLAIN_PASSWORD_KEY] });
+    await this.writeSecret(user, {
+      name: secretName,
+      values: { [PASSWORD_HASH_KEY]: hash },
+      drop: [PLAIN_PASSWORD_KEY],
+    });
     if (!user.spec.passwordSecretRef) return this.patch(user, { spec: { passwordSecretRef: { name: secretName } } });
     return user;
   }

@@ -10,7 +10,9 @@ export const ReadQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100000 })),
   continue: Type.Optional(Type.String({ maxLength: 8192 })),
   resourceVersion: Type.Optional(Type.String({ maxLength: 64 })),
-  resourceVersionMatch: Type.Optional(Type.Unsafe<'Exact' | 'NotOlderThan'>({ type: 'string', enum: ['Exact', 'NotOlderThan'] })),
+  resourceVersionMatch: Type.Optional(
+    Type.Unsafe<'Exact' | 'NotOlderThan'>({ type: 'string', enum: ['Exact', 'NotOlderThan'] }),
+  ),
   watch: Type.Optional(Type.Boolean()),
   allowWatchBookmarks: Type.Optional(Type.Boolean()),
   timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 3600 })),

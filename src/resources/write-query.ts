@@ -10,8 +10,15 @@ export const writeQueryProperties = {
 };
 export const WriteQuery = Type.Object(writeQueryProperties);
 
-/** The query string of a patch: also the patch type, and `force` (only for patchType=apply: take ownership of conflicting fields). */
-export const PatchQuery = Type.Object({ ...writeQueryProperties, patchType: Type.Optional(Type.String({ maxLength: 32 })), force: Type.Optional(Type.Boolean()) });
+/**
+ * The query string of a patch: also the patch type, and `force` (only for patchType=apply: take ownership of
+ * conflicting fields).
+ */
+export const PatchQuery = Type.Object({
+  ...writeQueryProperties,
+  patchType: Type.Optional(Type.String({ maxLength: 32 })),
+  force: Type.Optional(Type.Boolean()),
+});
 export type WriteQuery = Static<typeof WriteQuery> & Partial<Pick<Static<typeof PatchQuery>, 'force'>>;
 
 /** The upstream query string of a create, replace or patch. */

@@ -21,15 +21,25 @@ const DEFAULT_TAIL_LINES = 100;
 /** A container name (a DNS label). */
 export const CONTAINER_PATTERN = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** A flag as the query string sends it. */
-const booleanText = (description: string) => Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description }));
+const booleanText = (description: string) =>
+  Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description }));
 
 /** The query of the log routes, as sent (strings): checked by the route schema, parsed by logOptions. */
 export const logQueryProperties = {
-  container: Type.Optional(Type.String({ pattern: CONTAINER_PATTERN, description: 'the container; the only one when the pod has one' })),
-  tailLines: Type.Optional(Type.String({ pattern: '^(-1|0|[1-9][0-9]{0,8})$', description: 'the last N lines (default 100); -1 for the whole log' })),
+  container: Type.Optional(
+    Type.String({ pattern: CONTAINER_PATTERN, description: 'the container; the only one when the pod has one' }),
+  ),
+  tailLines: Type.Optional(
+    Type.String({
+      pattern: '^(-1|0|[1-9][0-9]{0,8})$',
+      description: 'the last N lines (default 100); -1 for the whole log',
+    }),
+  ),
   timestamps: booleanText('prefix each line with its RFC 3339 time (default true)'),
   previous: booleanText("the previous (terminated) container's log (default false)"),
-  sinceSeconds: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' })),
+  sinceSeconds: Type.Optional(
+    Type.String({ pattern: '^[1-9][0-9]{0,9}$', description: 'only lines of the last N seconds' }),
+  ),
   follow: booleanText('keep streaming new lines (server-sent events) instead of one JSON answer'),
   'x-cluster-name': Type.Optional(Type.String()),
 };

@@ -61,8 +61,12 @@ export function kubectl(kubeconfig: string, args: string[], input?: string): Com
  */
 export function kubectlInBackground(kubeconfig: string, args: string[], input?: string): Promise<CommandResult> {
   return new Promise((resolve) => {
-    const child = execFile(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', timeout: 120_000 }, (err, stdout, stderr) =>
-      resolve({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
+    const child = execFile(
+      ensureBinaries().kubectl,
+      ['--kubeconfig', kubeconfig, ...args],
+      { encoding: 'utf8', timeout: 120_000 },
+      (err, stdout, stderr) =>
+        resolve({ status: err ? (typeof err.code === 'number' ? err.code : -1) : 0, stdout, stderr }),
     );
     child.stdin?.end(input);
   });
@@ -92,12 +96,23 @@ export function installWidgetCrd(t: Test, kubeconfig: string, group: string): st
       group,
       scope: 'Namespaced',
       names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   };
   t.teardown(() => kubectl(kubeconfig, ['delete', 'crd', name, '--wait=false']));
   t.equal(kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify(crd)).status, 0, 'a test CRD');
-  t.equal(kubectl(kubeconfig, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s']).status, 0, 'the test CRD is established');
+  t.equal(
+    kubectl(kubeconfig, ['wait', '--for=condition=Established', `crd/${name}`, '--timeout=60s']).status,
+    0,
+    'the test CRD is established',
+  );
   return name;
 }
 
@@ -105,10 +120,20 @@ export function installWidgetCrd(t: Test, kubeconfig: string, group: string): st
  * Runs `kubectl port-forward <target> :<remotePort>` (a pod or Service) until the test ends and
  * resolves with the base URL of its local end, e.g. http://127.0.0.1:40123.
  */
-export async function kubectlPortForward(t: Test, kubeconfig: string, namespace: string, target: string, remotePort: number): Promise<string> {
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, '-n', namespace, 'port-forward', target, `:${remotePort}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export async function kubectlPortForward(
+  t: Test,
+  kubeconfig: string,
+  namespace: string,
+  target: string,
+  remotePort: number,
+): Promise<string> {
+  const child = spawn(
+    ensureBinaries().kubectl,
+    ['--kubeconfig', kubeconfig, '-n', namespace, 'port-forward', target, `:${remotePort}`],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   t.teardown(() => child.kill());
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';

@@ -29,7 +29,9 @@ export async function faultControlPlane(t: Teardown, name: string): Promise<Cont
 export async function killControlPlane(cp: ControlPlaneHandle): Promise<void> {
   const state = readState(cp.dir);
   if (!state) throw new Error(`no control plane in ${cp.dir}`);
-  const pids = [state.pids.apiserver, state.pids.etcd, state.pids.controllerManager].filter((pid) => isAlive(pid, cp.dir));
+  const pids = [state.pids.apiserver, state.pids.etcd, state.pids.controllerManager].filter((pid) =>
+    isAlive(pid, cp.dir),
+  );
   for (const pid of pids) process.kill(pid, 'SIGKILL');
   await eventually('the killed processes to be gone', () => pids.every((pid) => !isAlive(pid, cp.dir)), 10_000);
 }
@@ -40,7 +42,13 @@ export function restartControlPlane(cp: ControlPlaneHandle): Promise<ControlPlan
 }
 
 /** A gateway call that gives up after timeoutMs: status 0 means it hung. */
-export async function callWithin(base: string, method: string, path: string, options: RequestOptions, timeoutMs = 10_000): Promise<HttpResponse> {
+export async function callWithin(
+  base: string,
+  method: string,
+  path: string,
+  options: RequestOptions,
+  timeoutMs = 10_000,
+): Promise<HttpResponse> {
   try {
     return await call(base, method, path, { ...options, signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
@@ -55,19 +63,24 @@ export async function callWithin(base: string, method: string, path: string, opt
 export function apiserverMetric(cp: ControlPlaneHandle, name: string, labels: Record<string, string>): Promise<number> {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
   return new Promise((resolve, reject) => {
-    const req = request(`${cp.server}/metrics`, { ca: cp.caPem, headers: { authorization: `Bearer ${cp.token}` }, agent: false, timeout: 10_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`metrics answered ${res.statusCode}`));
-        let sum = 0;
-        for (const line of text.split('\n')) {
-          if (line.startsWith(`${name}{`) && wanted.every((w) => line.includes(w))) sum += Number(line.split(' ').pop());
-        }
-        resolve(sum);
-      });
-    });
+    const req = request(
+      `${cp.server}/metrics`,
+      { ca: cp.caPem, headers: { authorization: `Bearer ${cp.token}` }, agent: false, timeout: 10_000 },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          if (res.statusCode !== 200) return reject(new Error(`metrics answered ${res.statusCode}`));
+          let sum = 0;
+          for (const line of text.split('\n')) {
+            if (line.startsWith(`${name}{`) && wanted.every((w) => line.includes(w)))
+              sum += Number(line.split(' ').pop());
+          }
+          resolve(sum);
+        });
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('metrics timed out')));
     req.on('error', reject);
     req.end();

@@ -35,37 +35,71 @@ export function testKubeconfig(name: TestClusterName): string {
 
 /** Waits until the API key authenticates on this gateway (the caches have seen it). */
 async function usable(gw: TestGateway, headers: Record<string, string>): Promise<void> {
-  await eventually('the API key to authenticate', async () => (await call(gw.url, 'GET', '/api/v1/clusters', { headers })).status === 200, 30_000, 100);
+  await eventually(
+    'the API key to authenticate',
+    async () => (await call(gw.url, 'GET', '/api/v1/clusters', { headers })).status === 200,
+    30_000,
+    100,
+  );
 }
 
 /** Creates the first super user and an admin API key. */
 export async function bootstrapAdmin(gw: TestGateway, username = 'admin'): Promise<Caller> {
-  ensure(await call(gw.url, 'POST', '/api/v1/admin/users/create_super_user', { body: { username, password: 'correct-horse-battery', name: 'Admin' } }), 201, 'create_super_user');
+  ensure(
+    await call(gw.url, 'POST', '/api/v1/admin/users/create_super_user', {
+      body: { username, password: 'correct-horse-battery', name: 'Admin' },
+    }),
+    201,
+    'create_super_user',
+  );
   // The super user's session is not needed: log in once to create the admin key.
-  const login = await call(gw.url, 'POST', '/api/auth/login/password', { body: { username, password: 'correct-horse-battery' } });
+  const login = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username, password: 'correct-horse-battery' },
+  });
   ensure(login, 204, 'login');
-  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
-  const created = await eventually('the admin key', async () => {
-    const res = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name: `${username}-key`, roles: ['admin'] }, headers: { cookie } });
-    return res.status === 201 ? res : undefined;
-  }, 60_000, 200);
+  const cookie = (login.headers.get('set-cookie') ?? '').split(';')[0];
+  const created = await eventually(
+    'the admin key',
+    async () => {
+      const res = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', {
+        body: { name: `${username}-key`, roles: ['admin'] },
+        headers: { cookie },
+      });
+      return res.status === 201 ? res : undefined;
+    },
+    60_000,
+    200,
+  );
   const caller = { key: created.body.key as string, headers: { authorization: created.body.key as string } };
   await usable(gw, caller.headers);
   return caller;
 }
 
 /** Creates a Role through the admin API. */
-export async function createRole(gw: TestGateway, admin: Caller, role: { name: string; clusters: string[]; namespaces: string[]; resources: string[]; verbs: string[] }): Promise<void> {
-  ensure(await call(gw.url, 'POST', '/api/v1/admin/roles/', { body: role, headers: admin.headers }), 201, `create role ${role.name}`);
+export async function createRole(
+  gw: TestGateway,
+  admin: Caller,
+  role: { name: string; clusters: string[]; namespaces: string[]; resources: string[]; verbs: string[] },
+): Promise<void> {
+  ensure(
+    await call(gw.url, 'POST', '/api/v1/admin/roles/', { body: role, headers: admin.headers }),
+    201,
+    `create role ${role.name}`,
+  );
 }
 
 /** Creates an API key holding the given roles and waits until it works. */
 export async function apiKeyWithRoles(gw: TestGateway, admin: Caller, name: string, roles: string[]): Promise<Caller> {
-  const res = await eventually(`API key ${name}`, async () => {
-    const r = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name, roles }, headers: admin.headers });
-    if (r.status === 400 && /unknown role/.test(r.text)) return undefined; // the role is not in the cache yet
-    return ensure(r, 201, `create API key ${name}`);
-  }, 30_000, 100);
+  const res = await eventually(
+    `API key ${name}`,
+    async () => {
+      const r = await call(gw.url, 'POST', '/api/v1/admin/apikeys/', { body: { name, roles }, headers: admin.headers });
+      if (r.status === 400 && /unknown role/.test(r.text)) return undefined; // the role is not in the cache yet
+      return ensure(r, 201, `create API key ${name}`);
+    },
+    30_000,
+    100,
+  );
   const caller = { key: res.body.key as string, headers: { authorization: res.body.key as string } };
   await usable(gw, caller.headers);
   return caller;
@@ -73,16 +107,32 @@ export async function apiKeyWithRoles(gw: TestGateway, admin: Caller, name: stri
 
 /** Registers a cluster (201) and returns its id. */
 export async function registerCluster(gw: TestGateway, admin: Caller, cluster: ClusterRegistration): Promise<number> {
-  const res = ensure(await call(gw.url, 'POST', '/api/v1/admin/clusters/', { body: cluster, headers: admin.headers }), 201, `register cluster ${cluster.name}`);
+  const res = ensure(
+    await call(gw.url, 'POST', '/api/v1/admin/clusters/', { body: cluster, headers: admin.headers }),
+    201,
+    `register cluster ${cluster.name}`,
+  );
   return res.body.id as number;
 }
 
 /** Waits until GET /api/v1/clusters shows the cluster ready. */
-export async function waitClusterReady(gw: TestGateway, caller: Caller, name: string, timeoutMs = 60_000): Promise<void> {
-  await eventually(`cluster ${name} to be ready`, async () => {
-    const res = await call<Array<{ name: string; ready: boolean }>>(gw.url, 'GET', '/api/v1/clusters', { headers: caller.headers });
-    return res.status === 200 && res.body.some((c) => c.name === name && c.ready);
-  }, timeoutMs, 200);
+export async function waitClusterReady(
+  gw: TestGateway,
+  caller: Caller,
+  name: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  await eventually(
+    `cluster ${name} to be ready`,
+    async () => {
+      const res = await call<Array<{ name: string; ready: boolean }>>(gw.url, 'GET', '/api/v1/clusters', {
+        headers: caller.headers,
+      });
+      return res.status === 200 && res.body.some((c) => c.name === name && c.ready);
+    },
+    timeoutMs,
+    200,
+  );
 }
 
 /** Registers a cluster and waits until it serves requests. */

@@ -46,7 +46,11 @@ export async function startGateway(t: Teardown, options: GatewayOptions = {}): P
   });
   const logDir = join(TEST_DIR, 'logs');
   mkdirSync(logDir, { recursive: true });
-  const destination = pino.destination({ dest: join(logDir, `${options.logName ?? namespace}.log`), sync: true, append: true });
+  const destination = pino.destination({
+    dest: join(logDir, `${options.logName ?? namespace}.log`),
+    sync: true,
+    append: true,
+  });
   const server = await startServer(config, createLogger(config.logLevel, {}, destination));
   t.teardown(() => server.close());
   return { ...server, namespace, kubeconfig, config };
@@ -65,14 +69,21 @@ export interface GatewayProcess {
  * .kiteline/test/logs/<logName>.log), waits until it answers, and SIGKILLs it at teardown if it
  * still runs.
  */
-export async function spawnGatewayProcess(t: Teardown, options: { kubeconfig: string; namespace: string; logName: string; env?: Record<string, string> }): Promise<GatewayProcess> {
+export async function spawnGatewayProcess(
+  t: Teardown,
+  options: { kubeconfig: string; namespace: string; logName: string; env?: Record<string, string> },
+): Promise<GatewayProcess> {
   const port = await freePort();
   mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
   const out = openSync(join(TEST_DIR, 'logs', `${options.logName}.log`), 'a');
-  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'], {
-    env: { ...process.env, KUBECONFIG: options.kubeconfig, KITELINE_NAMESPACE: options.namespace, ...options.env },
-    stdio: ['ignore', out, out],
-  });
+  const child = spawn(
+    process.execPath,
+    [join(PACKAGE_ROOT, 'bin', 'kiteline.js'), 'serve', '--port', String(port), '--host', '127.0.0.1'],
+    {
+      env: { ...process.env, KUBECONFIG: options.kubeconfig, KITELINE_NAMESPACE: options.namespace, ...options.env },
+      stdio: ['ignore', out, out],
+    },
+  );
   closeSync(out);
   const exited = new Promise((resolve) => child.once('exit', resolve));
   t.teardown(() => {
@@ -80,7 +91,11 @@ export async function spawnGatewayProcess(t: Teardown, options: { kubeconfig: st
     return exited;
   });
   const url = `http://127.0.0.1:${port}`;
-  const healthy = () => call(url, 'GET', '/healthz', { signal: AbortSignal.timeout(2000) }).then((res) => res.status === 200, () => false);
+  const healthy = () =>
+    call(url, 'GET', '/healthz', { signal: AbortSignal.timeout(2000) }).then(
+      (res) => res.status === 200,
+      () => false,
+    );
   await eventually('the gateway process to listen', healthy, 60_000, 200);
   return { url, pid: child.pid!, exited };
 }
@@ -102,14 +117,24 @@ export interface RequestOptions {
 }
 
 /** Calls the gateway; parses JSON answers. Never throws for HTTP errors. */
-export async function call<T = any>(base: string, method: string, path: string, options: RequestOptions = {}): Promise<HttpResponse<T>> {
+export async function call<T = any>(
+  base: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<HttpResponse<T>> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | undefined = options.raw;
   if (options.body !== undefined) {
     body = JSON.stringify(options.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body, ...(options.signal ? { signal: options.signal } : {}) });
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   const text = await res.text();
   let parsed: unknown = undefined;
   try {

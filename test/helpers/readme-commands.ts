@@ -18,7 +18,7 @@ export function sectionShellBlocks(markdown: string, title: string): string[] {
   if (start < 0) throw new Error(`README has no section "## ${title}"`);
   const end = markdown.indexOf('\n## ', start + 1);
   const section = markdown.slice(start, end < 0 ? undefined : end);
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]);
 }
 
 /** True when bash parses the text as complete commands (no open quote, no trailing backslash). */
@@ -54,7 +54,7 @@ export function commandsOf(block: string): DocCommand[] {
     const text = pending.join('\n');
     if (!complete(text)) continue;
     const trailing = TRAILING_COMMENT.exec(line);
-    const command: DocCommand = { text, shown: trailing ? [trailing[1]!.trim()] : [] };
+    const command: DocCommand = { text, shown: trailing ? [trailing[1].trim()] : [] };
     commands.push(command);
     showing = trailing ? undefined : command;
     pending = [];

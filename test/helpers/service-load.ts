@@ -24,7 +24,11 @@ async function timed(kind: LoadSample['kind'], path: string, init: RequestInit =
   const t = Date.now();
   let sample: LoadSample;
   try {
-    const res = await fetch(base + path, { ...init, headers: { ...headers, ...init.headers }, signal: AbortSignal.timeout(15_000) });
+    const res = await fetch(base + path, {
+      ...init,
+      headers: { ...headers, ...init.headers },
+      signal: AbortSignal.timeout(15_000),
+    });
     await res.arrayBuffer();
     sample = { t, kind, status: res.status, ms: Date.now() - t };
   } catch (err) {
@@ -42,7 +46,11 @@ async function worker(id: number): Promise<void> {
     await timed('read', `/api/v1/configmaps/${namespace}?limit=5`);
     await timed('admin', '/api/v1/admin/users/');
     const name = `load-${id}-${round}`;
-    const created = await timed('write', `/api/v1/configmaps/${namespace}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ metadata: { name }, data: { round: String(round) } }) });
+    const created = await timed('write', `/api/v1/configmaps/${namespace}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ metadata: { name }, data: { round: String(round) } }),
+    });
     if (created) await timed('write', `/api/v1/configmaps/${namespace}/${name}?wait=false`, { method: 'DELETE' });
   }
 }

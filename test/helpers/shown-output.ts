@@ -31,7 +31,8 @@ export function normalizeJson(value: unknown, key = ''): unknown {
   if (VOLATILE_KEY.test(key) && value !== null && typeof value !== 'object') return '<varies>';
   if (typeof value === 'string') return normalizeText(value);
   if (Array.isArray(value)) return value.map((item) => normalizeJson(item));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalizeJson(v, k)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, normalizeJson(v, k)]));
   return value;
 }
 
@@ -64,26 +65,45 @@ function parsedOutput(output: string): unknown {
 
 /** Table lines as tokens, with ages and generated suffixes normalized. */
 function tableTokens(lines: string[]): string[][] {
-  return lines.map((line) => line.trim().split(/\s+/).map((token) => (AGE.test(token) ? '<age>' : normalizeText(token))));
+  return lines.map((line) =>
+    line
+      .trim()
+      .split(/\s+/)
+      .map((token) => (AGE.test(token) ? '<age>' : normalizeText(token))),
+  );
 }
 
 /** How the output compares with the lines the README shows for its command. */
 export function compareShown(shown: string[], output: string): Comparison {
   const text = shown.join('\n').trim();
   const json = leadingJson(text);
-  if (json.found) return { kind: 'compared', actual: normalizeJson(parsedOutput(output.trim())), expected: normalizeJson(json.value) };
+  if (json.found)
+    return {
+      kind: 'compared',
+      actual: normalizeJson(parsedOutput(output.trim())),
+      expected: normalizeJson(json.value),
+    };
   if (shown.length === 1) {
     const count = COUNT.exec(text);
     if (!count) {
       // A one-line plain answer (kubectl's "hello from the pod") is compared as it is shown.
       const plain = output.trim();
       const oneLine = plain !== '' && !plain.includes('\n') && parsedOutput(plain) === plain;
-      return oneLine ? { kind: 'compared', actual: tableTokens([plain]), expected: tableTokens([text]) } : { kind: 'prose', text };
+      return oneLine
+        ? { kind: 'compared', actual: tableTokens([plain]), expected: tableTokens([text]) }
+        : { kind: 'prose', text };
     }
-    const expected = /^\d+$/.test(count[1]!) ? Number(count[1]) : COUNT_WORDS.indexOf(count[1]!.toLowerCase());
+    const expected = /^\d+$/.test(count[1]) ? Number(count[1]) : COUNT_WORDS.indexOf(count[1].toLowerCase());
     const list = parsedOutput(output.trim());
-    return { kind: 'compared', actual: Array.isArray(list) ? { items: list.length } : list, expected: { items: expected } };
+    return {
+      kind: 'compared',
+      actual: Array.isArray(list) ? { items: list.length } : list,
+      expected: { items: expected },
+    };
   }
-  const outputLines = output.trim().split('\n').filter((line) => line.trim() !== '');
+  const outputLines = output
+    .trim()
+    .split('\n')
+    .filter((line) => line.trim() !== '');
   return { kind: 'compared', actual: tableTokens(outputLines), expected: tableTokens(shown) };
 }

@@ -9,12 +9,20 @@ import { eventually } from './eventually.js';
 export const BUSYBOX = 'kiteline.local/busybox:1';
 
 /** A busybox pod manifest (short grace period: busybox as PID 1 ignores SIGTERM). */
-export function busyboxPod(name: string, labels: Record<string, string>, command: string[], extra: object = {}): object {
+export function busyboxPod(
+  name: string,
+  labels: Record<string, string>,
+  command: string[],
+  extra: object = {},
+): object {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, labels },
-    spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command, ...extra }] },
+    spec: {
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command, ...extra }],
+    },
   };
 }
 
@@ -119,12 +127,16 @@ export function openWs(url: string, headers: Record<string, string>): Promise<Ws
     const ws = new WebSocket(url, { headers });
     const messages: WsMessage[] = [];
     let closed = false;
-    ws.on('message', (data) => messages.push(JSON.parse(String(data)) as WsMessage));
+    ws.on('message', (data: Buffer) => messages.push(JSON.parse(data.toString('utf8')) as WsMessage));
     ws.on('close', () => (closed = true));
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
-      res.on('data', (c: Buffer) => (body += c));
-      res.on('end', () => reject(Object.assign(new Error(`handshake refused: ${res.statusCode} ${body}`), { status: res.statusCode, body })));
+      res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+      res.on('end', () =>
+        reject(
+          Object.assign(new Error(`handshake refused: ${res.statusCode} ${body}`), { status: res.statusCode, body }),
+        ),
+      );
     });
     ws.once('error', reject);
     ws.once('open', () =>

@@ -41,14 +41,25 @@ function record(i: number, over: Partial<AuditEntry> = {}): AuditRecord {
 function chunk(name: string, records: AuditRecord[], uid = name): AuditChunkResource {
   return {
     metadata: { name, uid },
-    spec: { replica: 'r', count: records.length, oldest: records[0]!.time, newest: records[records.length - 1]!.time, records },
+    spec: {
+      replica: 'r',
+      count: records.length,
+      oldest: records[0].time,
+      newest: records[records.length - 1].time,
+      records,
+    },
   };
 }
 
 const everything = { maxRecords: Number.MAX_SAFE_INTEGER, notBefore: '' };
 
 t.test('an entry becomes a record of its named fields only', async (t) => {
-  const hostile = { ...entry(), body: { data: { password: 'hunter2' } }, token: 'tok-secret', stringData: { a: 'b' } } as unknown as AuditEntry;
+  const hostile = {
+    ...entry(),
+    body: { data: { password: 'hunter2' } },
+    token: 'tok-secret',
+    stringData: { a: 'b' },
+  } as unknown as AuditEntry;
   const r = toAuditRecord(hostile, noIds);
   t.same(r, {
     time: '2026-01-01T00:00:00.000Z',
@@ -69,17 +80,34 @@ t.test('an entry becomes a record of its named fields only', async (t) => {
 
   const anon = toAuditRecord(entry({ who: 'anonymous', whoKind: 'anonymous', whoId: undefined }), () => 99);
   t.same(anon.operator, { id: 0, name: 'anonymous', kind: 'anonymous' }, 'anonymous has id 0');
-  const looked = toAuditRecord(entry({ whoId: undefined, who: 'apikey:ci', whoKind: 'apikey' }), (kind, name) => (kind === 'apikey' && name === 'apikey:ci' ? 3 : 0));
-  t.same(looked.operator, { id: 3, name: 'apikey:ci', kind: 'apikey' }, 'the id is looked up by name when the entry has none');
-  const session = toAuditRecord(entry({ when: undefined, start: '2026-01-02T00:00:00Z', end: '2026-01-02T00:01:00Z', bytesIn: 5, bytesOut: 9 }), noIds);
-  t.match(session, { time: '2026-01-02T00:00:00.000Z', end: '2026-01-02T00:01:00.000Z', bytesIn: 5, bytesOut: 9 }, 'sessions keep start, end and byte counts');
+  const looked = toAuditRecord(entry({ whoId: undefined, who: 'apikey:ci', whoKind: 'apikey' }), (kind, name) =>
+    kind === 'apikey' && name === 'apikey:ci' ? 3 : 0,
+  );
+  t.same(
+    looked.operator,
+    { id: 3, name: 'apikey:ci', kind: 'apikey' },
+    'the id is looked up by name when the entry has none',
+  );
+  const session = toAuditRecord(
+    entry({ when: undefined, start: '2026-01-02T00:00:00Z', end: '2026-01-02T00:01:00Z', bytesIn: 5, bytesOut: 9 }),
+    noIds,
+  );
+  t.match(
+    session,
+    { time: '2026-01-02T00:00:00.000Z', end: '2026-01-02T00:01:00.000Z', bytesIn: 5, bytesOut: 9 },
+    'sessions keep start, end and byte counts',
+  );
   t.equal(toAuditRecord(entry({ name: 'x'.repeat(1000) }), noIds).name.length, 253, 'long fields are cut');
   t.equal(toAuditRecord(entry({ whoKind: 'root' }), noIds).operator.kind, 'anonymous', 'an unknown kind is anonymous');
 });
 
 t.test("Kite's query parameters", async (t) => {
   t.same(parseAuditQuery({}), { page: 1, size: 20 }, 'defaults: page 1, size 20');
-  t.same(parseAuditQuery({ page: ' 3 ', size: '50', operatorId: '0', search: ' web ', cluster: '', namespace: 'ns' }), { page: 3, size: 50, search: 'web', namespace: 'ns' }, 'trimmed; empty and operatorId 0 mean no filter');
+  t.same(
+    parseAuditQuery({ page: ' 3 ', size: '50', operatorId: '0', search: ' web ', cluster: '', namespace: 'ns' }),
+    { page: 3, size: 50, search: 'web', namespace: 'ns' },
+    'trimmed; empty and operatorId 0 mean no filter',
+  );
   t.same(parseAuditQuery({ operatorId: '12' }).operatorId, 12);
   for (const [name, value] of [
     ['page', '0'],
@@ -102,7 +130,9 @@ t.test('filters, newest first across chunks, paging', async (t) => {
   const index = new AuditRecordIndex();
   // Two replicas' chunks whose times interleave, added out of order.
   const evens = Array.from({ length: 50 }, (_, k) => record(2 * k, { cluster: 'a' }));
-  const odds = Array.from({ length: 50 }, (_, k) => record(2 * k + 1, { cluster: 'b', verb: 'delete', name: `Name-${k}`, whoId: 8 }));
+  const odds = Array.from({ length: 50 }, (_, k) =>
+    record(2 * k + 1, { cluster: 'b', verb: 'delete', name: `Name-${k}`, whoId: 8 }),
+  );
   index.add(chunk('c-odd', odds));
   index.add(chunk('c-even', evens));
   index.add(chunk('c-even', evens)); // a re-list delivers the same chunk again
@@ -114,12 +144,15 @@ t.test('filters, newest first across chunks, paging', async (t) => {
     'newest first, the replicas interleaved',
   );
   t.equal(new Set(all.map((e) => e.id)).size, 100, 'ids are unique');
-  t.ok(all.every((e) => Number.isSafeInteger(e.id) && e.id > 0), 'ids are safe integers');
+  t.ok(
+    all.every((e) => Number.isSafeInteger(e.id) && e.id > 0),
+    'ids are safe integers',
+  );
 
   const page2 = queryAudit(all, { page: 2, size: 30 }, everything);
   t.equal(page2.total, 100);
   t.same([page2.page, page2.size, page2.data.length], [2, 30, 30]);
-  t.equal(page2.data[0]!.resourceName, all[30]!.record.name, 'page 2 starts at the 31st newest');
+  t.equal(page2.data[0].resourceName, all[30].record.name, 'page 2 starts at the 31st newest');
   t.equal(queryAudit(all, { page: 5, size: 30 }, everything).data.length, 0, 'past the end: empty page, same total');
 
   const q = (query: object) => queryAudit(all, { page: 1, size: 100, ...query }, everything);
@@ -136,21 +169,55 @@ t.test('filters, newest first across chunks, paging', async (t) => {
   t.equal(q({ cluster: 'a', operation: 'delete' }).total, 0, 'filters combine');
 
   // The same answers through the per-field lookups the trail uses (paging and retention included).
-  const lookup = (field: Parameters<AuditRecordIndex['positionsOf']>[0], value: string | number) => index.positionsOf(field, value);
-  const queries = [{ cluster: 'b' }, { operation: 'delete' }, { operatorId: 8 }, { operatorId: 9 }, { resourceType: 'deployments', namespace: 'web' }, { resourceName: 'Name-7' }, { search: 'name-1' }, { cluster: 'b', search: 'name-1' }, { cluster: 'a', operation: 'delete' }];
+  const lookup = (field: Parameters<AuditRecordIndex['positionsOf']>[0], value: string | number) =>
+    index.positionsOf(field, value);
+  const queries = [
+    { cluster: 'b' },
+    { operation: 'delete' },
+    { operatorId: 8 },
+    { operatorId: 9 },
+    { resourceType: 'deployments', namespace: 'web' },
+    { resourceName: 'Name-7' },
+    { search: 'name-1' },
+    { cluster: 'b', search: 'name-1' },
+    { cluster: 'a', operation: 'delete' },
+  ];
   for (const query of queries) {
-    for (const [page, size] of [[1, 100], [2, 7]] as const) {
+    for (const [page, size] of [
+      [1, 100],
+      [2, 7],
+    ] as const) {
       const scanned = queryAudit(all, { page, size, ...query }, everything);
-      t.same(queryAudit(all, { page, size, ...query }, everything, lookup), scanned, `indexed = scanned: ${JSON.stringify(query)} page ${page}`);
+      t.same(
+        queryAudit(all, { page, size, ...query }, everything, lookup),
+        scanned,
+        `indexed = scanned: ${JSON.stringify(query)} page ${page}`,
+      );
     }
   }
   const newestTen = { maxRecords: 10, notBefore: '' };
-  t.same(queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup), queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen), 'indexed = scanned under the retention');
-  t.equal(queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup).total, 5, 'only the newest 10 are kept: 5 of them in cluster b');
+  t.same(
+    queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup),
+    queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen),
+    'indexed = scanned under the retention',
+  );
+  t.equal(
+    queryAudit(all, { page: 1, size: 100, cluster: 'b' }, newestTen, lookup).total,
+    5,
+    'only the newest 10 are kept: 5 of them in cluster b',
+  );
 
-  t.notOk(auditFilter({ page: 1, size: 1, operatorId: 7 })({ id: 1, chunk: 'x', lowerName: '', record: record(1, { whoKind: 'apikey', whoId: 7 }) }), 'operatorId matches users only');
+  t.notOk(
+    auditFilter({ page: 1, size: 1, operatorId: 7 })({
+      id: 1,
+      chunk: 'x',
+      lowerName: '',
+      record: record(1, { whoKind: 'apikey', whoId: 7 }),
+    }),
+    'operatorId matches users only',
+  );
 
-  const view = q({ resourceName: 'Name-7' }).data[0]!;
+  const view = q({ resourceName: 'Name-7' }).data[0];
   t.match(view, {
     clusterName: 'b',
     resourceType: 'deployments',
@@ -173,27 +240,46 @@ t.test('filters, newest first across chunks, paging', async (t) => {
   t.equal(index.size, 50, 'a deleted chunk leaves the index');
   t.ok(index.newestFirst().every((e) => e.chunk === 'c-even'));
 
-  const failed = queryAudit([{ id: 1, chunk: 'x', lowerName: '', record: record(1, { result: 'failure', status: 403 }) }], { page: 1, size: 1 }, everything).data[0]!;
+  const failed = queryAudit(
+    [{ id: 1, chunk: 'x', lowerName: '', record: record(1, { result: 'failure', status: 403 }) }],
+    { page: 1, size: 1 },
+    everything,
+  ).data[0];
   t.match(failed, { success: false, errorMessage: 'HTTP 403 Forbidden' });
 });
 
 t.test('the retention as queries see it: newest maxRecords, none older than the age', async (t) => {
   const index = new AuditRecordIndex();
-  index.add(chunk('c', Array.from({ length: 10 }, (_, i) => record(i))));
+  index.add(
+    chunk(
+      'c',
+      Array.from({ length: 10 }, (_, i) => record(i)),
+    ),
+  );
   const all = index.newestFirst();
   t.equal(queryAudit(all, { page: 1, size: 100 }, { maxRecords: 4, notBefore: '' }).total, 4);
   const notBefore = record(6).time;
   const kept = queryAudit(all, { page: 1, size: 100 }, { maxRecords: 100, notBefore });
-  t.same(kept.data.map((d) => d.requestId), ['req-00009', 'req-00008', 'req-00007', 'req-00006']);
+  t.same(
+    kept.data.map((d) => d.requestId),
+    ['req-00009', 'req-00008', 'req-00007', 'req-00006'],
+  );
 });
 
 t.test('chunks are split by count and by bytes', async (t) => {
   const records = Array.from({ length: 25 }, (_, i) => record(i));
-  t.same(splitIntoChunks(records, 10).map((c) => c.length), [10, 10, 5]);
+  t.same(
+    splitIntoChunks(records, 10).map((c) => c.length),
+    [10, 10, 5],
+  );
   const big = Array.from({ length: 6 }, (_, i) => record(i, { name: 'n'.repeat(253), namespace: 'x'.repeat(253) }));
   const oneSize = Buffer.byteLength(JSON.stringify(big[0])) + 1;
   const byBytes = splitIntoChunks(big, 100, oneSize * 2);
-  t.same(byBytes.map((c) => c.length), [2, 2, 2], 'never more bytes than the cap');
+  t.same(
+    byBytes.map((c) => c.length),
+    [2, 2, 2],
+    'never more bytes than the cap',
+  );
   t.same(byBytes.flat(), big, 'order kept, nothing lost');
 });
 
@@ -207,13 +293,25 @@ t.test('retention: chunks past the age or wholly past the newest maxRecords', as
     { name: 'c', newest: day(1), count: 5 },
   ];
   t.same(chunksToPrune(chunks, { maxAgeSeconds: 30 * 86_400, maxRecords: 1000 }, now), ['old'], 'by age');
-  t.same(chunksToPrune(chunks, { maxAgeSeconds: 60 * 86_400, maxRecords: 10 }, now), ['old', 'a'], 'by count: the newest 10 are in c and b');
-  t.same(chunksToPrune(chunks, { maxAgeSeconds: 60 * 86_400, maxRecords: 11 }, now), ['old'], 'a chunk partly within the count is kept');
+  t.same(
+    chunksToPrune(chunks, { maxAgeSeconds: 60 * 86_400, maxRecords: 10 }, now),
+    ['old', 'a'],
+    'by count: the newest 10 are in c and b',
+  );
+  t.same(
+    chunksToPrune(chunks, { maxAgeSeconds: 60 * 86_400, maxRecords: 11 }, now),
+    ['old'],
+    'a chunk partly within the count is kept',
+  );
   t.same(chunksToPrune([], { maxAgeSeconds: 60, maxRecords: 1 }, now), []);
 });
 
 t.test('the webhook format: audit.k8s.io/v1 EventList at level Metadata', async (t) => {
-  const list = auditEventList([record(1, { resource: 'widgets.example.com', cluster: 'prod' })]) as { kind: string; apiVersion: string; items: any[] };
+  const list = auditEventList([record(1, { resource: 'widgets.example.com', cluster: 'prod' })]) as {
+    kind: string;
+    apiVersion: string;
+    items: any[];
+  };
   t.equal(list.kind, 'EventList');
   t.equal(list.apiVersion, 'audit.k8s.io/v1');
   t.match(list.items[0], {
@@ -267,17 +365,33 @@ t.test('the webhook retries a failing receiver and delivers every record once, i
 t.test('audit trail settings: defaults, off, bounds, and a webhook URL never echoed', async (t) => {
   const { mkdtempSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- a plain function
   const { join } = await import('node:path');
   const { loadConfig } = await import('../../src/config.js');
   const { ConfigError } = await import('../../src/errors.js');
   const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kl-audit-config-')), 'kubeconfig');
   writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
   const load = (env: Record<string, string>) => loadConfig([], { KUBECONFIG: kubeconfig, ...env });
-  t.same(load({}).auditTrail, { flushIntervalMs: 2000, chunkSize: 500, maxAgeSeconds: 2_592_000, maxRecords: 100_000, pruneIntervalMs: 60_000, webhookUrl: undefined, webhookCa: undefined });
+  t.same(load({}).auditTrail, {
+    flushIntervalMs: 2000,
+    chunkSize: 500,
+    maxAgeSeconds: 2_592_000,
+    maxRecords: 100_000,
+    pruneIntervalMs: 60_000,
+    webhookUrl: undefined,
+    webhookCa: undefined,
+  });
   t.equal(load({ KITELINE_AUDIT_TRAIL: 'false' }).auditTrail, undefined, 'off');
-  t.match(load({ KITELINE_AUDIT_MAX_RECORDS: '5', KITELINE_AUDIT_WEBHOOK_URL: 'https://audit.example/in?x=1' }).auditTrail, { maxRecords: 5, webhookUrl: 'https://audit.example/in?x=1' });
+  t.match(
+    load({ KITELINE_AUDIT_MAX_RECORDS: '5', KITELINE_AUDIT_WEBHOOK_URL: 'https://audit.example/in?x=1' }).auditTrail,
+    { maxRecords: 5, webhookUrl: 'https://audit.example/in?x=1' },
+  );
   t.throws(() => load({ KITELINE_AUDIT_CHUNK_SIZE: '0' }), ConfigError);
-  t.throws(() => load({ KITELINE_AUDIT_CHUNK_SIZE: '5001' }), ConfigError, 'a chunk stays far below the object size limit');
+  t.throws(
+    () => load({ KITELINE_AUDIT_CHUNK_SIZE: '5001' }),
+    ConfigError,
+    'a chunk stays far below the object size limit',
+  );
   t.throws(() => load({ KITELINE_AUDIT_FLUSH_INTERVAL_MS: '10' }), ConfigError);
   for (const bad of ['ftp://audit.example/', 'not a url', 'https://user:hunter2@audit.example/']) {
     try {

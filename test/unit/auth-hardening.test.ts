@@ -32,12 +32,14 @@ t.test('issue 13 point 8: globs match without backtracking blow-up', async (t) =
     new RegExp(`^${[...glob].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c)).join('')}$`, 's').test(value);
   const words = (alphabet: string, maxLength: number): string[] => {
     const all = [''];
-    for (let i = 0; i < all.length; i++) if (all[i]!.length < maxLength) for (const c of alphabet) all.push(all[i]! + c);
+    for (let i = 0; i < all.length; i++)
+      if (all[i].length < maxLength) for (const c of alphabet) all.push(all[i] + c);
     return all;
   };
   let disagreements = 0;
   const values = words('ab', 5);
-  for (const glob of words('ab*?', 4)) for (const value of values) if (globMatches(glob, value) !== oracle(glob, value)) disagreements++;
+  for (const glob of words('ab*?', 4))
+    for (const value of values) if (globMatches(glob, value) !== oracle(glob, value)) disagreements++;
   t.equal(disagreements, 0, `agrees with the RegExp on ${words('ab*?', 4).length * values.length} pairs`);
   t.ok(globMatches('*', ''), '"*" matches the empty string');
   t.notOk(globMatches('?', ''), '"?" needs one character');
@@ -54,7 +56,10 @@ t.test('issue 13 point 6: the login limiter is bounded in entries and key length
   for (let i = 0; i < 3; i++) limiter.recordFailure([huge]);
   t.ok(limiter.retryAfter([huge]) !== undefined, 'a long key is still counted');
   t.ok(limiter.retryAfter([`user:${'x'.repeat(9_999)}y`]) === undefined, 'and not confused with another long key');
-  t.ok([...limiter.keys()].every((key) => key.length <= 128), 'no kept key is longer than 128 characters');
+  t.ok(
+    [...limiter.keys()].every((key) => key.length <= 128),
+    'no kept key is longer than 128 characters',
+  );
   for (let i = 0; i < 3; i++) limiter.recordFailure(['addr:192.0.2.1']);
   t.equal(limiter.retryAfter(['addr:192.0.2.1']), 60, 'the newest keys survive the eviction');
   now += 61_000;
@@ -69,7 +74,9 @@ t.test('issue 13 point 6: password hashes leave libuv threads for other work', a
   const burst = Array.from({ length: 16 }, () => verifyPassword('burst-password', stored).finally(() => finished++));
   await new Promise((resolve) => setImmediate(resolve));
   // ...when something else needs a thread-pool thread (file system, DNS and crypto work share it).
-  await new Promise((resolve, reject) => pbkdf2('x', 'salt', 1, 32, 'sha256', (err) => (err ? reject(err) : resolve(undefined))));
+  await new Promise((resolve, reject) =>
+    pbkdf2('x', 'salt', 1, 32, 'sha256', (err) => (err ? reject(err) : resolve(undefined))),
+  );
   t.ok(finished < 8, `the other work did not wait for the burst (${finished} of 16 hashes had finished)`);
   t.same(await Promise.all(burst), Array(16).fill(true), 'every hash of the burst completes');
 });
@@ -77,7 +84,9 @@ t.test('issue 13 point 6: password hashes leave libuv threads for other work', a
 t.test('issue 13 point 6: trustProxy is off unless configured, and validated', async (t) => {
   const kubeconfig = join(mkdtempSync(join(tmpdir(), 'kl-hardening-')), 'kubeconfig');
   writeFileSync(kubeconfig, 'apiVersion: v1\nkind: Config\n');
-  const trust = (value?: string) => loadConfig([], { KUBECONFIG: kubeconfig, ...(value === undefined ? {} : { KITELINE_TRUST_PROXY: value }) }).trustProxy;
+  const trust = (value?: string) =>
+    loadConfig([], { KUBECONFIG: kubeconfig, ...(value === undefined ? {} : { KITELINE_TRUST_PROXY: value }) })
+      .trustProxy;
   t.equal(trust(), false, 'default: X-Forwarded-For is not believed');
   t.equal(trust('false'), false, 'false');
   t.same(trust('10.0.0.0/8, 192.168.1.1,fd00::/8'), ['10.0.0.0/8', '192.168.1.1', 'fd00::/8'], 'addresses and CIDRs');
@@ -89,17 +98,35 @@ t.test('issue 13 point 6: trustProxy is off unless configured, and validated', a
   const config = loadConfig([], { KUBECONFIG: kubeconfig });
   t.equal(config.passwordHashConcurrency, 2, 'two hashes at once by default');
   t.equal(config.sessionMaxLifetimeSeconds, 7 * 24 * 3600, 'sessions end a week after login by default');
-  t.throws(() => loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_PASSWORD_HASH_CONCURRENCY: '0' }), /between 1 and 64/, 'at least one hash at a time');
+  t.throws(
+    () => loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_PASSWORD_HASH_CONCURRENCY: '0' }),
+    /between 1 and 64/,
+    'at least one hash at a time',
+  );
 });
 
 t.test('issue 13 point 9: impersonated users and groups carry the kiteline: prefix', async (t) => {
-  const alice: Principal = { kind: 'user', id: 3, name: 'alice', roles: ['viewer'], groups: ['kiteline:authenticated', 'kiteline:role:viewer'] };
-  t.same(impersonationHeaders({ impersonate: true }, alice), {
-    'impersonate-user': 'kiteline:alice',
-    'impersonate-group': ['kiteline:authenticated', 'kiteline:role:viewer'],
-  }, 'a user is kiteline:<username>');
+  const alice: Principal = {
+    kind: 'user',
+    id: 3,
+    name: 'alice',
+    roles: ['viewer'],
+    groups: ['kiteline:authenticated', 'kiteline:role:viewer'],
+  };
+  t.same(
+    impersonationHeaders({ impersonate: true }, alice),
+    {
+      'impersonate-user': 'kiteline:alice',
+      'impersonate-group': ['kiteline:authenticated', 'kiteline:role:viewer'],
+    },
+    'a user is kiteline:<username>',
+  );
   const key: Principal = { kind: 'apikey', id: 4, name: 'apikey:ci', roles: [], groups: ['kiteline:authenticated'] };
-  t.equal(impersonationHeaders({ impersonate: true }, key)['impersonate-user'], 'kiteline:apikey:ci', 'an API key is kiteline:apikey:<name>');
+  t.equal(
+    impersonationHeaders({ impersonate: true }, key)['impersonate-user'],
+    'kiteline:apikey:ci',
+    'an API key is kiteline:apikey:<name>',
+  );
 });
 
 t.test('issue 13 point 11: an unparsable kubeconfig server is reported without its text', async (t) => {

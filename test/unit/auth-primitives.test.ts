@@ -17,7 +17,10 @@ t.test('scrypt hashes verify, are salted and self-describing', async (t) => {
   t.ok(await verifyPassword('correct horse', a));
   t.notOk(await verifyPassword('correct horsE', a));
   t.notOk(await verifyPassword('x', 'plain-text'), 'an unreadable hash never verifies');
-  t.notOk(await verifyPassword('x', 'scrypt$1073741824$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA'), 'absurd parameters are refused');
+  t.notOk(
+    await verifyPassword('x', 'scrypt$1073741824$8$1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNoaGFzaA'),
+    'absurd parameters are refused',
+  );
 });
 
 t.test('session tokens: signed, expiring, tamper-evident', async (t) => {
@@ -41,7 +44,12 @@ t.test('API key values', async (t) => {
   const parts = parseApiKey(key)!;
   t.equal(parts.id, 42);
   t.ok(apiKeySecretMatches(parts.secret, keyHash));
-  t.notOk(apiKeySecretMatches(parts.secret.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')), keyHash));
+  t.notOk(
+    apiKeySecretMatches(
+      parts.secret.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+      keyHash,
+    ),
+  );
   t.notOk(apiKeySecretMatches(parts.secret, 'short'), 'a malformed stored hash never matches');
   t.equal(parseApiKey('kite1-'), undefined, "Kite's empty-secret bypass does not parse");
   t.equal(parseApiKey('kl_0_' + 'a'.repeat(43)), undefined);

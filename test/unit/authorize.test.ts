@@ -46,7 +46,12 @@ t.test('"_all" needs a list without exclusions', async (t) => {
 });
 
 t.test('a role allows when all four lists match', async (t) => {
-  const role = { clusters: ['prod-*'], namespaces: ['shop'], resources: ['deployments', 'pods'], verbs: ['get', 'list'] };
+  const role = {
+    clusters: ['prod-*'],
+    namespaces: ['shop'],
+    resources: ['deployments', 'pods'],
+    verbs: ['get', 'list'],
+  };
   t.ok(roleAllows(role, access()));
   t.notOk(roleAllows(role, access({ cluster: 'dev' })));
   t.notOk(roleAllows(role, access({ namespace: 'other' })));
@@ -65,21 +70,30 @@ t.test('several roles: any one suffices', async (t) => {
 });
 
 t.test('built-in roles', async (t) => {
-  const { admin, viewer } = BUILTIN_ROLES as Record<string, typeof BUILTIN_ROLES[string]>;
+  const { admin, viewer } = BUILTIN_ROLES;
   for (const verb of ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] as const) {
-    t.ok(roleAllows(admin!, access({ verb, namespace: '_all' })), `admin may ${verb}`);
-    t.equal(roleAllows(viewer!, access({ verb })), ['get', 'list', 'watch'].includes(verb), `viewer and ${verb}`);
+    t.ok(roleAllows(admin, access({ verb, namespace: '_all' })), `admin may ${verb}`);
+    t.equal(roleAllows(viewer, access({ verb })), ['get', 'list', 'watch'].includes(verb), `viewer and ${verb}`);
   }
   // Issue 13 point 2: like Kubernetes' `view`, the viewer reads everything but Secrets.
   for (const verb of ['get', 'list', 'watch'] as const) {
-    t.notOk(roleAllows(viewer!, access({ verb, resource: 'secrets' })), `viewer may not ${verb} secrets`);
-    t.notOk(roleAllows(viewer!, access({ verb, resource: 'secrets', namespace: '_all' })), `viewer may not ${verb} secrets across namespaces`);
-    t.ok(roleAllows(viewer!, access({ verb, resource: 'configmaps', namespace: '_all' })), `viewer may ${verb} configmaps across namespaces`);
+    t.notOk(roleAllows(viewer, access({ verb, resource: 'secrets' })), `viewer may not ${verb} secrets`);
+    t.notOk(
+      roleAllows(viewer, access({ verb, resource: 'secrets', namespace: '_all' })),
+      `viewer may not ${verb} secrets across namespaces`,
+    );
+    t.ok(
+      roleAllows(viewer, access({ verb, resource: 'configmaps', namespace: '_all' })),
+      `viewer may ${verb} configmaps across namespaces`,
+    );
   }
 });
 
 t.test('cluster reach', async (t) => {
   t.ok(rolesReachCluster([{ clusters: ['prod-*'], namespaces: ['*'], resources: ['*'], verbs: ['get'] }], 'prod-eu'));
   t.notOk(rolesReachCluster([{ clusters: ['prod-*'], namespaces: ['*'], resources: ['*'], verbs: ['get'] }], 'dev'));
-  t.notOk(rolesReachCluster([{ clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: [] }], 'dev'), 'a role that grants nothing reaches nothing');
+  t.notOk(
+    rolesReachCluster([{ clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: [] }], 'dev'),
+    'a role that grants nothing reaches nothing',
+  );
 });

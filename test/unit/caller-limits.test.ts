@@ -19,7 +19,11 @@ t.test('slots per caller and kind; 429 with Retry-After beyond them', async (t) 
   t.ok(refused instanceof TooManyRequestsError, 'a third watch: 429');
   t.match(refused, { status: 429, retryAfterSeconds: 5, message: /watches .* on cluster prod: at most 2 per caller/ });
   t.doesNotThrow(() => limits.admit('user:1', false), 'requests are counted apart from watches');
-  t.throws(() => limits.admit('user:1', false), new TooManyRequestsError('too many requests in flight on cluster prod: at most 1 per caller at once', 1), 'a second request in flight: 429');
+  t.throws(
+    () => limits.admit('user:1', false),
+    new TooManyRequestsError('too many requests in flight on cluster prod: at most 1 per caller at once', 1),
+    'a second request in flight: 429',
+  );
   t.doesNotThrow(() => limits.admit('apikey:1', true), 'another caller has slots of its own');
 
   watch1();

@@ -6,7 +6,13 @@ import t from 'tap';
 import { clusterOf, DEFAULT_SINCE_ANNOTATION, pickDefault, preferDefault } from '../../src/host/clusters.js';
 import { ID_LABEL, type ClusterResource } from '../../src/host/resources.js';
 
-function cr(name: string, id: number | undefined, isDefault: boolean, since?: string, created = '2024-01-01T00:00:00Z'): ClusterResource {
+function cr(
+  name: string,
+  id: number | undefined,
+  isDefault: boolean,
+  since?: string,
+  created = '2024-01-01T00:00:00Z',
+): ClusterResource {
   return {
     metadata: {
       name,
@@ -40,7 +46,11 @@ t.test("without default-since the creation time counts; the leader's own pick (t
 });
 
 t.test('pickDefault: only claimants count, the preferred one is picked whatever the order', async (t) => {
-  const items = [cr('a', 1, true, '2024-05-01T00:00:00Z'), cr('b', 2, false, '2025-01-01T00:00:00Z'), cr('c', 3, true, '2024-06-01T00:00:00Z')];
+  const items = [
+    cr('a', 1, true, '2024-05-01T00:00:00Z'),
+    cr('b', 2, false, '2025-01-01T00:00:00Z'),
+    cr('c', 3, true, '2024-06-01T00:00:00Z'),
+  ];
   for (const order of [items, [...items].reverse()]) {
     t.equal(pickDefault(order, clusterOf)?.metadata.name, 'c');
   }

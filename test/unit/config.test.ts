@@ -42,7 +42,13 @@ t.test('invalid values are refused with the rule', async (t) => {
 });
 
 t.test('cluster Status objects keep code, reason and details; 5xx becomes 502', async (t) => {
-  const conflict = fromKubeStatus({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'exists', details: { name: 'x' } });
+  const conflict = fromKubeStatus({
+    kind: 'Status',
+    code: 409,
+    reason: 'AlreadyExists',
+    message: 'exists',
+    details: { name: 'x' },
+  });
   t.same(conflict.toBody(), { error: 'exists', reason: 'AlreadyExists', code: 409, details: { name: 'x' } });
   t.equal(fromKubeStatus({ kind: 'Status', code: 422, message: 'bad' }).reason, 'Invalid');
   t.equal(fromKubeStatus({ kind: 'Status', code: 500, message: 'etcd down' }).status, 502);
@@ -52,18 +58,48 @@ t.test('cluster Status objects keep code, reason and details; 5xx becomes 502', 
 t.test('framework errors map to 4xx, unknown errors to a 500 (undefined)', async (t) => {
   t.equal(toHttpError(new NotFoundError('x'))?.status, 404);
   t.equal(toHttpError(Object.assign(new Error('bad'), { validation: [{}] }))?.status, 400);
-  t.equal(toHttpError(Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }))?.status, 413);
+  t.equal(
+    toHttpError(Object.assign(new Error('big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }))?.status,
+    413,
+  );
   t.equal(toHttpError(Object.assign(new Error('json'), { statusCode: 400 }))?.reason, 'BadRequest');
   t.equal(toHttpError(new TypeError('oops')), undefined);
 });
 
 t.test('the https listener: a port, and a certificate and key together or not at all', async (t) => {
   t.equal(loadConfig([], { KUBECONFIG: kubeconfig }).tls, undefined, 'off by default');
-  t.same(loadConfig(['--tls-port', '8443'], { KUBECONFIG: kubeconfig }).tls, { port: 8443, certFile: undefined, keyFile: undefined }, 'self-signed when no certificate is given');
-  t.same(loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_TLS_PORT: '' }).tls, undefined, 'an empty port turns it off (make run: KITELINE_TLS_PORT=)');
-  t.same(loadConfig(['--tls-port', '9443', '--tls-cert-file', kubeconfig, '--tls-key-file', kubeconfig], { KUBECONFIG: kubeconfig }).tls, { port: 9443, certFile: kubeconfig, keyFile: kubeconfig });
-  t.throws(() => loadConfig(['--tls-port', '8443', '--tls-cert-file', kubeconfig], { KUBECONFIG: kubeconfig }), /go together/, 'a certificate without its key');
-  t.throws(() => loadConfig(['--tls-cert-file', kubeconfig, '--tls-key-file', kubeconfig], { KUBECONFIG: kubeconfig }), /needs tls-port/, 'a certificate without a port');
-  t.throws(() => loadConfig(['--tls-port', '8443', '--tls-cert-file', '/nope.crt', '--tls-key-file', kubeconfig], { KUBECONFIG: kubeconfig }), /file not found/);
+  t.same(
+    loadConfig(['--tls-port', '8443'], { KUBECONFIG: kubeconfig }).tls,
+    { port: 8443, certFile: undefined, keyFile: undefined },
+    'self-signed when no certificate is given',
+  );
+  t.same(
+    loadConfig([], { KUBECONFIG: kubeconfig, KITELINE_TLS_PORT: '' }).tls,
+    undefined,
+    'an empty port turns it off (make run: KITELINE_TLS_PORT=)',
+  );
+  t.same(
+    loadConfig(['--tls-port', '9443', '--tls-cert-file', kubeconfig, '--tls-key-file', kubeconfig], {
+      KUBECONFIG: kubeconfig,
+    }).tls,
+    { port: 9443, certFile: kubeconfig, keyFile: kubeconfig },
+  );
+  t.throws(
+    () => loadConfig(['--tls-port', '8443', '--tls-cert-file', kubeconfig], { KUBECONFIG: kubeconfig }),
+    /go together/,
+    'a certificate without its key',
+  );
+  t.throws(
+    () => loadConfig(['--tls-cert-file', kubeconfig, '--tls-key-file', kubeconfig], { KUBECONFIG: kubeconfig }),
+    /needs tls-port/,
+    'a certificate without a port',
+  );
+  t.throws(
+    () =>
+      loadConfig(['--tls-port', '8443', '--tls-cert-file', '/nope.crt', '--tls-key-file', kubeconfig], {
+        KUBECONFIG: kubeconfig,
+      }),
+    /file not found/,
+  );
   t.throws(() => loadConfig(['--tls-port', 'https'], { KUBECONFIG: kubeconfig }), /whole number/);
 });

@@ -5,15 +5,27 @@
 import t from 'tap';
 import { formatColumns, tabbed, escapeTerminal } from '../../src/describe/text.js';
 import { Quantity, podRequestsAndLimits } from '../../src/describe/quantity.js';
-import { goValue, humanDuration, printAnnotationsMultiline, selectorString, formatLabels } from '../../src/describe/format.js';
+import {
+  goValue,
+  humanDuration,
+  printAnnotationsMultiline,
+  selectorString,
+  formatLabels,
+} from '../../src/describe/format.js';
 import { camelcaseSplit, describeGeneric, smartLabelFor } from '../../src/describe/generic.js';
 import { describeEvents } from '../../src/describe/events.js';
 
 t.test("Go's tabwriter (minwidth 0, padding 2, spaces)", async (t) => {
   const cases: Array<[string, string]> = [
-    ['Name:\tweb\nNamespace:\tdefault\nLabels:\ta=b\n\tc=d\nAnnotations:\t<none>\n', 'Name:         web\nNamespace:    default\nLabels:       a=b\n              c=d\nAnnotations:  <none>\n'],
+    [
+      'Name:\tweb\nNamespace:\tdefault\nLabels:\ta=b\n\tc=d\nAnnotations:\t<none>\n',
+      'Name:         web\nNamespace:    default\nLabels:       a=b\n              c=d\nAnnotations:  <none>\n',
+    ],
     ['A:\tx\nno tab here\nLonger key:\ty\n', 'A:  x\nno tab here\nLonger key:  y\n'],
-    ['Conditions:\n  Type\tStatus\n  Ready \tTrue \n  PodScheduled \tTrue \n', 'Conditions:\n  Type           Status\n  Ready          True \n  PodScheduled   True \n'],
+    [
+      'Conditions:\n  Type\tStatus\n  Ready \tTrue \n  PodScheduled \tTrue \n',
+      'Conditions:\n  Type           Status\n  Ready          True \n  PodScheduled   True \n',
+    ],
     ['a\tb\tc\naaaa\tbb\tc\nx\ty\n', 'a     b   c\naaaa  bb  c\nx     y\n'],
     ['é:\tx\nab:\ty\n', 'é:   x\nab:  y\n'],
     ['  Port:\thttp\t80/TCP\n  TargetPort:\t8080/TCP\n', '  Port:        http  80/TCP\n  TargetPort:  8080/TCP\n'],
@@ -31,7 +43,10 @@ t.test("Go's tabwriter (minwidth 0, padding 2, spaces)", async (t) => {
 
 t.test("kubectl's terminal escaping", async (t) => {
   t.equal(escapeTerminal('a\x1b[31mred\r'), 'a^[[31mred\\r');
-  t.equal(tabbed((w) => w.write(0, 'Message:\t\x1b]0;title\x07\n')), 'Message:  ^[]0;title\x07\n');
+  t.equal(
+    tabbed((w) => w.write(0, 'Message:\t\x1b]0;title\x07\n')),
+    'Message:  ^[]0;title\x07\n',
+  );
 });
 
 t.test("Go's canonical quantities", async (t) => {
@@ -52,12 +67,19 @@ t.test("Go's canonical quantities", async (t) => {
   for (const [input, expected] of canonical) t.equal(Quantity.parse(input).toString(), expected, input);
   t.equal(Quantity.parse('100m').add(Quantity.parse('100m')).toString(), '200m');
   t.equal(Quantity.parse('16Mi').add(Quantity.parse('16Mi')).toString(), '32Mi');
-  t.equal(Quantity.zero().add(Quantity.parse('64Mi')).toString(), '64Mi', 'a zero sum takes the format of what is added');
+  t.equal(
+    Quantity.zero().add(Quantity.parse('64Mi')).toString(),
+    '64Mi',
+    'a zero sum takes the format of what is added',
+  );
   t.equal(Quantity.parse('100m').milliValue(), 100);
   t.equal(Quantity.parse('1500m').value(), 2, 'Value() rounds up');
   const pod = {
     spec: {
-      containers: [{ resources: { requests: { cpu: '100m' } } }, { resources: { requests: { cpu: '200m' }, limits: { memory: '1Gi' } } }],
+      containers: [
+        { resources: { requests: { cpu: '100m' } } },
+        { resources: { requests: { cpu: '200m' }, limits: { memory: '1Gi' } } },
+      ],
       initContainers: [{ resources: { requests: { cpu: '500m' } } }],
       overhead: { cpu: '10m', memory: '1Mi' },
     },
@@ -69,9 +91,37 @@ t.test("Go's canonical quantities", async (t) => {
 
 t.test('HumanDuration, %v and selectors', async (t) => {
   const s = 1000;
-  t.same([5 * s, 119 * s, 130 * s, 600 * s, 7200 * s, 7260 * s, 50 * 3600 * s, -5 * s, -1 * s].map(humanDuration), ['5s', '119s', '2m10s', '10m', '120m', '121m', '2d2h', '<invalid>', '0s']);
-  t.same([0.5, 1e21, 0.00001, 3, true, null, ['a', 'b'], 'x'].map(goValue), ['0.5', '1e+21', '1e-05', '3', 'true', '<nil>', '[a b]', 'x']);
-  t.equal(selectorString({ matchLabels: { z: '1', app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'In', values: ['front', 'edge'] }, { key: 'gone', operator: 'DoesNotExist' }] }), 'app=web,gone,tier in (edge,front),z=1'.replace('gone', '!gone'));
+  t.same([5 * s, 119 * s, 130 * s, 600 * s, 7200 * s, 7260 * s, 50 * 3600 * s, -5 * s, -1 * s].map(humanDuration), [
+    '5s',
+    '119s',
+    '2m10s',
+    '10m',
+    '120m',
+    '121m',
+    '2d2h',
+    '<invalid>',
+    '0s',
+  ]);
+  t.same([0.5, 1e21, 0.00001, 3, true, null, ['a', 'b'], 'x'].map(goValue), [
+    '0.5',
+    '1e+21',
+    '1e-05',
+    '3',
+    'true',
+    '<nil>',
+    '[a b]',
+    'x',
+  ]);
+  t.equal(
+    selectorString({
+      matchLabels: { z: '1', app: 'web' },
+      matchExpressions: [
+        { key: 'tier', operator: 'In', values: ['front', 'edge'] },
+        { key: 'gone', operator: 'DoesNotExist' },
+      ],
+    }),
+    'app=web,gone,tier in (edge,front),z=1'.replace('gone', '!gone'),
+  );
   t.equal(selectorString(undefined), '');
   t.equal(formatLabels({}), '<none>');
   t.equal(formatLabels({ b: '2', a: '1' }), 'a=1,b=2');
@@ -85,7 +135,11 @@ t.test('annotations: sorted, last-applied skipped, long values cut', async (t) =
       a: 'y'.repeat(200),
     }),
   );
-  t.equal(text, `Annotations:  a:\n                ${'y'.repeat(138)}...\n              b:\n                two\n                lines\n`);
+  t.equal(
+    text,
+    `Annotations:  a:\n                ${'y'.repeat(138)}...\n` +
+      `              b:\n                two\n                lines\n`,
+  );
 });
 
 t.test("the generic describer's labels and layout", async (t) => {
@@ -97,7 +151,12 @@ t.test("the generic describer's labels and layout", async (t) => {
   t.equal(smartLabelFor('fieldsV1'), 'fieldsV1', 'names with digits stay as they are');
   t.equal(smartLabelFor('f:spec'), 'f:spec');
   const text = describeGeneric(
-    { apiVersion: 'x.io/v1', kind: 'Widget', metadata: { name: 'w', namespace: 'n', uid: 'u-1' }, spec: { list: [{ a: 1 }, 'plain'], on: true, ratio: 0.5 } },
+    {
+      apiVersion: 'x.io/v1',
+      kind: 'Widget',
+      metadata: { name: 'w', namespace: 'n', uid: 'u-1' },
+      spec: { list: [{ a: 1 }, 'plain'], on: true, ratio: 0.5 },
+    },
     [],
   );
   t.equal(
@@ -123,26 +182,43 @@ t.test("the generic describer's labels and layout", async (t) => {
   );
 });
 
-t.test('events: oldest first (no last timestamp: first), counts, eventTime for new-style events, a flush before the table', async (t) => {
-  const now = Date.now();
-  const iso = (agoSeconds: number) => new Date(now - agoSeconds * 1000).toISOString();
-  const text = tabbed((w) => {
-    w.write(0, 'A much longer key:\tvalue\n');
-    describeEvents(w, [
-      { type: 'Warning', reason: 'BackOff', count: 3, firstTimestamp: iso(300), lastTimestamp: iso(10), source: { component: 'kubelet' }, message: ' restarting \n' },
-      { type: 'Normal', reason: 'Scheduled', eventTime: iso(400), reportingComponent: 'default-scheduler', message: 'assigned' },
-    ]);
-  });
-  t.equal(
-    text,
-    [
-      'A much longer key:  value',
-      'Events:',
-      '  Type     Reason     Age               From               Message',
-      '  ----     ------     ----              ----               -------',
-      '  Normal   Scheduled  6m40s             default-scheduler  assigned',
-      '  Warning  BackOff    10s (x3 over 5m)  kubelet            restarting',
-      '',
-    ].join('\n'),
-  );
-});
+t.test(
+  'events: oldest first (no last timestamp: first), counts, eventTime for new-style events, a flush before the table',
+  async (t) => {
+    const now = Date.now();
+    const iso = (agoSeconds: number) => new Date(now - agoSeconds * 1000).toISOString();
+    const text = tabbed((w) => {
+      w.write(0, 'A much longer key:\tvalue\n');
+      describeEvents(w, [
+        {
+          type: 'Warning',
+          reason: 'BackOff',
+          count: 3,
+          firstTimestamp: iso(300),
+          lastTimestamp: iso(10),
+          source: { component: 'kubelet' },
+          message: ' restarting \n',
+        },
+        {
+          type: 'Normal',
+          reason: 'Scheduled',
+          eventTime: iso(400),
+          reportingComponent: 'default-scheduler',
+          message: 'assigned',
+        },
+      ]);
+    });
+    t.equal(
+      text,
+      [
+        'A much longer key:  value',
+        'Events:',
+        '  Type     Reason     Age               From               Message',
+        '  ----     ------     ----              ----               -------',
+        '  Normal   Scheduled  6m40s             default-scheduler  assigned',
+        '  Warning  BackOff    10s (x3 over 5m)  kubelet            restarting',
+        '',
+      ].join('\n'),
+    );
+  },
+);

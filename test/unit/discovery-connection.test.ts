@@ -10,10 +10,27 @@ import { targetFromCredentials } from '../../src/clusters/target.js';
 import { createLogger } from '../../src/log.js';
 
 const log = createLogger('silent');
-const meta = { objectName: 'cluster-x', id: 1, name: 'x', enabled: true, impersonate: false, isDefault: true, defaultSince: 0, inCluster: false };
+const meta = {
+  objectName: 'cluster-x',
+  id: 1,
+  name: 'x',
+  enabled: true,
+  impersonate: false,
+  isDefault: true,
+  defaultSince: 0,
+  inCluster: false,
+};
 
 function connection(server: string, token = 'cluster-token') {
-  const conn = new WarmConnection(meta, { target: targetFromCredentials({ server, insecureSkipTlsVerify: false, token }), connectTimeoutMs: 300, probeIntervalMs: 1000, coalesceReads: true, writeTurns: true, callerLimits: { watches: 100, requests: 64 }, log });
+  const conn = new WarmConnection(meta, {
+    target: targetFromCredentials({ server, insecureSkipTlsVerify: false, token }),
+    connectTimeoutMs: 300,
+    probeIntervalMs: 1000,
+    coalesceReads: true,
+    writeTurns: true,
+    callerLimits: { watches: 100, requests: 64 },
+    log,
+  });
   t.teardown(() => conn.close());
   return conn;
 }
@@ -29,7 +46,12 @@ t.test('a TLS handshake that never completes: 502 after the connect timeout', as
   const silent = createServer((s) => void sockets.push(s));
   const port = await listen(silent);
   t.teardown(() => sockets.forEach((s) => s.destroy()));
-  const err = await connection(`https://127.0.0.1:${port}`).request({ method: 'GET', path: '/version' }).then(() => undefined, (e) => e);
+  const err = await connection(`https://127.0.0.1:${port}`)
+    .request({ method: 'GET', path: '/version' })
+    .then(
+      () => undefined,
+      (e) => e,
+    );
   t.equal(err?.status, 502);
   t.match(err?.message, /did not accept a connection within 300 ms/);
 });
@@ -39,7 +61,10 @@ t.test('a refused connection: 502; the probe reports it', async (t) => {
   const port = await listen(probe);
   await new Promise<void>((r) => probe.close(() => r()));
   const conn = connection(`https://127.0.0.1:${port}`);
-  const err = await conn.request({ method: 'GET', path: '/version' }).then(() => undefined, (e) => e);
+  const err = await conn.request({ method: 'GET', path: '/version' }).then(
+    () => undefined,
+    (e) => e,
+  );
   t.equal(err?.status, 502);
   t.match(err?.message, /unreachable/);
   const health = await conn.probe();
@@ -69,6 +94,9 @@ t.test('plain http: the cluster token replaces a caller-provided Authorization; 
   const controller = new AbortController();
   const pending = conn.request({ method: 'GET', path: '/slow', signal: controller.signal });
   setTimeout(() => controller.abort(), 50);
-  const err = await pending.then(() => undefined, (e) => e);
+  const err = await pending.then(
+    () => undefined,
+    (e) => e,
+  );
   t.equal(err?.name, 'AbortError', 'an aborted request rejects with AbortError');
 });

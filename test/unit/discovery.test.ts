@@ -17,7 +17,11 @@ const docs: Record<string, unknown> = {
   },
   '/apis': {
     groups: [
-      { name: 'apps', versions: [{ groupVersion: 'apps/v1', version: 'v1' }], preferredVersion: { groupVersion: 'apps/v1', version: 'v1' } },
+      {
+        name: 'apps',
+        versions: [{ groupVersion: 'apps/v1', version: 'v1' }],
+        preferredVersion: { groupVersion: 'apps/v1', version: 'v1' },
+      },
       {
         name: 'events.k8s.io',
         versions: [{ version: 'v1' }, { version: 'v1beta1' }],
@@ -36,13 +40,28 @@ const docs: Record<string, unknown> = {
       { name: 'metrics.k8s.io', versions: [{ version: 'v1beta1' }], preferredVersion: { version: 'v1beta1' } },
     ],
   },
-  '/apis/apps/v1': { resources: [{ name: 'deployments', kind: 'Deployment', namespaced: true, verbs: ['get'] }, { name: 'deployments/scale', kind: 'Scale', namespaced: true }] },
+  '/apis/apps/v1': {
+    resources: [
+      { name: 'deployments', kind: 'Deployment', namespaced: true, verbs: ['get'] },
+      { name: 'deployments/scale', kind: 'Scale', namespaced: true },
+    ],
+  },
   '/apis/events.k8s.io/v1': { resources: [{ name: 'events', kind: 'Event', namespaced: true }] },
   '/apis/events.k8s.io/v1beta1': { resources: [{ name: 'events', kind: 'Event', namespaced: true }] },
   '/apis/batch/v1': { resources: [{ name: 'jobs', kind: 'Job', namespaced: true }] },
   '/apis/batch/v1beta1': { resources: [{ name: 'cronjobs', kind: 'CronJob', namespaced: true }] },
-  '/apis/example.com/v1alpha1': { resources: [{ name: 'widgets', kind: 'Widget', namespaced: true }, { name: 'deployments', kind: 'FakeDeployment', namespaced: false }] },
-  '/apis/example.com/v2': { resources: [{ name: 'widgets', kind: 'Widget', namespaced: true }, { name: 'gadgets', kind: 'Gadget', namespaced: false }] },
+  '/apis/example.com/v1alpha1': {
+    resources: [
+      { name: 'widgets', kind: 'Widget', namespaced: true },
+      { name: 'deployments', kind: 'FakeDeployment', namespaced: false },
+    ],
+  },
+  '/apis/example.com/v2': {
+    resources: [
+      { name: 'widgets', kind: 'Widget', namespaced: true },
+      { name: 'gadgets', kind: 'Gadget', namespaced: false },
+    ],
+  },
   // metrics.k8s.io/v1beta1 is missing: an aggregated API whose backend is down.
 };
 
@@ -56,17 +75,29 @@ t.test('plural names resolve like kubectl', async (t) => {
   t.same(failed, ['metrics.k8s.io/v1beta1'], 'the failing group-version is reported, not fatal');
   t.match(index.resolve('pods'), { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true });
   t.match(index.resolve('nodes'), { group: '', namespaced: false });
-  t.match(index.resolve('deployments'), { group: 'apps', version: 'v1', kind: 'Deployment' }, 'a built-in group wins over a custom one');
+  t.match(
+    index.resolve('deployments'),
+    { group: 'apps', version: 'v1', kind: 'Deployment' },
+    'a built-in group wins over a custom one',
+  );
   t.match(index.resolve('events'), { group: '', version: 'v1' }, 'core wins over events.k8s.io');
   t.match(index.resolve('widgets'), { group: 'example.com', version: 'v2' }, 'the preferred version');
-  t.match(index.resolve('cronjobs'), { group: 'batch', version: 'v1beta1' }, 'a resource only in a non-preferred version');
+  t.match(
+    index.resolve('cronjobs'),
+    { group: 'batch', version: 'v1beta1' },
+    'a resource only in a non-preferred version',
+  );
   t.equal(index.resolve('pods/log'), undefined, 'subresources are not resources');
   t.equal(index.resolve('nope'), undefined);
 });
 
 t.test('<plural>.<group> resolves within the group', async (t) => {
   const { index } = await loadDiscovery(getter);
-  t.match(index.resolve('deployments.example.com'), { group: 'example.com', version: 'v1alpha1', kind: 'FakeDeployment' });
+  t.match(index.resolve('deployments.example.com'), {
+    group: 'example.com',
+    version: 'v1alpha1',
+    kind: 'FakeDeployment',
+  });
   t.match(index.resolve('deployments.apps'), { group: 'apps', kind: 'Deployment' });
   t.match(index.resolve('events.events.k8s.io'), { group: 'events.k8s.io', version: 'v1' });
   t.match(index.resolve('gadgets.example.com'), { group: 'example.com', version: 'v2', namespaced: false });
@@ -75,8 +106,10 @@ t.test('<plural>.<group> resolves within the group', async (t) => {
 });
 
 t.test('a cluster whose /apis fails is a failed discovery', async (t) => {
-  await t.rejects(loadDiscovery(async (path) => {
-    if (path === '/apis') throw new Error('down');
-    return docs[path];
-  }));
+  await t.rejects(
+    loadDiscovery(async (path) => {
+      if (path === '/apis') throw new Error('down');
+      return docs[path];
+    }),
+  );
 });

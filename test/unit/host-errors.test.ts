@@ -3,13 +3,33 @@
 // is a bug, and a lost compare-and-swap is retried, then a 409.
 import t from 'tap';
 import * as k8s from '@kubernetes/client-node';
-import { BadRequestError, ConflictError, HttpError, NotFoundError, ServiceUnavailableError, TooManyRequestsError } from '../../src/errors.js';
+import {
+  BadRequestError,
+  ConflictError,
+  HttpError,
+  NotFoundError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+} from '../../src/errors.js';
 import { toHttpError } from '../../src/gateway/plugins/errors.js';
-import { HostPermissionError, isAlreadyExists, isNotFound, isStale, translateHostError, translatingClient } from '../../src/host/host-errors.js';
+import {
+  HostPermissionError,
+  isAlreadyExists,
+  isNotFound,
+  isStale,
+  translateHostError,
+  translatingClient,
+} from '../../src/host/host-errors.js';
 import { retryOnConflict } from '../../src/host/retry.js';
 import { createLogger } from '../../src/log.js';
 
-const fetchError = (code: string) => Object.assign(new Error(`request failed, reason: connect ${code}`), { name: 'FetchError', type: 'system', code, errno: code });
+const fetchError = (code: string) =>
+  Object.assign(new Error(`request failed, reason: connect ${code}`), {
+    name: 'FetchError',
+    type: 'system',
+    code,
+    errno: code,
+  });
 const apiException = (code: number, reason = '', message = 'the host said no', headers: Record<string, string> = {}) =>
   new k8s.ApiException(code, 'failed', JSON.stringify({ kind: 'Status', code, reason, message }), headers);
 
@@ -31,23 +51,44 @@ t.test('every host status maps to one error of ours', async (t) => {
     const err = translateHostError(apiException(code, reason), 'create users kiteline/user-a');
     t.ok(err instanceof type, `${code} ${reason} -> ${type.name}`);
     t.equal((err as HttpError).status, status, `${code} ${reason} answers ${status}`);
-    t.same(toHttpError(apiException(code, reason))?.status, status, `the central error handler maps an untranslated ${code} the same way`);
+    t.same(
+      toHttpError(apiException(code, reason))?.status,
+      status,
+      `the central error handler maps an untranslated ${code} the same way`,
+    );
   }
-  t.ok(isAlreadyExists(translateHostError(apiException(409, 'AlreadyExists'), 'x')), 'a collided create is AlreadyExists');
+  t.ok(
+    isAlreadyExists(translateHostError(apiException(409, 'AlreadyExists'), 'x')),
+    'a collided create is AlreadyExists',
+  );
   t.ok(isStale(translateHostError(apiException(409, 'Conflict'), 'x')), 'a lost compare-and-swap is stale');
   t.notOk(isStale(translateHostError(apiException(409, 'AlreadyExists'), 'x')), 'a collided create is not stale');
   t.ok(isNotFound(translateHostError(apiException(404, 'NotFound'), 'x')));
-  t.match((translateHostError(apiException(422, 'Invalid', 'spec.name: Too long'), 'create roles') as HttpError).toBody(), {
-    reason: 'Invalid',
-    error: /create roles: spec.name: Too long/,
-  });
-  const busy = translateHostError(apiException(429, 'TooManyRequests', 'slow down', { 'retry-after': '7' }), 'x') as TooManyRequestsError;
+  t.match(
+    (translateHostError(apiException(422, 'Invalid', 'spec.name: Too long'), 'create roles') as HttpError).toBody(),
+    {
+      reason: 'Invalid',
+      error: /create roles: spec.name: Too long/,
+    },
+  );
+  const busy = translateHostError(
+    apiException(429, 'TooManyRequests', 'slow down', { 'retry-after': '7' }),
+    'x',
+  ) as TooManyRequestsError;
   t.equal(busy.retryAfterSeconds, 7, "the host's Retry-After is passed on");
-  t.equal((translateHostError(apiException(429), 'x') as TooManyRequestsError).retryAfterSeconds, 1, 'no Retry-After: 1 second');
+  t.equal(
+    (translateHostError(apiException(429), 'x') as TooManyRequestsError).retryAfterSeconds,
+    1,
+    'no Retry-After: 1 second',
+  );
 });
 
 t.test('an unreachable host is a 503 without its address; a bug stays a bug', async (t) => {
-  for (const err of [fetchError('ECONNREFUSED'), fetchError('ECONNRESET'), Object.assign(new Error('x'), { code: 'ETIMEDOUT' })]) {
+  for (const err of [
+    fetchError('ECONNREFUSED'),
+    fetchError('ECONNRESET'),
+    Object.assign(new Error('x'), { code: 'ETIMEDOUT' }),
+  ]) {
     const mapped = translateHostError(err, 'x');
     t.ok(mapped instanceof ServiceUnavailableError, `${err.message} -> 503`);
     t.notMatch((mapped as Error).message, /127\.0\.0\.1/, 'the host address is not shown');
@@ -65,7 +106,11 @@ t.test('a 403 from the host is logged once per call with what was refused, and a
   const client = translatingClient(
     {
       createNamespacedSecret: async (_req: { namespace: string }) => {
-        throw apiException(403, 'Forbidden', 'secrets is forbidden: User "system:serviceaccount:k:k" cannot create resource "secrets"');
+        throw apiException(
+          403,
+          'Forbidden',
+          'secrets is forbidden: User "system:serviceaccount:k:k" cannot create resource "secrets"',
+        );
       },
       plain: () => 42,
     },
@@ -76,7 +121,12 @@ t.test('a 403 from the host is logged once per call with what was refused, and a
   t.ok(err instanceof HostPermissionError);
   t.match((err as HttpError).message, /not allowed to create secret kiteline on the host cluster/);
   t.equal(lines.length, 1, 'one log line');
-  t.match(JSON.parse(lines[0]!), { level: 'error', call: 'create secret kiteline', status: 403, hostMessage: /cannot create resource "secrets"/ });
+  t.match(JSON.parse(lines[0]), {
+    level: 'error',
+    call: 'create secret kiteline',
+    status: 403,
+    hostMessage: /cannot create resource "secrets"/,
+  });
 });
 
 t.test('retryOnConflict runs the step again after a lost compare-and-swap, then gives a 409', async (t) => {
@@ -90,10 +140,14 @@ t.test('retryOnConflict runs the step again after a lost compare-and-swap, then 
   t.equal(runs, 3);
 
   runs = 0;
-  const out = await retryOnConflict('user a', async () => {
-    runs++;
-    throw new ConflictError('stale');
-  }, { attempts: 4, backoffMs: 1 }).catch((e: unknown) => e);
+  const out = await retryOnConflict(
+    'user a',
+    async () => {
+      runs++;
+      throw new ConflictError('stale');
+    },
+    { attempts: 4, backoffMs: 1 },
+  ).catch((e: unknown) => e);
   t.equal(runs, 4, 'the configured number of attempts');
   t.ok(out instanceof ConflictError);
   t.match((out as Error).message, /user a is being changed concurrently; try again/);
@@ -107,9 +161,13 @@ t.test('retryOnConflict runs the step again after a lost compare-and-swap, then 
   t.ok(isAlreadyExists(other));
 
   runs = 0;
-  await retryOnConflict('x', async () => {
-    runs++;
-    if (runs === 1) throw new ConflictError('exists', 'AlreadyExists');
-  }, { retryOn: isAlreadyExists });
+  await retryOnConflict(
+    'x',
+    async () => {
+      runs++;
+      if (runs === 1) throw new ConflictError('exists', 'AlreadyExists');
+    },
+    { retryOn: isAlreadyExists },
+  );
   t.equal(runs, 2, 'retryOn widens what is retried');
 });

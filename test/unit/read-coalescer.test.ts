@@ -7,11 +7,16 @@ import type { BufferedAnswer } from '../../src/clusters/types.js';
 /** A fetcher whose reads the test settles by hand, in order. */
 function manualFetcher() {
   const reads: Array<{ signal: AbortSignal; resolve: (a: BufferedAnswer) => void; reject: (e: unknown) => void }> = [];
-  const fetch = (signal: AbortSignal) => new Promise<BufferedAnswer>((resolve, reject) => reads.push({ signal, resolve, reject }));
+  const fetch = (signal: AbortSignal) =>
+    new Promise<BufferedAnswer>((resolve, reject) => reads.push({ signal, resolve, reject }));
   return { reads, fetch };
 }
 
-const answer = (text: string): BufferedAnswer => ({ statusCode: 200, headers: { 'content-type': 'application/json' }, body: Buffer.from(text) });
+const answer = (text: string): BufferedAnswer => ({
+  statusCode: 200,
+  headers: { 'content-type': 'application/json' },
+  body: Buffer.from(text),
+});
 const tick = () => new Promise((r) => setImmediate(r));
 
 t.test('a read with nothing in flight is sent at once, alone', async (t) => {
@@ -19,7 +24,7 @@ t.test('a read with nothing in flight is sent at once, alone', async (t) => {
   const { reads, fetch } = manualFetcher();
   const a = c.read('k', fetch);
   t.equal(reads.length, 1, 'sent immediately');
-  reads[0]!.resolve(answer('one'));
+  reads[0].resolve(answer('one'));
   t.equal((await a).body.toString(), 'one');
   t.equal(c.pending, 0, 'the key is forgotten once answered');
 });
@@ -31,13 +36,17 @@ t.test('reads arriving while one is in flight wait for the next read, and share 
   const first = c.read('k', fetch);
   const later = [c.read('k', fetch), c.read('k', fetch), c.read('k', fetch)];
   t.equal(reads.length, 1, 'no second read while the first is in flight');
-  reads[0]!.resolve(answer('before'));
+  reads[0].resolve(answer('before'));
   t.equal((await first).body.toString(), 'before');
   await tick();
   t.equal(reads.length, 2, 'one read for all three waiters, sent after the first settled');
-  reads[1]!.resolve(answer('after'));
+  reads[1].resolve(answer('after'));
   const bodies = (await Promise.all(later)).map((a) => a.body.toString());
-  t.same(bodies, ['after', 'after', 'after'], 'the later reads never get the answer of the read sent before they arrived');
+  t.same(
+    bodies,
+    ['after', 'after', 'after'],
+    'the later reads never get the answer of the read sent before they arrived',
+  );
   t.equal(shared, 2, 'two answers came from a read another request also waited for');
   t.equal(c.pending, 0);
 });
@@ -48,8 +57,8 @@ t.test('different keys never share', async (t) => {
   const a = c.read('a', fetch);
   const b = c.read('b', fetch);
   t.equal(reads.length, 2);
-  reads[0]!.resolve(answer('A'));
-  reads[1]!.resolve(answer('B'));
+  reads[0].resolve(answer('A'));
+  reads[1].resolve(answer('B'));
   t.equal((await a).body.toString(), 'A');
   t.equal((await b).body.toString(), 'B');
 });
@@ -59,14 +68,14 @@ t.test('an error reaches the whole batch, and the next batch still reads', async
   const { reads, fetch } = manualFetcher();
   const first = c.read('k', fetch);
   const second = [c.read('k', fetch), c.read('k', fetch)];
-  reads[0]!.reject(new Error('upstream down'));
+  reads[0].reject(new Error('upstream down'));
   await t.rejects(first, /upstream down/);
   await tick();
   t.equal(reads.length, 2, 'the waiting batch sends its own read');
-  reads[1]!.reject(new Error('still down'));
+  reads[1].reject(new Error('still down'));
   for (const p of second) await t.rejects(p, /still down/);
   const third = c.read('k', fetch);
-  reads[2]!.resolve(answer('back'));
+  reads[2].resolve(answer('back'));
   t.equal((await third).body.toString(), 'back');
 });
 
@@ -79,12 +88,12 @@ t.test('a waiter that leaves is dropped; the others still get the answer', async
   // a was sent alone; b waits for the next read.
   leaving.abort();
   await t.rejects(a, { name: 'AbortError' });
-  t.equal(reads[0]!.signal.aborted, true, 'nobody waits for the first read any more: it is aborted');
-  reads[0]!.reject(new Error('aborted'));
+  t.equal(reads[0].signal.aborted, true, 'nobody waits for the first read any more: it is aborted');
+  reads[0].reject(new Error('aborted'));
   await tick();
   t.equal(reads.length, 2, 'the waiting read is sent');
-  t.equal(reads[1]!.signal.aborted, false);
-  reads[1]!.resolve(answer('b'));
+  t.equal(reads[1].signal.aborted, false);
+  reads[1].resolve(answer('b'));
   t.equal((await b).body.toString(), 'b');
 });
 
@@ -96,7 +105,7 @@ t.test('a batch everyone left before it was sent is never sent', async (t) => {
   const waiting = c.read('k', fetch, gone.signal);
   gone.abort();
   await t.rejects(waiting, { name: 'AbortError' });
-  reads[0]!.resolve(answer('first'));
+  reads[0].resolve(answer('first'));
   await first;
   await tick();
   t.equal(reads.length, 1, 'no read for a batch without waiters');

@@ -64,7 +64,9 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
   const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
   const verb = typeof route.verb === 'function' ? route.verb(body) : route.verb;
   const resource = route.resource ?? auditField(request, route.resourceField);
-  const cluster = route.clusterScoped ? (detail.cluster ?? request.clusterName ?? askedCluster(request)) : detail.cluster;
+  const cluster = route.clusterScoped
+    ? (detail.cluster ?? request.clusterName ?? askedCluster(request))
+    : detail.cluster;
   const record: AuditRecord = {
     who: principal?.name ?? request.actor ?? 'anonymous',
     whoKind: principal?.kind ?? (request.actor ? 'user' : 'anonymous'),
@@ -79,7 +81,7 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
     result: status < 400 ? 'success' : 'failure',
     status,
     clientAddress: request.ip,
-    path: request.url.split('?')[0]!,
+    path: request.url.split('?')[0],
   };
   const id = auditField(request, 'params.id');
   if (id !== undefined) record.id = id;
@@ -92,7 +94,9 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
 export default fp(
   async function audit(app: FastifyInstance) {
     app.decorateRequest('auditDetail', undefined);
-    const events = app.services.config.auditEvents ? new AuditEventWriter(app.services.host, app.services.log) : undefined;
+    const events = app.services.config.auditEvents
+      ? new AuditEventWriter(app.services.host, app.services.log)
+      : undefined;
 
     // A write route missing from the table is still audited (verb = method), but say so early.
     app.addHook('onRoute', (route) => {

@@ -56,7 +56,8 @@ export default fp(
           title: 'kiteline',
           version: packageVersion(),
           description:
-            'Multi-cluster Kubernetes administration: the /api/v1 contract of Kite, served from custom resources in the host cluster. ' +
+            'Multi-cluster Kubernetes administration: the /api/v1 contract of Kite, ' +
+            'served from custom resources in the host cluster. ' +
             'Every error answers {error, reason, code[, details]}.',
         },
         tags: TAGS,
@@ -64,7 +65,9 @@ export default fp(
         security: SIGNED_IN,
       },
       // Shared schemas keep their $id as their name under components.schemas.
-      refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+      refResolver: {
+        buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+      },
       transform: ({ schema, url }) => {
         if (!schema?.documentedBody) return { schema, url };
         const { documentedBody, ...rest } = schema;

@@ -32,7 +32,12 @@ const pendingHeads = new WeakMap<IncomingMessage, Buffer>();
 const HEARTBEAT_MS = 30_000;
 /** Frames above this close the WebSocket (1009): every protocol here sends small JSON messages. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
-const webSockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES, perMessageDeflate: false, clientTracking: false });
+const webSockets = new WebSocketServer({
+  noServer: true,
+  maxPayload: MAX_MESSAGE_BYTES,
+  perMessageDeflate: false,
+  clientTracking: false,
+});
 /** The open WebSockets of each gateway (several run in one test process), ended when it closes. */
 const openWebSockets = new WeakMap<Server, Set<WebSocket>>();
 
@@ -48,7 +53,8 @@ export function isWebSocketRequest(request: FastifyRequest): boolean {
  */
 export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): Promise<WebSocket> {
   const head = pendingHeads.get(request.raw);
-  if (!head || !isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+  if (!head || !isWebSocketRequest(request))
+    throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
   if (request.principal?.kind === 'user' && request.headers.authorization === undefined) checkOrigin(request);
   pendingHeads.delete(request.raw);
   reply.hijack();
@@ -87,7 +93,8 @@ function checkOrigin(request: FastifyRequest): void {
   const allowed = new Set([`http://${request.host}`, `https://${request.host}`]);
   const external = request.server.services.config.externalUrl;
   if (external) allowed.add(new URL(external).origin);
-  if (!allowed.has(origin)) throw new ForbiddenError(`a WebSocket signed in by cookie must come from kiteline's own origin, not ${origin}`);
+  if (!allowed.has(origin))
+    throw new ForbiddenError(`a WebSocket signed in by cookie must come from kiteline's own origin, not ${origin}`);
 }
 
 export default fp(

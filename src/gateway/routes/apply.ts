@@ -9,12 +9,24 @@ import { HttpError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { parseApplyDocuments } from '../../tools/apply-documents.js';
 import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
-import { clusterCookie, clusterHeader, clusterQueryProperties, objectOf, replies, stringEnum, type App } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  clusterQueryProperties,
+  objectOf,
+  replies,
+  stringEnum,
+  type App,
+} from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const namespace = (description?: string) =>
-  Type.String({ maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$', ...(description ? { description } : {}) });
+  Type.String({
+    maxLength: 63,
+    pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+    ...(description ? { description } : {}),
+  });
 const string = Type.String();
 
 const ApplyQuery = Type.Object({
@@ -27,7 +39,9 @@ const ApplyQuery = Type.Object({
 const ApplyBody = Type.Object(
   {
     yaml: Type.String({ minLength: 1, description: 'one or more YAML (or JSON) documents separated by ---' }),
-    force: Type.Optional(Type.Boolean({ description: 'take ownership of fields other managers own (server-side apply force)' })),
+    force: Type.Optional(
+      Type.Boolean({ description: 'take ownership of fields other managers own (server-side apply force)' }),
+    ),
     dryRun: Type.Optional(Type.Boolean({ description: 'only check: nothing is written' })),
     namespace: Type.Optional(namespace('the namespace of namespaced documents that name none (default: default)')),
   },
@@ -47,7 +61,14 @@ const Outcome = objectOf({
   error: string,
 });
 
-const ApplyReply = objectOf({ message: string, kind: string, name: string, namespace: string, dryRun: Type.Boolean(), documents: Type.Array(Outcome) });
+const ApplyReply = objectOf({
+  message: string,
+  kind: string,
+  name: string,
+  namespace: string,
+  dryRun: Type.Boolean(),
+  documents: Type.Array(Outcome),
+});
 
 export default async function applyRoutes(app: App) {
   app.post(
@@ -56,10 +77,13 @@ export default async function applyRoutes(app: App) {
       onRequest: app.requireUser,
       schema: {
         tags: ['resources'],
-        summary: 'Apply multi-document YAML with server-side apply (field manager kiteline), all documents dry-run first',
+        summary:
+          'Apply multi-document YAML with server-side apply (field manager kiteline), all documents dry-run first',
         description:
-          'Each document is resolved through discovery (CRDs of the same file included: they are applied first and waited for), authorized ' +
-          '(create and patch), and dry-run before anything is written. Conflicts with other field managers fail the apply unless force is set.',
+          'Each document is resolved through discovery ' +
+          '(CRDs of the same file included: they are applied first and waited for), authorized ' +
+          '(create and patch), and dry-run before anything is written. ' +
+          'Conflicts with other field managers fail the apply unless force is set.',
         headers: clusterHeader,
         cookies: clusterCookie,
         querystring: ApplyQuery,
@@ -79,7 +103,15 @@ export default async function applyRoutes(app: App) {
       const audit = (outcomes: DocumentOutcome[]) => {
         for (const o of outcomes) {
           if (o.result === 'not-applied' || o.result === 'not-checked') continue;
-          auditObject(request, { cluster: conn.name, verb: 'apply', resource: o.resource ?? o.kind, namespace: o.namespace, name: o.name, status: o.status ?? (o.result === 'removed' ? 200 : 400), dryRun });
+          auditObject(request, {
+            cluster: conn.name,
+            verb: 'apply',
+            resource: o.resource ?? o.kind,
+            namespace: o.namespace,
+            name: o.name,
+            status: o.status ?? (o.result === 'removed' ? 200 : 400),
+            dryRun,
+          });
         }
       };
       let answer: ApplyAnswer;
@@ -96,7 +128,8 @@ export default async function applyRoutes(app: App) {
           },
         });
       } catch (err) {
-        if (err instanceof HttpError) audit(((err.details as { documents?: DocumentOutcome[] } | undefined)?.documents ?? []));
+        if (err instanceof HttpError)
+          audit((err.details as { documents?: DocumentOutcome[] } | undefined)?.documents ?? []);
         throw err;
       }
       audit(answer.documents);

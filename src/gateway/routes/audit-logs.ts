@@ -27,15 +27,27 @@ const str = Type.String();
 const int = Type.Integer();
 const AuditLog = objectOf(
   {
-    ...resourceHistoryProperties({ resourceYaml: 'always empty: kiteline never stores objects', previousYaml: 'always empty' }),
+    ...resourceHistoryProperties({
+      resourceYaml: 'always empty: kiteline never stores objects',
+      previousYaml: 'always empty',
+    }),
     errorMessage: Type.String({ description: 'the HTTP status of a failed action, e.g. "HTTP 403 Forbidden"' }),
-    operator: objectOf({ id: int, username: str, name: str, provider: stringEnum(['password', 'api_key', 'anonymous']), kind: stringEnum(['user', 'apikey', 'anonymous']) }),
+    operator: objectOf({
+      id: int,
+      username: str,
+      name: str,
+      provider: stringEnum(['password', 'api_key', 'anonymous']),
+      kind: stringEnum(['user', 'apikey', 'anonymous']),
+    }),
     status: Type.Integer({ description: 'the HTTP status of the answer' }),
     requestId: str,
     clientAddress: str,
     path: Type.String({ description: 'the request path, without its query' }),
     objectId: Type.String({ description: 'admin routes with an :id: that id' }),
-    subject: Type.String({ description: 'what else the action names: the user of a role assignment, the file of an upload, the container of a terminal' }),
+    subject: Type.String({
+      description:
+        'what else the action names: the user of a role assignment, the file of an upload, the container of a terminal',
+    }),
     dryRun: Type.Boolean(),
     bytesIn: Type.Integer({ description: 'sessions: bytes from the client' }),
     bytesOut: Type.Integer({ description: 'sessions: bytes to the client' }),
@@ -52,14 +64,16 @@ export default async function auditLogRoutes(app: App) {
       tags: ['operations'],
       summary: 'The audit trail (Kite audit logs), newest first (role admin)',
       description:
-        'Every write through the gateway, logins, failed logins and proxy sessions, from every replica, kept per the audit retention. Filters are exact matches except `search`.',
+        'Every write through the gateway, logins, failed logins and proxy sessions, from every replica, ' +
+        'kept per the audit retention. Filters are exact matches except `search`.',
       querystring: AuditLogQuery,
       response: replies({ 200: AuditLogPage }),
     },
   };
   const list = async (request: { query: Static<typeof AuditLogQuery> }) => {
     const trail = app.services.audit.trail;
-    if (!trail) throw new NotFoundError('the audit trail is off (KITELINE_AUDIT_TRAIL=false); audit records are only in the log');
+    if (!trail)
+      throw new NotFoundError('the audit trail is off (KITELINE_AUDIT_TRAIL=false); audit records are only in the log');
     return trail.query(parseAuditQuery(request.query));
   };
   app.get(PREFIX, route, list);

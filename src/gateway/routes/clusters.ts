@@ -16,7 +16,10 @@ const tags = ['clusters'];
 const clusterProperties = {
   name: str(253),
   description: str(1024),
-  config: { ...str(CONFIG_MAX), description: 'a kubeconfig (YAML); exec and auth-provider plugins and file paths are refused' },
+  config: {
+    ...str(CONFIG_MAX),
+    description: 'a kubeconfig (YAML); exec and auth-provider plugins and file paths are refused',
+  },
   prometheusURL: str(2048),
   inCluster: { type: 'boolean', description: "the host cluster itself, through kiteline's service account" },
   isDefault: { type: 'boolean', description: 'clears the flag on every other cluster' },
@@ -57,8 +60,9 @@ const importSchema = {
   tags: ['setup'],
   summary: 'Register the first clusters: one per kubeconfig context, or the host cluster',
   description:
-    'Public only before the first super user is created and while no cluster exists; once a user was ever created it needs ' +
-    'an admin (the super user\'s session cookie from create_super_user), even if the clusters were all deleted. ' +
+    'Public only before the first super user is created and while no cluster exists; ' +
+    "once a user was ever created it needs an admin (the super user's session cookie from create_super_user), " +
+    'even if the clusters were all deleted. ' +
     'Only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
   security: PUBLIC,
   body: {
@@ -81,7 +85,11 @@ const importSchema = {
   }),
 };
 
-const adminListSchema = { tags, summary: 'List registered clusters (admin view)', response: replies({ 200: { type: 'array', items: ref('Cluster') } }) };
+const adminListSchema = {
+  tags,
+  summary: 'List registered clusters (admin view)',
+  response: replies({ 200: { type: 'array', items: ref('Cluster') } }),
+};
 const userListSchema = {
   tags,
   summary: 'The enabled clusters the caller may use, by name',

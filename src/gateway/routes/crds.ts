@@ -12,7 +12,16 @@ import { withSearch } from '../../resources/read-query.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import { collectionPath, objectPath } from '../../resources/target.js';
 import { expectSuccess, sendObject, streamToClient } from '../../resources/upstream.js';
-import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, ref, replies, type App, type RequestWith } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  ClusterQuery,
+  clusterQueryProperties,
+  ref,
+  replies,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const CRDS = 'customresourcedefinitions.apiextensions.k8s.io';
@@ -28,7 +37,11 @@ const CrdListQuery = Type.Object({
 const CrdParams = Type.Object({ crd: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 
 export default async function crdRoutes(app: App) {
-  async function list(request: RequestWith<{ query: Static<typeof CrdListQuery> }>, reply: FastifyReply, signal: AbortSignal) {
+  async function list(
+    request: RequestWith<{ query: Static<typeof CrdListQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const ctx = await toolRequest(app, request, reply, signal);
     requireAccess(app.services.auth, ctx.principal, ctx.conn.name, RESOURCE, undefined, 'list');
     const resolved = await ctx.conn.resolveResource(CRDS);
@@ -39,7 +52,12 @@ export default async function crdRoutes(app: App) {
     if (query.limit) search.set('limit', String(query.limit));
     if (query.continue) search.set('continue', query.continue);
     const res = await expectSuccess(
-      await ctx.conn.request({ method: 'GET', path: withSearch(collectionPath(resolved, undefined), search), headers: upstreamHeaders({ accept: 'application/json' }, ctx.headers), signal }),
+      await ctx.conn.request({
+        method: 'GET',
+        path: withSearch(collectionPath(resolved, undefined), search),
+        headers: upstreamHeaders({ accept: 'application/json' }, ctx.headers),
+        signal,
+      }),
     );
     return streamToClient(reply, res);
   }
@@ -52,8 +70,16 @@ export default async function crdRoutes(app: App) {
     querystring: CrdListQuery,
     response: replies({ 200: ref('KubernetesObject') }),
   });
-  app.get('/api/v1/crds', { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds)") }, withClientSignal(list));
-  app.get('/api/v1/crds/_all', { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds/_all)") }, withClientSignal(list));
+  app.get(
+    '/api/v1/crds',
+    { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds)") },
+    withClientSignal(list),
+  );
+  app.get(
+    '/api/v1/crds/_all',
+    { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds/_all)") },
+    withClientSignal(list),
+  );
 
   app.get(
     '/api/v1/crds/_all/:crd',
@@ -77,7 +103,10 @@ export default async function crdRoutes(app: App) {
       if (!resolved) throw new NotFoundError(`cluster ${ctx.conn.name} serves no CustomResourceDefinitions`);
       await app.services.hostGuard.check(ctx.conn, { resolved, namespace: undefined, name: crd, verb: 'get' });
       const headers = upstreamHeaders({ accept: 'application/json' }, ctx.headers);
-      return sendObject(reply, await ctx.conn.readObject({ path: objectPath(resolved, undefined, crd), headers, signal }));
+      return sendObject(
+        reply,
+        await ctx.conn.readObject({ path: objectPath(resolved, undefined, crd), headers, signal }),
+      );
     }),
   );
 }

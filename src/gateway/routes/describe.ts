@@ -18,13 +18,29 @@ import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { objectPath, planTarget } from '../../resources/target.js';
 import { getJson } from '../../tools/kube.js';
-import { clusterCookie, clusterHeader, ClusterQuery, objectOf, replies, type App, type RequestWith } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  ClusterQuery,
+  objectOf,
+  replies,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 /** The path of a view of one object: /:resource/:namespace/:name/<view>. */
 export const ObjectViewParams = Type.Object({
-  resource: Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' }),
-  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'the namespace, or `_all` for a cluster-scoped kind' }),
+  resource: Type.String({
+    maxLength: 253,
+    pattern: RESOURCE_PATTERN,
+    description: 'a plural resource name (`pods`) or `<plural>.<group>`',
+  }),
+  namespace: Type.String({
+    maxLength: 63,
+    pattern: NAMESPACE_PATTERN,
+    description: 'the namespace, or `_all` for a cluster-scoped kind',
+  }),
   name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
 
@@ -39,7 +55,10 @@ export const objectViewSchema = {
 
 const DescribeReply = objectOf({ result: Type.String({ description: 'the describe text, as kubectl prints it' }) });
 
-/** What a view of one object starts from: the request's cluster, the object's kind, the object, a reader of its related objects. */
+/**
+ * What a view of one object starts from: the request's cluster, the object's kind, the object, a reader of its
+ * related objects.
+ */
 export interface ObjectView {
   ctx: ToolRequest;
   resolved: ResolvedResource;

@@ -8,14 +8,30 @@ import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { planTarget } from '../../resources/target.js';
 import { objectEvents } from '../../tools/events.js';
-import { clusterCookie, clusterHeader, clusterQueryProperties, objectOf, openObject, replies, type App } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  clusterQueryProperties,
+  objectOf,
+  openObject,
+  replies,
+  type App,
+} from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const EventsQuery = Type.Object({
-  resource: Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' }),
+  resource: Type.String({
+    maxLength: 253,
+    pattern: RESOURCE_PATTERN,
+    description: 'a plural resource name (`pods`) or `<plural>.<group>`',
+  }),
   name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
   namespace: Type.Optional(
-    Type.String({ maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'empty or `_all` for a cluster-scoped object' }),
+    Type.String({
+      maxLength: 63,
+      pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$',
+      description: 'empty or `_all` for a cluster-scoped object',
+    }),
   ),
   ...clusterQueryProperties,
 });
@@ -49,16 +65,38 @@ export default async function eventRoutes(app: App) {
       if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
       const target = planTarget(resolved, { ...segments, namespace: segments.namespace ?? '_all' });
       requireAccess(app.services.auth, principal, conn.name, target.resource, target.namespace, 'get');
-      await app.services.hostGuard.check(conn, { resolved, namespace: target.namespace, name: target.name, verb: 'get' });
+      await app.services.hostGuard.check(conn, {
+        resolved,
+        namespace: target.namespace,
+        name: target.name,
+        verb: 'get',
+      });
 
       const coreEvents = await conn.resolveResource('events');
-      if (!coreEvents || coreEvents.group !== '') throw new NotFoundError(`cluster ${conn.name} serves no core/v1 events`);
+      if (!coreEvents || coreEvents.group !== '')
+        throw new NotFoundError(`cluster ${conn.name} serves no core/v1 events`);
       const eventsApi = await conn.resolveResource('events.events.k8s.io');
       const eventsNamespace = target.namespace;
       requireAccess(app.services.auth, principal, conn.name, 'events', eventsNamespace, 'list');
-      await app.services.hostGuard.check(conn, { resolved: coreEvents, namespace: eventsNamespace, name: undefined, verb: 'list' });
-      const guardSelector = eventsNamespace === undefined ? await app.services.hostGuard.listFieldSelector(conn, coreEvents, undefined) : undefined;
-      return objectEvents(ctx, { resolved, namespace: target.namespace, name: target.name!, eventsNamespace, guardSelector, eventsApi, coreEvents });
+      await app.services.hostGuard.check(conn, {
+        resolved: coreEvents,
+        namespace: eventsNamespace,
+        name: undefined,
+        verb: 'list',
+      });
+      const guardSelector =
+        eventsNamespace === undefined
+          ? await app.services.hostGuard.listFieldSelector(conn, coreEvents, undefined)
+          : undefined;
+      return objectEvents(ctx, {
+        resolved,
+        namespace: target.namespace,
+        name: target.name!,
+        eventsNamespace,
+        guardSelector,
+        eventsApi,
+        coreEvents,
+      });
     }),
   );
 }

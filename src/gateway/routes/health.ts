@@ -4,9 +4,13 @@ import { objectOf, PUBLIC, replies, stringEnum, type App } from '../schemas.js';
 const ok = objectOf({ status: stringEnum(['ok']) });
 
 export default async function healthRoutes(app: App) {
-  app.get('/healthz', { schema: { tags: ['health'], summary: 'The process is alive', security: PUBLIC, response: replies({ 200: ok }) } }, async () => ({
-    status: 'ok' as const,
-  }));
+  app.get(
+    '/healthz',
+    { schema: { tags: ['health'], summary: 'The process is alive', security: PUBLIC, response: replies({ 200: ok }) } },
+    async () => ({
+      status: 'ok' as const,
+    }),
+  );
   app.get(
     '/readyz',
     {

@@ -11,8 +11,26 @@ import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
 import { planTarget } from '../../resources/target.js';
-import { DEFAULT_HISTORY_PAGE_SIZE, hasRevisions, MAX_HISTORY_PAGE_SIZE, rollbackWorkload, workloadHistory, type WorkloadRef } from '../../tools/history.js';
-import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, defaulted, objectOf, replies, resourceHistoryProperties, type App, type RequestWith } from '../schemas.js';
+import {
+  DEFAULT_HISTORY_PAGE_SIZE,
+  hasRevisions,
+  MAX_HISTORY_PAGE_SIZE,
+  rollbackWorkload,
+  workloadHistory,
+  type WorkloadRef,
+} from '../../tools/history.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  ClusterQuery,
+  clusterQueryProperties,
+  defaulted,
+  objectOf,
+  replies,
+  resourceHistoryProperties,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 const string = Type.String();
@@ -44,11 +62,26 @@ const HistoryEntry = objectOf({
 
 const HistoryReply = objectOf({
   data: Type.Array(HistoryEntry),
-  pagination: objectOf({ page: integer, pageSize: integer, total: integer, totalPages: integer, hasNextPage: boolean, hasPrevPage: boolean }),
+  pagination: objectOf({
+    page: integer,
+    pageSize: integer,
+    total: integer,
+    totalPages: integer,
+    hasNextPage: boolean,
+    hasPrevPage: boolean,
+  }),
 });
 
 const RollbackBody = Type.Object(
-  { revision: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647, description: '0 (default): the revision before the current one' })) },
+  {
+    revision: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 2147483647,
+        description: '0 (default): the revision before the current one',
+      }),
+    ),
+  },
   { additionalProperties: false },
 );
 
@@ -68,12 +101,26 @@ export default async function historyRoutes(app: App) {
     const resolved = await ctx.conn.resolveResource(segments.resource);
     if (!resolved) throw new NotFoundError(`resource not found on cluster ${ctx.conn.name}: ${segments.resource}`);
     const target = planTarget(resolved, segments);
-    if (verb !== 'get') request.auditDetail = { verb: 'rollback', cluster: ctx.conn.name, resource: target.resource, namespace: target.namespace, name: target.name };
+    if (verb !== 'get')
+      request.auditDetail = {
+        verb: 'rollback',
+        cluster: ctx.conn.name,
+        resource: target.resource,
+        namespace: target.namespace,
+        name: target.name,
+      };
     requireAccess(auth, ctx.principal, ctx.conn.name, target.resource, target.namespace, verb);
     if (verb !== 'get') requireAccess(auth, ctx.principal, ctx.conn.name, target.resource, target.namespace, 'get');
     await hostGuard.check(ctx.conn, { resolved, namespace: target.namespace, name: target.name, verb });
     if (hasRevisions(resolved)) {
-      requireAccess(auth, ctx.principal, ctx.conn.name, resolved.resource === 'deployments' ? 'replicasets' : 'controllerrevisions', target.namespace, 'list');
+      requireAccess(
+        auth,
+        ctx.principal,
+        ctx.conn.name,
+        resolved.resource === 'deployments' ? 'replicasets' : 'controllerrevisions',
+        target.namespace,
+        'list',
+      );
     }
     return { ctx, ref: { resolved, resource: target.resource, namespace: target.namespace ?? '', name: target.name! } };
   }
@@ -84,7 +131,9 @@ export default async function historyRoutes(app: App) {
       onRequest: app.requireUser,
       schema: {
         tags: ['resources'],
-        summary: "A workload's revisions, newest first (Deployments: ReplicaSets; StatefulSets, DaemonSets: ControllerRevisions; others: empty)",
+        summary:
+          "A workload's revisions, newest first " +
+          '(Deployments: ReplicaSets; StatefulSets, DaemonSets: ControllerRevisions; others: empty)',
         headers: clusterHeader,
         cookies: clusterCookie,
         params: WorkloadParams,
@@ -105,7 +154,8 @@ export default async function historyRoutes(app: App) {
       onRequest: app.requireUser,
       schema: {
         tags: ['resources'],
-        summary: 'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
+        summary:
+          'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
         headers: clusterHeader,
         cookies: clusterCookie,
         params: WorkloadParams,

@@ -11,7 +11,14 @@ const initState = objectOf({
 export default async function initRoutes(app: FastifyInstance) {
   app.get(
     '/api/v1/init_check',
-    { schema: { tags: ['setup'], summary: 'How far first-run setup got', security: PUBLIC, response: replies({ 200: initState }) } },
+    {
+      schema: {
+        tags: ['setup'],
+        summary: 'How far first-run setup got',
+        security: PUBLIC,
+        response: replies({ 200: initState }),
+      },
+    },
     async () => {
       const { users, clusterStore } = app.services;
       const step = (users.any() ? 1 : 0) + (clusterStore.any() ? 1 : 0);

@@ -24,7 +24,8 @@ const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', '
 /** The API key of a proxied request: Authorization only, a session cookie does not count. */
 function caller(request: FastifyRequest): Principal {
   const header = request.headers.authorization;
-  if (typeof header !== 'string' || header.trim() === '') throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
+  if (typeof header !== 'string' || header.trim() === '')
+    throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
   if (!request.principal) throw new UnauthorizedError(request.authFailure ?? 'invalid API key');
   return request.principal;
 }
@@ -46,9 +47,13 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
   app.setErrorHandler((err, request, reply) => {
     const known = toHttpError(err);
     if (!known) request.log.error({ err }, 'unhandled error');
-    else if (known.status >= 500) request.log.warn({ status: known.status, reason: known.reason, msg: known.message }, 'upstream error');
+    else if (known.status >= 500)
+      request.log.warn({ status: known.status, reason: known.reason, msg: known.message }, 'upstream error');
     if (known instanceof TooManyRequestsError) reply.header('retry-after', String(known.retryAfterSeconds));
-    return reply.code(known?.status ?? 500).type('application/json').send(statusOf(known, request.id));
+    return reply
+      .code(known?.status ?? 500)
+      .type('application/json')
+      .send(statusOf(known, request.id));
   });
 
   async function forward(request: FastifyRequest, reply: FastifyReply) {
@@ -58,12 +63,26 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
       if (!reply.raw.writableFinished) controller.abort();
     });
     // A write is audited with what it names, refused or not.
-    const admitted = await admitProxyRequest(services, principal, request.method, request.raw.url ?? request.url, request.headers['content-type'], ({ conn, info, access, dryRun }) => {
-      request.clusterName = conn.name;
-      if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
-        request.auditDetail = { verb: info.verb, cluster: conn.name, resource: access.resource, namespace: access.namespace, name: access.name, dryRun };
-      }
-    });
+    const admitted = await admitProxyRequest(
+      services,
+      principal,
+      request.method,
+      request.raw.url ?? request.url,
+      request.headers['content-type'],
+      ({ conn, info, access, dryRun }) => {
+        request.clusterName = conn.name;
+        if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
+          request.auditDetail = {
+            verb: info.verb,
+            cluster: conn.name,
+            resource: access.resource,
+            namespace: access.namespace,
+            name: access.name,
+            dryRun,
+          };
+        }
+      },
+    );
     const { conn } = admitted;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
     let res;
@@ -83,7 +102,9 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
     }
     if (res.statusCode === 401) {
       res.destroy();
-      throw new BadGatewayError("the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig");
+      throw new BadGatewayError(
+        "the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig",
+      );
     }
     reply.code(res.statusCode).headers(clientResponseHeaders(res.headers));
     // An answer of unknown length (a watch, logs -f) sends its head at once; every chunk after it

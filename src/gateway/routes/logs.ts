@@ -36,22 +36,33 @@ const PodOrAllParams = podParams(`^(_all|${NAME_PATTERN.slice(1, -1)})$`);
 
 const LogSessionQuery = Type.Object({
   ...logQueryProperties,
-  labelSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH, description: 'with pod `_all`: the pods to follow' })),
+  labelSelector: Type.Optional(
+    Type.String({ maxLength: MAX_SELECTOR_LENGTH, description: 'with pod `_all`: the pods to follow' }),
+  ),
 });
 
-const LogsAnswer = objectOf({ logs: Type.Array(string), container: string, pod: string, namespace: string }, "The container's log lines (Kite's shape)");
+const LogsAnswer = objectOf(
+  { logs: Type.Array(string), container: string, pod: string, namespace: string },
+  "The container's log lines (Kite's shape)",
+);
 // JSON (LogsAnswer), or server-sent events the handler writes itself.
 const LogOrEvents = streamed({
   description: 'the log',
   content: {
     'application/json': { schema: LogsAnswer },
     'text/event-stream': {
-      schema: { type: 'string', description: 'server-sent events: `connected`, then one `log` per line, `close` at the end, `error` ({error}) if it breaks' },
+      schema: {
+        type: 'string',
+        description:
+          'server-sent events: `connected`, then one `log` per line, `close` at the end, ' +
+          '`error` ({error}) if it breaks',
+      },
     },
   },
 });
 const webSocketAnswer = streamed({
-  description: 'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data[, pod, container]}',
+  description:
+    'the answer is a WebSocket (101 Switching Protocols); each message a JSON {type, data[, pod, container]}',
   type: 'object',
   additionalProperties: true,
 });
@@ -77,7 +88,13 @@ export default async function logRoutes(app: App) {
       const { namespace, pod } = request.params;
       const options = logOptions(request.query);
       const ctx = await toolRequest(app, request, reply, signal, options.follow);
-      await requireWorkloadAccess(services, ctx.principal, ctx.conn, { kind: POD_RESOURCE, resource: 'pods/log', verb: 'get', namespace, name: pod });
+      await requireWorkloadAccess(services, ctx.principal, ctx.conn, {
+        kind: POD_RESOURCE,
+        resource: 'pods/log',
+        verb: 'get',
+        namespace,
+        name: pod,
+      });
       if (!options.follow) return readLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
       const log = await openLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
       void followLogAsEvents(new EventStream(reply, signal), log);
@@ -93,7 +110,8 @@ export default async function logRoutes(app: App) {
         tags: ['resources'],
         summary: "WebSocket: a pod's log, or (pod `_all` and labelSelector) the logs of every pod a selector matches",
         description:
-          'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), `info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
+          'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), ' +
+          '`info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
         headers: clusterHeader,
         cookies: clusterCookie,
         params: PodOrAllParams,
@@ -102,20 +120,42 @@ export default async function logRoutes(app: App) {
       },
     },
     async (request, reply) => {
-      if (!isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+      if (!isWebSocketRequest(request))
+        throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
       const { namespace, pod } = request.params;
       const { query } = request;
       const options = logOptions(query, true);
       const fanOut = pod === '_all';
       const labelSelector = query.labelSelector ?? '';
-      if (fanOut && labelSelector.trim() === '') throw new BadRequestError('pod _all needs a labelSelector: the pods whose logs to follow');
+      if (fanOut && labelSelector.trim() === '')
+        throw new BadRequestError('pod _all needs a labelSelector: the pods whose logs to follow');
       const principal = request.principal!;
-      const conn = await selectCluster(services.clusters, request, (cluster) => services.auth.canAccessCluster(principal, cluster));
+      const conn = await selectCluster(services.clusters, request, (cluster) =>
+        services.auth.canAccessCluster(principal, cluster),
+      );
       request.clusterName = conn.name;
-      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods/log', verb: 'get', namespace, name: fanOut ? undefined : pod });
+      await requireWorkloadAccess(services, principal, conn, {
+        kind: POD_RESOURCE,
+        resource: 'pods/log',
+        verb: 'get',
+        namespace,
+        name: fanOut ? undefined : pod,
+      });
       if (fanOut) {
-        await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'list', namespace, name: undefined });
-        await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'watch', namespace, name: undefined });
+        await requireWorkloadAccess(services, principal, conn, {
+          kind: POD_RESOURCE,
+          resource: 'pods',
+          verb: 'list',
+          namespace,
+          name: undefined,
+        });
+        await requireWorkloadAccess(services, principal, conn, {
+          kind: POD_RESOURCE,
+          resource: 'pods',
+          verb: 'watch',
+          namespace,
+          name: undefined,
+        });
       }
       const headers = impersonationHeaders(conn, principal);
       const caller = `${principal.kind}:${principal.id}`;
@@ -127,12 +167,19 @@ export default async function logRoutes(app: App) {
         // The first upstream request before the handshake: a missing pod, a bad selector or a
         // refusal of the cluster is a plain HTTP error.
         const first = fanOut
-          ? { list: await listPods(conn, headers, podsPath(namespace, new URLSearchParams({ labelSelector })), controller.signal) }
+          ? {
+              list: await listPods(
+                conn,
+                headers,
+                podsPath(namespace, new URLSearchParams({ labelSelector })),
+                controller.signal,
+              ),
+            }
           : { log: await openLog(conn, headers, namespace, pod, options, controller.signal) };
         const ws = await acceptWebSocket(request, reply);
         const session = new LogSession(ws, ctx, release);
         if (first.list) void session.followSelector(labelSelector, first.list);
-        else void session.followPod(pod, first.log!);
+        else void session.followPod(pod, first.log);
       } catch (err) {
         controller.abort();
         release();

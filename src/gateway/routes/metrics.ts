@@ -14,9 +14,12 @@ export default async function metricsRoutes(app: App) {
         summary: 'Prometheus metrics of this gateway replica',
         description: config.metricsPublic
           ? 'Served without authentication (KITELINE_METRICS_PUBLIC=true).'
-          : 'Needs an admin principal: an admin API key (e.g. as Prometheus\' bearer token) or an admin session. KITELINE_METRICS_PUBLIC=true serves it without authentication.',
+          : "Needs an admin principal: an admin API key (e.g. as Prometheus' bearer token) or an admin session. " +
+            'KITELINE_METRICS_PUBLIC=true serves it without authentication.',
         security: config.metricsPublic ? PUBLIC : SIGNED_IN,
-        response: replies({ 200: streamed({ description: 'Prometheus text exposition format 0.0.4', type: 'string' }) }),
+        response: replies({
+          200: streamed({ description: 'Prometheus text exposition format 0.0.4', type: 'string' }),
+        }),
       },
     },
     async (_request, reply) => {

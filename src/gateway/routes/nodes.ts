@@ -9,11 +9,35 @@ import { Type, type Static, type TSchema } from 'typebox';
 import { ForbiddenError, NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
-import { DEFAULT_DRAIN_TIMEOUT_SECONDS, drainNode, MAX_DRAIN_TIMEOUT_SECONDS, planDrain, type DrainOptions, type DrainReport } from '../../tools/drain.js';
+import {
+  DEFAULT_DRAIN_TIMEOUT_SECONDS,
+  drainNode,
+  MAX_DRAIN_TIMEOUT_SECONDS,
+  planDrain,
+  type DrainOptions,
+  type DrainReport,
+} from '../../tools/drain.js';
 import { getJson, type KubeList } from '../../tools/kube.js';
-import { addTaint, checkTaint, removeTaint, setUnschedulable, TAINT_EFFECTS, type Taint } from '../../tools/node-actions.js';
+import {
+  addTaint,
+  checkTaint,
+  removeTaint,
+  setUnschedulable,
+  TAINT_EFFECTS,
+  type Taint,
+} from '../../tools/node-actions.js';
 import { HttpError } from '../../errors.js';
-import { ClusterQuery, clusterCookie, clusterHeader, objectOf, openObject, replies, stringEnum, type App, type RequestWith } from '../schemas.js';
+import {
+  ClusterQuery,
+  clusterCookie,
+  clusterHeader,
+  objectOf,
+  openObject,
+  replies,
+  stringEnum,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
@@ -26,22 +50,52 @@ const podNote = objectOf({ namespace: string, name: string, reason: string });
 const CordonReply = objectOf({ message: string, node: string, unschedulable: boolean });
 
 const TaintBody = Type.Object(
-  { key: Type.String({ maxLength: 316 }), value: Type.Optional(Type.String({ maxLength: 63 })), effect: stringEnum(TAINT_EFFECTS) },
+  {
+    key: Type.String({ maxLength: 316 }),
+    value: Type.Optional(Type.String({ maxLength: 63 })),
+    effect: stringEnum(TAINT_EFFECTS),
+  },
   { additionalProperties: false },
 );
-const TaintReply = objectOf({ message: string, node: string, taint: objectOf({ key: string, value: string, effect: string, timeAdded: string }) });
+const TaintReply = objectOf({
+  message: string,
+  node: string,
+  taint: objectOf({ key: string, value: string, effect: string, timeAdded: string }),
+});
 
-const UntaintBody = Type.Object({ key: Type.String({ maxLength: 316 }), effect: Type.Optional(stringEnum(TAINT_EFFECTS)) }, { additionalProperties: false });
+const UntaintBody = Type.Object(
+  { key: Type.String({ maxLength: 316 }), effect: Type.Optional(stringEnum(TAINT_EFFECTS)) },
+  { additionalProperties: false },
+);
 const UntaintReply = objectOf({ message: string, node: string, removedTaintKey: string });
 
 const DrainBody = Type.Object(
   {
     force: Type.Optional(Type.Boolean({ description: 'also evict pods no controller manages' })),
-    gracePeriod: Type.Optional(Type.Integer({ minimum: -1, maximum: 86400, description: 'seconds each pod gets to stop; -1 (default): its own grace period' })),
+    gracePeriod: Type.Optional(
+      Type.Integer({
+        minimum: -1,
+        maximum: 86400,
+        description: 'seconds each pod gets to stop; -1 (default): its own grace period',
+      }),
+    ),
     deleteLocalData: Type.Optional(Type.Boolean({ description: 'also evict pods with emptyDir volumes' })),
-    ignoreDaemonsets: Type.Optional(Type.Boolean({ description: 'skip DaemonSet pods (default true); false refuses a node with DaemonSet pods' })),
-    timeoutSeconds: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DRAIN_TIMEOUT_SECONDS, description: `default ${DEFAULT_DRAIN_TIMEOUT_SECONDS}` })),
-    podSelector: Type.Optional(Type.String({ maxLength: 1024, description: 'only pods matching this label selector (kubectl drain --pod-selector)' })),
+    ignoreDaemonsets: Type.Optional(
+      Type.Boolean({ description: 'skip DaemonSet pods (default true); false refuses a node with DaemonSet pods' }),
+    ),
+    timeoutSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DRAIN_TIMEOUT_SECONDS,
+        description: `default ${DEFAULT_DRAIN_TIMEOUT_SECONDS}`,
+      }),
+    ),
+    podSelector: Type.Optional(
+      Type.String({
+        maxLength: 1024,
+        description: 'only pods matching this label selector (kubectl drain --pod-selector)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -86,15 +140,33 @@ export default async function nodeRoutes(app: App) {
     return { ctx, node: name };
   }
 
-  const common = { tags: ['resources'], headers: clusterHeader, cookies: clusterCookie, params: NodeParams, querystring: ClusterQuery };
-  const schema = <B extends TSchema, A extends TSchema>(summary: string, body: B, answer: A) => ({ ...common, summary, body, response: replies({ 200: answer }) });
+  const common = {
+    tags: ['resources'],
+    headers: clusterHeader,
+    cookies: clusterCookie,
+    params: NodeParams,
+    querystring: ClusterQuery,
+  };
+  const schema = <B extends TSchema, A extends TSchema>(summary: string, body: B, answer: A) => ({
+    ...common,
+    summary,
+    body,
+    response: replies({ 200: answer }),
+  });
 
-  for (const [action, unschedulable] of [['cordon', true], ['uncordon', false]] as const) {
+  for (const [action, unschedulable] of [
+    ['cordon', true],
+    ['uncordon', false],
+  ] as const) {
     app.post(
       `/api/v1/nodes/_all/:name/${action}`,
       {
         onRequest: app.requireUser,
-        schema: { ...common, summary: `${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`, response: replies({ 200: CordonReply }) },
+        schema: {
+          ...common,
+          summary: `${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`,
+          response: replies({ 200: CordonReply }),
+        },
       },
       withClientSignal(async (request, reply, signal) => {
         const { ctx, node } = await prepare(request, reply, signal, action);
@@ -136,9 +208,16 @@ export default async function nodeRoutes(app: App) {
     if (!(await hostGuard.reachesHost(ctx.conn))) return;
     const search = new URLSearchParams({ fieldSelector: `spec.nodeName=${node}`, limit: '1' });
     // kiteline's own credentials: whether kiteline runs there, and nothing else, is what counts.
-    const own = await getJson<KubeList>(ctx, `/api/v1/namespaces/${encodeURIComponent(hostGuard.installNamespace)}/pods?${search}`, {});
+    const own = await getJson<KubeList>(
+      ctx,
+      `/api/v1/namespaces/${encodeURIComponent(hostGuard.installNamespace)}/pods?${search}`,
+      {},
+    );
     if ((own.items ?? []).length > 0) {
-      throw new ForbiddenError(`node ${node} runs kiteline itself (cluster ${ctx.conn.name} is kiteline's host): drain it with kubectl, not through kiteline`);
+      throw new ForbiddenError(
+        `node ${node} runs kiteline itself (cluster ${ctx.conn.name} is kiteline's host): ` +
+          'drain it with kubectl, not through kiteline',
+      );
     }
   }
 
@@ -146,7 +225,11 @@ export default async function nodeRoutes(app: App) {
     '/api/v1/nodes/_all/:name/drain',
     {
       onRequest: app.requireUser,
-      schema: schema('Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)', DrainBody, DrainReply),
+      schema: schema(
+        'Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)',
+        DrainBody,
+        DrainReply,
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       // No body at all: the defaults.
@@ -172,16 +255,34 @@ export default async function nodeRoutes(app: App) {
         await hostGuard.check(ctx.conn, { resolved: pods, namespace, name: pod.metadata?.name, verb: 'create' });
       }
       const audit = (report: DrainReport) => {
-        for (const p of report.evicted) auditObject(request, { cluster: ctx.conn.name, verb: 'evict', resource: 'pods/eviction', ...p, status: 201 });
-        for (const p of report.blocked) auditObject(request, { cluster: ctx.conn.name, verb: 'evict', resource: 'pods/eviction', namespace: p.namespace, name: p.name, status: 429 });
-        for (const p of report.failed) auditObject(request, { cluster: ctx.conn.name, verb: 'evict', resource: 'pods/eviction', namespace: p.namespace, name: p.name, status: 409 });
+        for (const p of report.evicted)
+          auditObject(request, { cluster: ctx.conn.name, verb: 'evict', resource: 'pods/eviction', ...p, status: 201 });
+        for (const p of report.blocked)
+          auditObject(request, {
+            cluster: ctx.conn.name,
+            verb: 'evict',
+            resource: 'pods/eviction',
+            namespace: p.namespace,
+            name: p.name,
+            status: 429,
+          });
+        for (const p of report.failed)
+          auditObject(request, {
+            cluster: ctx.conn.name,
+            verb: 'evict',
+            resource: 'pods/eviction',
+            namespace: p.namespace,
+            name: p.name,
+            status: 409,
+          });
       };
       try {
         const report = await drainNode(ctx, node, plan, options);
         audit(report);
         return report;
       } catch (err) {
-        if (err instanceof HttpError && Array.isArray((err.details as DrainReport | undefined)?.evicted)) audit(err.details as DrainReport);
+        if (err instanceof HttpError && Array.isArray((err.details as DrainReport | undefined)?.evicted))
+          audit(err.details as DrainReport);
         throw err;
       }
     }),

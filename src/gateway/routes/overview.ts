@@ -25,10 +25,13 @@ export default async function overviewRoutes(app: App) {
     },
     async (request, reply) => {
       const principal = request.principal!;
-      const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
+      const conn = await selectCluster(app.services.clusters, request, (cluster) =>
+        app.services.auth.canAccessCluster(principal, cluster),
+      );
       request.clusterName = conn.name;
       holdClusterSlot(reply, conn, principal, false);
-      for (const resource of OVERVIEW_RESOURCES) requireAccess(app.services.auth, principal, conn.name, resource, undefined, 'list');
+      for (const resource of OVERVIEW_RESOURCES)
+        requireAccess(app.services.auth, principal, conn.name, resource, undefined, 'list');
       const controller = new AbortController();
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) controller.abort();

@@ -34,18 +34,34 @@ const PodParams = Type.Object({
 });
 type PodParams = Static<typeof PodParams>;
 const PodFileQuery = Type.Object({
-  container: Type.Optional(Type.String({ maxLength: 253, description: "the container; empty: the pod's only (or default) one" })),
+  container: Type.Optional(
+    Type.String({ maxLength: 253, description: "the container; empty: the pod's only (or default) one" }),
+  ),
   path: Type.Optional(Type.String({ maxLength: 4096, description: 'an absolute path in the container' })),
 });
 type PodFileQuery = Static<typeof PodFileQuery>;
 
 const string = Type.String();
-const FileInfo = objectOf({ name: string, isDir: Type.Boolean(), size: string, modTime: string, mode: string, uid: string, gid: string });
+const FileInfo = objectOf({
+  name: string,
+  isDir: Type.Boolean(),
+  size: string,
+  modTime: string,
+  mode: string,
+  uid: string,
+  gid: string,
+});
 /** Sent as a stream (reply.send), never serialized. */
 const bytes = streamed({ type: 'string', description: "the file's bytes" });
 
 /** Raster images preview as themselves; everything else (HTML and SVG included) as plain text. */
-const IMAGE_TYPES: Readonly<Record<string, string>> = { '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp' };
+const IMAGE_TYPES: Readonly<Record<string, string>> = {
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+};
 
 function baseName(path: string): string {
   return path.replace(/\/+$/, '').split('/').pop() || 'root';
@@ -59,7 +75,13 @@ function disposition(kind: 'inline' | 'attachment', name: string): string {
 
 /** Headers no pod's content can escape: it never runs as kiteline's origin. */
 function contained(reply: FastifyReply, type: string, contentDisposition: string): void {
-  reply.headers({ 'content-type': type, 'content-disposition': contentDisposition, 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox', 'cache-control': 'no-store' });
+  reply.headers({
+    'content-type': type,
+    'content-disposition': contentDisposition,
+    'x-content-type-options': 'nosniff',
+    'content-security-policy': 'sandbox',
+    'cache-control': 'no-store',
+  });
 }
 
 export default async function podFileRoutes(app: App) {
@@ -69,16 +91,35 @@ export default async function podFileRoutes(app: App) {
 
   /** The cluster, the caller's exec right on the pod, and the pod and container. */
   async function podFiles(ctx: ToolRequest, p: PodParams, query: PodFileQuery): Promise<PodFileTarget> {
-    await requireWorkloadAccess(services, ctx.principal, ctx.conn, { kind: POD_RESOURCE, resource: 'pods/exec', verb: 'create', namespace: p.namespace, name: p.pod });
+    await requireWorkloadAccess(services, ctx.principal, ctx.conn, {
+      kind: POD_RESOURCE,
+      resource: 'pods/exec',
+      verb: 'create',
+      namespace: p.namespace,
+      name: p.pod,
+    });
     return { namespace: p.namespace, pod: p.pod, container: query.container ?? '' };
   }
 
   const base = '/api/v1/pods/:namespace/:pod/files';
-  const common = { tags: ['resources'], headers: clusterHeader, cookies: clusterCookie, params: PodParams, querystring: PodFileQuery };
+  const common = {
+    tags: ['resources'],
+    headers: clusterHeader,
+    cookies: clusterCookie,
+    params: PodParams,
+    querystring: PodFileQuery,
+  };
 
   app.get(
     base,
-    { onRequest: app.requireUser, schema: { ...common, summary: 'A directory in a container: its entries, directories first', response: replies({ 200: Type.Array(FileInfo) }) } },
+    {
+      onRequest: app.requireUser,
+      schema: {
+        ...common,
+        summary: 'A directory in a container: its entries, directories first',
+        response: replies({ 200: Type.Array(FileInfo) }),
+      },
+    },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;
       const ctx = await toolRequest(app, request, reply, signal);
@@ -89,7 +130,14 @@ export default async function podFileRoutes(app: App) {
 
   app.get(
     `${base}/preview`,
-    { onRequest: app.requireUser, schema: { ...common, summary: `A file shown inline (text, or a raster image), cut after ${MAX_PREVIEW_BYTES} bytes`, response: replies({ 200: bytes }) } },
+    {
+      onRequest: app.requireUser,
+      schema: {
+        ...common,
+        summary: `A file shown inline (text, or a raster image), cut after ${MAX_PREVIEW_BYTES} bytes`,
+        response: replies({ 200: bytes }),
+      },
+    },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;
       const path = checkedPath(query.path);
@@ -104,7 +152,14 @@ export default async function podFileRoutes(app: App) {
 
   app.get(
     `${base}/download`,
-    { onRequest: app.requireUser, schema: { ...common, summary: `A file, or a directory as a tar archive (at most ${MAX_DOWNLOAD_BYTES} bytes)`, response: replies({ 200: bytes }) } },
+    {
+      onRequest: app.requireUser,
+      schema: {
+        ...common,
+        summary: `A file, or a directory as a tar archive (at most ${MAX_DOWNLOAD_BYTES} bytes)`,
+        response: replies({ 200: bytes }),
+      },
+    },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;
       const path = checkedPath(query.path);
@@ -114,7 +169,11 @@ export default async function podFileRoutes(app: App) {
       const command = directory ? ['tar', 'cf', '-', '--', path] : ['cat', '--', path];
       const { stream } = await openFileStream(ctx, target, command, MAX_DOWNLOAD_BYTES);
       const name = baseName(path);
-      contained(reply, directory ? 'application/x-tar' : 'application/octet-stream', disposition('attachment', directory ? `${name}.tar` : name));
+      contained(
+        reply,
+        directory ? 'application/x-tar' : 'application/octet-stream',
+        disposition('attachment', directory ? `${name}.tar` : name),
+      );
       return reply.send(stream);
     }),
   );
@@ -139,7 +198,8 @@ export default async function podFileRoutes(app: App) {
       const target = await podFiles(ctx, p, query);
       if (!request.isMultipart()) throw new BadRequestError('send the file as multipart/form-data, field `file`');
       const part = await request.file();
-      if (!part || part.fieldname !== 'file') throw new BadRequestError('send the file as multipart/form-data, field `file`');
+      if (!part || part.fieldname !== 'file')
+        throw new BadRequestError('send the file as multipart/form-data, field `file`');
       const fileName = checkedFileName(part.filename);
       const data = await part.toBuffer();
       if (part.file.truncated) throw new PayloadTooLargeError(`an upload is at most ${MAX_UPLOAD_BYTES} bytes`);

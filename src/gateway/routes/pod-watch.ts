@@ -10,14 +10,24 @@ import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../workloads/sse.js';
 import { openWatch, podsPath } from '../../workloads/watch-events.js';
 import { NAMESPACE_PATTERN } from '../../resources/segments.js';
-import { clusterCookie, clusterHeader, clusterQueryProperties, replies, streamed, stringEnum, type App } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  clusterQueryProperties,
+  replies,
+  streamed,
+  stringEnum,
+  type App,
+} from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const MAX_SELECTOR_LENGTH = 4096;
 
 const PodWatchParams = Type.Object({ namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN }) });
 const PodWatchQuery = Type.Object({
-  reduce: Type.Optional(stringEnum(['true', 'false'], { description: "trim each pod to what Kite's list shows (default false)" })),
+  reduce: Type.Optional(
+    stringEnum(['true', 'false'], { description: "trim each pod to what Kite's list shows (default false)" }),
+  ),
   labelSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
   fieldSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
   ...clusterQueryProperties,
@@ -31,7 +41,8 @@ const PodEvents = streamed({
       schema: {
         type: 'string',
         description:
-          'server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite\'s `metrics` member), `error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
+          "server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite's `metrics` member), " +
+          '`error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
       },
     },
   },
@@ -59,22 +70,38 @@ export default async function podWatchRoutes(app: App) {
       const namespace = params.namespace === '_all' ? undefined : params.namespace;
       const ctx = await toolRequest(app, request, reply, signal, true);
       const { conn, principal } = ctx;
-      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource: 'pods', verb: 'watch', namespace, name: undefined });
-      const fieldSelector = namespace === undefined ? await services.hostGuard.listFieldSelector(conn, POD_RESOURCE, query.fieldSelector) : query.fieldSelector;
+      await requireWorkloadAccess(services, principal, conn, {
+        kind: POD_RESOURCE,
+        resource: 'pods',
+        verb: 'watch',
+        namespace,
+        name: undefined,
+      });
+      const fieldSelector =
+        namespace === undefined
+          ? await services.hostGuard.listFieldSelector(conn, POD_RESOURCE, query.fieldSelector)
+          : query.fieldSelector;
       const selection = new URLSearchParams();
       if (query.labelSelector) selection.set('labelSelector', query.labelSelector);
       if (fieldSelector) selection.set('fieldSelector', fieldSelector);
       const watchQuery = new URLSearchParams(selection);
       watchQuery.set('watch', 'true');
       const metricsQuery = new URLSearchParams(query.labelSelector ? { labelSelector: query.labelSelector } : {});
-      const metricsBase = namespace === undefined ? '/apis/metrics.k8s.io/v1beta1/pods' : `/apis/metrics.k8s.io/v1beta1/namespaces/${namespace}/pods`;
+      const metricsBase =
+        namespace === undefined
+          ? '/apis/metrics.k8s.io/v1beta1/pods'
+          : `/apis/metrics.k8s.io/v1beta1/namespaces/${namespace}/pods`;
       const metricsPath = mayAccess(services.auth, principal, conn.name, 'pods.metrics.k8s.io', namespace, 'list')
         ? `${metricsBase}${metricsQuery.size > 0 ? `?${metricsQuery}` : ''}`
         : undefined;
       // Opened before the answer starts: a bad selector or a refusal is a plain HTTP error.
       const upstream = await openWatch(conn, ctx.headers, podsPath(namespace, watchQuery), signal);
       const events = new EventStream(reply, signal);
-      void relayPodWatch(events, { conn, headers: ctx.headers, metricsPath, reduce: query.reduce === 'true', signal }, upstream);
+      void relayPodWatch(
+        events,
+        { conn, headers: ctx.headers, metricsPath, reduce: query.reduce === 'true', signal },
+        upstream,
+      );
       return reply;
     }),
   );

@@ -28,7 +28,9 @@ export default async function relatedRoutes(app: App) {
       onRequest: app.requireUser,
       schema: {
         ...objectViewSchema,
-        summary: "An object's related objects: owners, owned objects, Services and Ingresses, referenced ConfigMaps, Secrets, claims, ServiceAccount",
+        summary:
+          "An object's related objects: owners, owned objects, Services and Ingresses, " +
+          'referenced ConfigMaps, Secrets, claims, ServiceAccount',
         response: replies({ 200: RelatedReply }),
       },
     },

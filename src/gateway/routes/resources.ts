@@ -13,11 +13,23 @@ import { isWriteVerb } from '../../resources/audit.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
-import { DEFAULT_DELETE_TIMEOUT_SECONDS, deleteOptions, DeleteQuery, deletedAtOnce, waitUntilDeleted } from '../../resources/delete.js';
+import {
+  DEFAULT_DELETE_TIMEOUT_SECONDS,
+  deleteOptions,
+  DeleteQuery,
+  deletedAtOnce,
+  waitUntilDeleted,
+} from '../../resources/delete.js';
 import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
 import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
 import { getSearch, listSearch, objectWatchSearch, ReadQuery, withSearch } from '../../resources/read-query.js';
-import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN, type PathSegments } from '../../resources/segments.js';
+import {
+  checkSegments,
+  NAME_PATTERN,
+  NAMESPACE_PATTERN,
+  RESOURCE_PATTERN,
+  type PathSegments,
+} from '../../resources/segments.js';
 import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
 import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
 import { prepareWrite } from '../../resources/write-body.js';
@@ -25,8 +37,16 @@ import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query
 import { clusterCookie, clusterHeader, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
 
-const resource = Type.String({ maxLength: 253, pattern: RESOURCE_PATTERN, description: 'a plural resource name (`pods`) or `<plural>.<group>`' });
-const namespace = Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN, description: 'a namespace, or `_all` (all namespaces; cluster-scoped kinds)' });
+const resource = Type.String({
+  maxLength: 253,
+  pattern: RESOURCE_PATTERN,
+  description: 'a plural resource name (`pods`) or `<plural>.<group>`',
+});
+const namespace = Type.String({
+  maxLength: 63,
+  pattern: NAMESPACE_PATTERN,
+  description: 'a namespace, or `_all` (all namespaces; cluster-scoped kinds)',
+});
 const name = Type.String({ maxLength: 253, pattern: NAME_PATTERN });
 /** /:resource, /:resource/:namespace and /:resource/:namespace/:name. */
 const ResourceParams = Type.Object({ resource });
@@ -53,19 +73,35 @@ function documented(summary: string, success: number[], body?: { schema: object;
   };
 }
 
-const objectBody = { schema: { ...ref('KubernetesObject') }, consumes: [JSON_MEDIA_TYPES[0]!, ...YAML_MEDIA_TYPES.slice(1)] };
+const objectBody = {
+  schema: { ...ref('KubernetesObject') },
+  consumes: [JSON_MEDIA_TYPES[0], ...YAML_MEDIA_TYPES.slice(1)],
+};
 const patchBody = {
-  schema: { description: 'a patch document: an object (strategic merge, merge, apply) or an array of operations (json)' },
-  consumes: [...JSON_MEDIA_TYPES, YAML_MEDIA_TYPES[0]!],
+  schema: {
+    description: 'a patch document: an object (strategic merge, merge, apply) or an array of operations (json)',
+  },
+  consumes: [...JSON_MEDIA_TYPES, YAML_MEDIA_TYPES[0]],
 };
 const docs = {
   listAll: documented('List a resource in all namespaces (or watch it: watch=true)', [200]),
   list: documented('List a resource in a namespace or `_all` (or watch it: watch=true)', [200]),
   get: documented('Get an object (or watch it: watch=true)', [200]),
-  create: documented("Create an object; metadata.namespace must match the path or is filled from it", [201, 200, 202], objectBody),
+  create: documented(
+    'Create an object; metadata.namespace must match the path or is filled from it',
+    [201, 200, 202],
+    objectBody,
+  ),
   replace: documented('Replace an object (metadata.resourceVersion required; stale: 409)', [200, 201], objectBody),
-  patch: documented('Patch an object: patchType absent = strategic merge, merge, json, apply (server-side apply, needs fieldManager)', [200, 201], patchBody),
-  remove: documented('Delete an object; by default waits until it is gone (504 when timeoutSeconds runs out)', [200, 202]),
+  patch: documented(
+    'Patch an object: patchType absent = strategic merge, merge, json, apply (server-side apply, needs fieldManager)',
+    [200, 201],
+    patchBody,
+  ),
+  remove: documented(
+    'Delete an object; by default waits until it is gone (504 when timeoutSeconds runs out)',
+    [200, 202],
+  ),
 };
 
 /** What every resource request works with once the cluster and resource are known. */
@@ -82,11 +118,21 @@ export default async function resourceRoutes(app: App) {
   registerBodyParsers(app);
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
-  async function prepare(request: RequestWith<{ params: Params }>, reply: FastifyReply, signal: AbortSignal): Promise<Prepared> {
+  async function prepare(
+    request: RequestWith<{ params: Params }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ): Promise<Prepared> {
     const { params } = request;
-    const segments: PathSegments = checkSegments({ resource: params.resource, namespace: params.namespace, name: params.name });
+    const segments: PathSegments = checkSegments({
+      resource: params.resource,
+      namespace: params.namespace,
+      name: params.name,
+    });
     const principal = request.principal!;
-    const conn = await selectCluster(app.services.clusters, request, (cluster) => app.services.auth.canAccessCluster(principal, cluster));
+    const conn = await selectCluster(app.services.clusters, request, (cluster) =>
+      app.services.auth.canAccessCluster(principal, cluster),
+    );
     request.clusterName = conn.name;
     holdClusterSlot(reply, conn, principal, isLongRunning(request.method, request.query as ReadQuery & DeleteQuery));
     const resolved = await conn.resolveResource(segments.resource);
@@ -105,7 +151,14 @@ export default async function resourceRoutes(app: App) {
   }
 
   /** The caller's roles, then the host guard (kiteline's own namespace and group: 403 for everyone). */
-  async function authorize(request: FastifyRequest, p: Prepared, verb: Verb, namespace: string | undefined, name: string | undefined, dryRun = false): Promise<void> {
+  async function authorize(
+    request: FastifyRequest,
+    p: Prepared,
+    verb: Verb,
+    namespace: string | undefined,
+    name: string | undefined,
+    dryRun = false,
+  ): Promise<void> {
     if (isWriteVerb(verb)) {
       request.auditDetail = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
     }
@@ -113,18 +166,38 @@ export default async function resourceRoutes(app: App) {
     await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb });
   }
 
-  async function list(request: RequestWith<{ params: Params; query: ReadQuery }>, reply: FastifyReply, signal: AbortSignal) {
+  async function list(
+    request: RequestWith<{ params: Params; query: ReadQuery }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { query } = request;
     await authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
     const fieldSelector =
-      p.target.namespace === undefined ? await app.services.hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector) : query.fieldSelector;
-    const path = withSearch(collectionPath(p.target.resolved, p.target.namespace), listSearch({ ...query, fieldSelector }));
-    const res = await expectSuccess(await p.conn.request({ method: 'GET', path, headers: upstreamHeaders(JSON_HEADERS, p.impersonation), signal: p.signal }));
+      p.target.namespace === undefined
+        ? await app.services.hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector)
+        : query.fieldSelector;
+    const path = withSearch(
+      collectionPath(p.target.resolved, p.target.namespace),
+      listSearch({ ...query, fieldSelector }),
+    );
+    const res = await expectSuccess(
+      await p.conn.request({
+        method: 'GET',
+        path,
+        headers: upstreamHeaders(JSON_HEADERS, p.impersonation),
+        signal: p.signal,
+      }),
+    );
     return streamToClient(reply, res, { flushHeaders: !!query.watch });
   }
 
-  async function get(request: RequestWith<{ params: Params; query: ReadQuery }>, reply: FastifyReply, signal: AbortSignal) {
+  async function get(
+    request: RequestWith<{ params: Params; query: ReadQuery }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { resolved, namespace, name } = p.target;
     const { query } = request;
@@ -140,50 +213,98 @@ export default async function resourceRoutes(app: App) {
     return streamToClient(reply, res, { flushHeaders: true });
   }
 
-  async function create(request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>, reply: FastifyReply, signal: AbortSignal) {
+  async function create(
+    request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { query } = request;
-    const write = prepareWrite(request.body, p.target.resolved, p.target.resource, p.target.namespace, undefined, 'POST');
+    const write = prepareWrite(
+      request.body,
+      p.target.resolved,
+      p.target.resource,
+      p.target.namespace,
+      undefined,
+      'POST',
+    );
     await authorize(request, p, 'create', write.namespace, write.name, !!query.dryRun);
     const path = withSearch(collectionPath(p.target.resolved, write.namespace), writeSearch(query));
     const res = await send(p, 'POST', path, 'application/json', JSON.stringify(write.object));
     return streamToClient(reply, res);
   }
 
-  async function replace(request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>, reply: FastifyReply, signal: AbortSignal) {
+  async function replace(
+    request: RequestWith<{ params: Params; query: Static<typeof WriteQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const { query } = request;
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
     await authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
     const object = objectPath(resolved, write.namespace, name!);
-    const res = await send(p, 'PUT', withSearch(object, writeSearch(query)), 'application/json', JSON.stringify(write.object), object);
+    const res = await send(
+      p,
+      'PUT',
+      withSearch(object, writeSearch(query)),
+      'application/json',
+      JSON.stringify(write.object),
+      object,
+    );
     return streamToClient(reply, res);
   }
 
-  async function patch(request: RequestWith<{ params: Params; query: Static<typeof PatchQuery> }>, reply: FastifyReply, signal: AbortSignal) {
+  async function patch(
+    request: RequestWith<{ params: Params; query: Static<typeof PatchQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const { query } = request;
     const type = patchTypeOf(query.patchType, request.headers['content-type']);
-    const body = preparePatch(type, request.body, { resource, namespace, name: name!, fieldManager: query.fieldManager });
+    const body = preparePatch(type, request.body, {
+      resource,
+      namespace,
+      name: name!,
+      fieldManager: query.fieldManager,
+    });
     await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
     // Server-side apply creates a missing object: it needs create as well.
     if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
     const object = objectPath(resolved, namespace, name!);
-    const res = await send(p, 'PATCH', withSearch(object, writeSearch(query, { apply: type === 'apply' })), PATCH_CONTENT_TYPES[type], body, object);
+    const res = await send(
+      p,
+      'PATCH',
+      withSearch(object, writeSearch(query, { apply: type === 'apply' })),
+      PATCH_CONTENT_TYPES[type],
+      body,
+      object,
+    );
     return streamToClient(reply, res);
   }
 
-  async function remove(request: RequestWith<{ params: Params; query: DeleteQuery }>, reply: FastifyReply, signal: AbortSignal) {
+  async function remove(
+    request: RequestWith<{ params: Params; query: DeleteQuery }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
     const p = await prepare(request, reply, signal);
     const { resolved, resource, namespace, name } = p.target;
     const { query } = request;
     await authorize(request, p, 'delete', namespace, name, !!query.dryRun);
-    const res = await send(p, 'DELETE', objectPath(resolved, namespace, name!), 'application/json', JSON.stringify(deleteOptions(query)));
+    const res = await send(
+      p,
+      'DELETE',
+      objectPath(resolved, namespace, name!),
+      'application/json',
+      JSON.stringify(deleteOptions(query)),
+    );
     if (query.wait === false || query.dryRun) return streamToClient(reply, res);
     const description = describeObject(resource, namespace, name!);
-    const answer = await readJson(res);
+    const answer: unknown = await readJson(res);
     if (!deletedAtOnce(answer)) {
       await waitUntilDeleted({
         conn: p.conn,
@@ -206,11 +327,39 @@ export default async function resourceRoutes(app: App) {
 
   // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
   const onRequest = app.requireUser;
-  app.get('/:resource', { onRequest, schema: { ...docs.listAll, params: ResourceParams, querystring: ReadQuery } }, guarded(list));
-  app.get('/:resource/:namespace', { onRequest, schema: { ...docs.list, params: CollectionParams, querystring: ReadQuery } }, guarded(list));
-  app.get('/:resource/:namespace/:name', { onRequest, schema: { ...docs.get, params: ObjectParams, querystring: ReadQuery } }, guarded(get));
-  app.post('/:resource/:namespace', { onRequest, schema: { ...docs.create, params: CollectionParams, querystring: WriteQuery } }, guarded(create));
-  app.put('/:resource/:namespace/:name', { onRequest, schema: { ...docs.replace, params: ObjectParams, querystring: WriteQuery } }, guarded(replace));
-  app.patch('/:resource/:namespace/:name', { onRequest, schema: { ...docs.patch, params: ObjectParams, querystring: PatchQuery } }, guarded(patch));
-  app.delete('/:resource/:namespace/:name', { onRequest, schema: { ...docs.remove, params: ObjectParams, querystring: DeleteQuery } }, guarded(remove));
+  app.get(
+    '/:resource',
+    { onRequest, schema: { ...docs.listAll, params: ResourceParams, querystring: ReadQuery } },
+    guarded(list),
+  );
+  app.get(
+    '/:resource/:namespace',
+    { onRequest, schema: { ...docs.list, params: CollectionParams, querystring: ReadQuery } },
+    guarded(list),
+  );
+  app.get(
+    '/:resource/:namespace/:name',
+    { onRequest, schema: { ...docs.get, params: ObjectParams, querystring: ReadQuery } },
+    guarded(get),
+  );
+  app.post(
+    '/:resource/:namespace',
+    { onRequest, schema: { ...docs.create, params: CollectionParams, querystring: WriteQuery } },
+    guarded(create),
+  );
+  app.put(
+    '/:resource/:namespace/:name',
+    { onRequest, schema: { ...docs.replace, params: ObjectParams, querystring: WriteQuery } },
+    guarded(replace),
+  );
+  app.patch(
+    '/:resource/:namespace/:name',
+    { onRequest, schema: { ...docs.patch, params: ObjectParams, querystring: PatchQuery } },
+    guarded(patch),
+  );
+  app.delete(
+    '/:resource/:namespace/:name',
+    { onRequest, schema: { ...docs.remove, params: ObjectParams, querystring: DeleteQuery } },
+    guarded(remove),
+  );
 }

@@ -9,14 +9,30 @@ import { BadRequestError } from '../../errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
 import { SearchIndexes } from '../../tools/search-index.js';
 import { mayAccess } from '../../workloads/access.js';
-import { clusterCookie, clusterHeader, clusterQueryProperties, defaulted, objectOf, replies, type App } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  clusterQueryProperties,
+  defaulted,
+  objectOf,
+  replies,
+  type App,
+} from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const SearchQuery = Type.Object({
-  q: Type.String({ minLength: 1, maxLength: MAX_QUERY_LENGTH, description: 'a part of a name, a label value, `key=value`; may start with a kind (`pod web`)' }),
+  q: Type.String({
+    minLength: 1,
+    maxLength: MAX_QUERY_LENGTH,
+    description: 'a part of a name, a label value, `key=value`; may start with a kind (`pod web`)',
+  }),
   limit: defaulted(Type.Integer({ minimum: 1, maximum: MAX_SEARCH_LIMIT, default: DEFAULT_SEARCH_LIMIT })),
   namespace: Type.Optional(
-    Type.String({ maxLength: 63, pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$', description: 'only objects of this namespace; empty or `_all`: every namespace' }),
+    Type.String({
+      maxLength: 63,
+      pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$',
+      description: 'only objects of this namespace; empty or `_all`: every namespace',
+    }),
   ),
   ...clusterQueryProperties,
 });
@@ -32,7 +48,10 @@ const SearchAnswer = objectOf({
     }),
   ),
   total: Type.Integer({ description: 'every match the caller may see (results holds at most `limit`)' }),
-  partial: Type.Boolean({ description: 'the cluster’s index may be missing objects: still loading, a list or watch failing, or over its size limit' }),
+  partial: Type.Boolean({
+    description:
+      'the cluster’s index may be missing objects: still loading, a list or watch failing, or over its size limit',
+  }),
 });
 
 export default async function searchRoutes(app: App) {
@@ -46,7 +65,9 @@ export default async function searchRoutes(app: App) {
       onRequest: app.requireUser,
       schema: {
         tags: ['resources'],
-        summary: 'Objects of the common kinds whose name contains the query or whose label matches it, that the caller may list',
+        summary:
+          'Objects of the common kinds whose name contains the query or whose label matches it, ' +
+          'that the caller may list',
         headers: clusterHeader,
         cookies: clusterCookie,
         querystring: SearchQuery,

@@ -35,11 +35,15 @@ const Template = objectOf(
 );
 
 const NAME_PATTERN = '^[^\\s\\x00-\\x1f\\x7f](?:[^\\x00-\\x1f\\x7f]*[^\\s\\x00-\\x1f\\x7f])?$';
-const templateName = (description: string) => Type.String({ minLength: 1, maxLength: 255, pattern: NAME_PATTERN, description });
+const templateName = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 255, pattern: NAME_PATTERN, description });
 const description = Type.String({ maxLength: 1024 });
 const yaml = Type.String({ minLength: 1, maxLength: MAX_TEMPLATE_YAML, description: 'YAML text (checked for syntax)' });
 
-const NewTemplateBody = Type.Object({ name: templateName('unique; no leading or trailing space'), description: Type.Optional(description), yaml }, { additionalProperties: false });
+const NewTemplateBody = Type.Object(
+  { name: templateName('unique; no leading or trailing space'), description: Type.Optional(description), yaml },
+  { additionalProperties: false },
+);
 const TemplateChangeBody = Type.Object(
   {
     name: Type.Optional(templateName('the template’s own name (it cannot change)')),
@@ -54,7 +58,8 @@ function checkYaml(text: string): void {
   const documents = parseAllDocuments(text);
   for (const [i, doc] of (Array.isArray(documents) ? documents : []).entries()) {
     const problem = doc.errors[0];
-    if (problem) throw new BadRequestError(`yaml: document ${i + 1} is not valid YAML: ${problem.message.split('\n')[0]}`);
+    if (problem)
+      throw new BadRequestError(`yaml: document ${i + 1} is not valid YAML: ${problem.message.split('\n')[0]}`);
   }
   if (text.trim() === '') throw new BadRequestError('yaml is empty');
 }
@@ -72,7 +77,10 @@ export default async function templateRoutes(app: App) {
 
   app.get(
     `${READ_PREFIX}/:id`,
-    { onRequest: app.requireUser, schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: Template }) } },
+    {
+      onRequest: app.requireUser,
+      schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: Template }) },
+    },
     async (request) => templateView(await store.byId(parseId(request.params.id))),
   );
 
@@ -110,15 +118,29 @@ export default async function templateRoutes(app: App) {
     async (request) => {
       const template = await store.byId(parseId(request.params.id));
       const { name, description, yaml } = request.body;
-      if (name !== undefined && name !== template.spec.name) throw new BadRequestError("a template's name cannot change: create a new template");
+      if (name !== undefined && name !== template.spec.name)
+        throw new BadRequestError("a template's name cannot change: create a new template");
       if (yaml !== undefined) checkYaml(yaml);
-      return templateView(await store.update(template, { ...(description !== undefined ? { description } : {}), ...(yaml !== undefined ? { yaml } : {}) }));
+      return templateView(
+        await store.update(template, {
+          ...(description !== undefined ? { description } : {}),
+          ...(yaml !== undefined ? { yaml } : {}),
+        }),
+      );
     },
   );
 
   app.delete(
     `${ADMIN_PREFIX}/:id`,
-    { onRequest: app.requireAdmin, schema: { tags, summary: 'Delete a resource template', params: idParams, response: replies({ 200: objectOf({ message: string }) }) } },
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Delete a resource template',
+        params: idParams,
+        response: replies({ 200: objectOf({ message: string }) }),
+      },
+    },
     async (request) => {
       await store.delete(await store.byId(parseId(request.params.id)));
       return { message: 'template deleted' };

@@ -33,9 +33,23 @@ import {
   NodeTerminalPods,
   waitForNodeTerminalPod,
 } from '../../workloads/node-terminal.js';
-import { SHELL_NAME_PATTERN, terminalCommand, terminalContainer, TerminalSession, type TerminalOutcome } from '../../workloads/terminal.js';
+import {
+  SHELL_NAME_PATTERN,
+  terminalCommand,
+  terminalContainer,
+  TerminalSession,
+  type TerminalOutcome,
+} from '../../workloads/terminal.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import { clusterCookie, clusterHeader, ClusterQuery, clusterQueryProperties, replies, streamed, type App } from '../schemas.js';
+import {
+  clusterCookie,
+  clusterHeader,
+  ClusterQuery,
+  clusterQueryProperties,
+  replies,
+  streamed,
+  type App,
+} from '../schemas.js';
 
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
@@ -67,24 +81,40 @@ const PodTerminalParams = Type.Object({
   pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
 const PodTerminalQuery = Type.Object({
-  container: Type.Optional(Type.String({ pattern: CONTAINER_PATTERN, description: "the container (default: the pod's default container, as kubectl picks it)" })),
-  shell: Type.Optional(Type.String({ pattern: SHELL_NAME_PATTERN, description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh' })),
+  container: Type.Optional(
+    Type.String({
+      pattern: CONTAINER_PATTERN,
+      description: "the container (default: the pod's default container, as kubectl picks it)",
+    }),
+  ),
+  shell: Type.Optional(
+    Type.String({
+      pattern: SHELL_NAME_PATTERN,
+      description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh',
+    }),
+  ),
   ...clusterQueryProperties,
 });
 const NodeTerminalParams = Type.Object({ node: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 const protocol =
-  'Messages are JSON. The client sends {"type":"stdin","data"}, {"type":"resize","cols","rows"} and {"type":"ping"}; the server sends `connected`, `stdout`, `info`, `error`, `close` (with `exitCode`, then the WebSocket closes) and `pong`.';
+  'Messages are JSON. The client sends {"type":"stdin","data"}, {"type":"resize","cols","rows"} and {"type":"ping"}; ' +
+  'the server sends `connected`, `stdout`, `info`, `error`, `close` (with `exitCode`, then the WebSocket closes) ' +
+  'and `pong`.';
 
 export default async function terminalRoutes(app: App) {
   const { services } = app;
   const settings = DEFAULT_NODE_TERMINAL_SETTINGS;
-  const nodePods = new NodeTerminalPods((err, pod) => app.log.error({ err, pod }, 'deleting a node terminal pod failed'));
+  const nodePods = new NodeTerminalPods((err, pod) =>
+    app.log.error({ err, pod }, 'deleting a node terminal pod failed'),
+  );
   /** Each live session and the promise of its whole end (node pod deleted, audit record written). */
   const liveSessions = new Map<TerminalSession, Promise<void>>();
   // Shutting down ends every session before the server waits for its connections (the WebSockets
   // would hold it open), and deletes every node terminal pod (best effort, awaited).
   app.addHook('preClose', async () => {
-    const ending = [...liveSessions].map(([session, ended]) => session.shutdown('the gateway is shutting down').then(() => ended));
+    const ending = [...liveSessions].map(([session, ended]) =>
+      session.shutdown('the gateway is shutting down').then(() => ended),
+    );
     await Promise.all([...ending, nodePods.deleteAll()]);
   });
 
@@ -130,13 +160,27 @@ export default async function terminalRoutes(app: App) {
   }
 
   /** Picks the cluster, checks every access, takes a long-running slot. */
-  async function terminalCaller(request: FastifyRequest, record: TerminalRecord, namespace: string, accesses: Array<{ resource: string; name: string | undefined }>): Promise<TerminalCaller> {
-    if (!isWebSocketRequest(request)) throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
+  async function terminalCaller(
+    request: FastifyRequest,
+    record: TerminalRecord,
+    namespace: string,
+    accesses: Array<{ resource: string; name: string | undefined }>,
+  ): Promise<TerminalCaller> {
+    if (!isWebSocketRequest(request))
+      throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
     const principal = request.principal!;
-    const conn = await selectCluster(services.clusters, request, (cluster) => services.auth.canAccessCluster(principal, cluster));
+    const conn = await selectCluster(services.clusters, request, (cluster) =>
+      services.auth.canAccessCluster(principal, cluster),
+    );
     request.clusterName = record.cluster = conn.name;
     for (const { resource, name } of accesses) {
-      await requireWorkloadAccess(services, principal, conn, { kind: POD_RESOURCE, resource, verb: 'create', namespace, name });
+      await requireWorkloadAccess(services, principal, conn, {
+        kind: POD_RESOURCE,
+        resource,
+        verb: 'create',
+        namespace,
+        name,
+      });
     }
     const release = conn.admit(`${principal.kind}:${principal.id}`, true);
     return { principal, conn, headers: impersonationHeaders(conn, principal), release };
@@ -172,7 +216,9 @@ export default async function terminalRoutes(app: App) {
       schema: {
         tags: ['resources'],
         summary: "WebSocket: a shell in a pod's container (Kite's terminal)",
-        description: `Authorized as create on pods/exec in the namespace. Without \`shell\`: bash when the container has it, else sh. ${protocol}`,
+        description:
+          'Authorized as create on pods/exec in the namespace. ' +
+          `Without \`shell\`: bash when the container has it, else sh. ${protocol}`,
         headers: clusterHeader,
         cookies: clusterCookie,
         params: PodTerminalParams,
@@ -191,7 +237,11 @@ export default async function terminalRoutes(app: App) {
         release = caller.release;
         const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
         const container = (record.subject = await terminalContainer(ctx, namespace, pod, query.container));
-        const exec = await openExec(caller.conn, { namespace, pod, container, command, stdin: true, tty: true }, caller.headers);
+        const exec = await openExec(
+          caller.conn,
+          { namespace, pod, container, command, stdin: true, tty: true },
+          caller.headers,
+        );
         const ws = await handshake(request, reply, () => exec.destroy());
         const session = new TerminalSession(ws);
         session.attach(exec);
@@ -214,7 +264,9 @@ export default async function terminalRoutes(app: App) {
       schema: {
         tags: ['resources'],
         summary: 'WebSocket: a shell on a node, through a short-lived privileged pod on it (admins only)',
-        description: `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. The pod is deleted when the session ends. ${protocol}`,
+        description:
+          `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. ` +
+          `The pod is deleted when the session ends. ${protocol}`,
         headers: clusterHeader,
         cookies: clusterCookie,
         params: NodeTerminalParams,
@@ -237,9 +289,17 @@ export default async function terminalRoutes(app: App) {
         // Root on a node of kiteline's own host cluster reads every Secret mounted there (kiteline's
         // session key and stored kubeconfigs, wherever its pods run or will): never through kiteline.
         if (await services.hostGuard.reachesHost(conn)) {
-          throw new ForbiddenError(`node terminals are not opened on cluster ${conn.name}: it is kiteline's own host cluster (use kubectl debug node/${node} there)`);
+          throw new ForbiddenError(
+            `node terminals are not opened on cluster ${conn.name}: ` +
+              `it is kiteline's own host cluster (use kubectl debug node/${node} there)`,
+          );
         }
-        const pod = await createNodeTerminalPod({ conn, headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) }, node, caller.principal.name, settings);
+        const pod = await createNodeTerminalPod(
+          { conn, headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) },
+          node,
+          caller.principal.name,
+          settings,
+        );
         record.pod = `${namespace}/${pod}`;
         const deletePod = nodePods.track(conn, namespace, pod);
         const ws = await handshake(request, reply, () => void deletePod());
@@ -252,7 +312,20 @@ export default async function terminalRoutes(app: App) {
         try {
           session.info(`starting pod ${namespace}/${pod} on node ${node}...`);
           await waitForNodeTerminalPod({ conn, headers, signal: session.clientSignal }, namespace, pod);
-          session.attach(await openExec(conn, { namespace, pod, container: NODE_TERMINAL_CONTAINER, command: NODE_SHELL_COMMAND, stdin: true, tty: true }, headers));
+          session.attach(
+            await openExec(
+              conn,
+              {
+                namespace,
+                pod,
+                container: NODE_TERMINAL_CONTAINER,
+                command: NODE_SHELL_COMMAND,
+                stdin: true,
+                tty: true,
+              },
+              headers,
+            ),
+          );
         } catch (err) {
           session.fail(`the node terminal could not start: ${(err as Error).message}`);
         }

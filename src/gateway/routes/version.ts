@@ -9,7 +9,13 @@ import { Type, type Static } from 'typebox';
 import { PACKAGE_ROOT } from '../../config.js';
 import { replies, type App } from '../schemas.js';
 
-const VersionInfo = Type.Object({ version: Type.String(), buildDate: Type.String(), commitId: Type.String(), hasNewVersion: Type.Boolean(), releaseUrl: Type.String() });
+const VersionInfo = Type.Object({
+  version: Type.String(),
+  buildDate: Type.String(),
+  commitId: Type.String(),
+  hasNewVersion: Type.Boolean(),
+  releaseUrl: Type.String(),
+});
 export type VersionInfo = Static<typeof VersionInfo>;
 
 function versionInfo(): VersionInfo {

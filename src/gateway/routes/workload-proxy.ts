@@ -7,7 +7,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { requireWorkloadAccess } from '../../workloads/access.js';
-import { proxiedKind, proxyAnswerHeaders, proxyTarget, PROXY_TARGET_PATTERN, type ProxyKind } from '../../workloads/workload-proxy.js';
+import {
+  proxiedKind,
+  proxyAnswerHeaders,
+  proxyTarget,
+  PROXY_TARGET_PATTERN,
+  type ProxyKind,
+} from '../../workloads/workload-proxy.js';
 import { upstreamRequestHeaders } from '../../proxy/headers.js';
 import { isWriteMethod } from '../audit-table.js';
 import { clusterCookie, clusterHeader, replies, streamed, type App } from '../schemas.js';
@@ -23,15 +29,25 @@ function hasBody(request: FastifyRequest): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
-const answer = streamed({ description: "the pod's or service's answer as it sent it (any status and type), under kiteline's header policy", type: 'string' });
+const answer = streamed({
+  description: "the pod's or service's answer as it sent it (any status and type), under kiteline's header policy",
+  type: 'string',
+});
 
 const targetProperties = {
   namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
-  name: Type.String({ maxLength: 300, pattern: PROXY_TARGET_PATTERN, description: '<name>, <name>:<port> or <scheme>:<name>:<port>' }),
+  name: Type.String({
+    maxLength: 300,
+    pattern: PROXY_TARGET_PATTERN,
+    description: '<name>, <name>:<port> or <scheme>:<name>:<port>',
+  }),
 };
 const ProxyParams = Type.Object(targetProperties);
 /** The rest of the path: find-my-way's wildcard. */
-const ProxyPathParams = Type.Object({ ...targetProperties, '*': Type.Optional(Type.String({ description: 'the path on the pod or service' })) });
+const ProxyPathParams = Type.Object({
+  ...targetProperties,
+  '*': Type.Optional(Type.String({ description: 'the path on the pod or service' })),
+});
 
 export default async function workloadProxyRoutes(app: App) {
   const { services } = app;
@@ -46,9 +62,21 @@ export default async function workloadProxyRoutes(app: App) {
       const ctx = await toolRequest(app, request, reply, signal, true);
       const { conn, principal } = ctx;
       if (isWriteMethod(request.method)) {
-        request.auditDetail = { verb: 'create', cluster: conn.name, resource: target.resource, namespace: target.namespace, name: target.name };
+        request.auditDetail = {
+          verb: 'create',
+          cluster: conn.name,
+          resource: target.resource,
+          namespace: target.namespace,
+          name: target.name,
+        };
       }
-      await requireWorkloadAccess(services, principal, conn, { kind: proxiedKind(kind), resource: target.resource, verb: 'create', namespace: target.namespace, name: target.name });
+      await requireWorkloadAccess(services, principal, conn, {
+        kind: proxiedKind(kind),
+        resource: target.resource,
+        verb: 'create',
+        namespace: target.namespace,
+        name: target.name,
+      });
       const res = await conn.request({
         method: request.method,
         path: target.upstreamPath,
@@ -77,6 +105,12 @@ export default async function workloadProxyRoutes(app: App) {
     const base = `/api/v1/namespaces/:namespace/${kind}/:name/proxy`;
     app.route({ method: METHODS, url: base, schema, handler: forward(kind), onRequest: app.requireUser });
     // The rest of the path: find-my-way's wildcard, left out of the OpenAPI document like the kubectl proxy's.
-    app.route({ method: METHODS, url: `${base}/*`, schema: { ...schema, params: ProxyPathParams, hide: true }, handler: forward(kind), onRequest: app.requireUser });
+    app.route({
+      method: METHODS,
+      url: `${base}/*`,
+      schema: { ...schema, params: ProxyPathParams, hide: true },
+      handler: forward(kind),
+      onRequest: app.requireUser,
+    });
   }
 }
