@@ -1,27 +1,37 @@
 // API key administration (CONTRACT section 6): /api/v1/admin/apikeys/ create (the key is shown
 // once), list (never a secret), delete (revokes at once). Admin only. The rules (key names, known
 // roles, a future expiry, unique names) are the API key store's (host/apikeys.ts).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { checkRoleName, parseId } from '../../auth/rules.js';
 import { resourceId } from '../../host/resources.js';
-import { idParams, objectOf, ref, replies } from '../schemas.js';
+import { idParams, nullable, objectOf, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { apiKeyView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/apikeys';
 const tags = ['apikeys'];
 
-interface CreateBody {
-  name: string;
-  roles?: string[];
-  expiresAt?: string | null;
-}
+const NewAPIKeyBody = Type.Object(
+  {
+    name: Type.String({ description: "1 to 63 characters of letters, digits, '.', '_', '@' and '-'" }),
+    roles: Type.Optional(Type.Array(Type.String(), { maxItems: 64, description: 'names of existing roles' })),
+    expiresAt: Type.Optional(
+      nullable(Type.String({ description: 'ISO 8601 date-time in the future; null or absent: never' })),
+    ),
+  },
+  { additionalProperties: false },
+);
 
-export default async function apiKeyRoutes(app: FastifyInstance) {
+export default async function apiKeyRoutes(app: App) {
   const { apiKeys } = app.services;
 
   const listRoute = {
     onRequest: app.requireAdmin,
-    schema: { tags, summary: 'List API keys (never a secret)', response: replies({ 200: objectOf({ apiKeys: { type: 'array', items: ref('APIKey') } }) }) },
+    schema: {
+      tags,
+      summary: 'List API keys (never a secret)',
+      response: replies({ 200: objectOf({ apiKeys: Type.Array(ref('APIKey')) }) }),
+    },
   };
   const list = async () => ({
     apiKeys: [...apiKeys.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(apiKeyView),
@@ -34,30 +44,23 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
     schema: {
       tags,
       summary: 'Create an API key (the key is in the answer, this once)',
-      body: {
-        type: 'object',
-        required: ['name'],
-        additionalProperties: false,
-        properties: {
-          name: { type: 'string', description: "1 to 63 characters of letters, digits, '.', '_', '@' and '-'" },
-          roles: { type: 'array', maxItems: 64, items: { type: 'string' }, description: 'names of existing roles' },
-          expiresAt: { type: ['string', 'null'], description: 'ISO 8601 date-time in the future; null or absent: never' },
-        },
-      },
+      body: NewAPIKeyBody,
       response: replies({ 201: ref('NewAPIKey') }),
     },
   };
-  const create = async (request: FastifyRequest<{ Body: CreateBody }>, reply: FastifyReply) => {
+  const create = async (request: RequestWith<{ body: Static<typeof NewAPIKeyBody> }>, reply: FastifyReply) => {
     const { name, roles = [], expiresAt = null } = request.body;
     for (const role of roles) checkRoleName(role);
     const { resource, key } = await apiKeys.create({ name, roles, expiresAt, createdBy: request.principal!.name });
     const view = apiKeyView(resource);
-    return reply.code(201).send({ id: view.id, name: view.name, roles: view.roles, expiresAt: view.expiresAt, createdAt: view.createdAt, key });
+    reply.code(201);
+    const { id, createdAt } = view;
+    return { id, name: view.name, roles: view.roles, expiresAt: view.expiresAt, createdAt, key };
   };
-  app.post<{ Body: CreateBody }>(`${PREFIX}/`, createRoute, create);
-  app.post<{ Body: CreateBody }>(PREFIX, createRoute, create);
+  app.post(`${PREFIX}/`, createRoute, create);
+  app.post(PREFIX, createRoute, create);
 
-  app.delete<{ Params: { id: string } }>(
+  app.delete(
     `${PREFIX}/:id`,
     {
       onRequest: app.requireAdmin,
@@ -65,7 +68,7 @@ export default async function apiKeyRoutes(app: FastifyInstance) {
         tags,
         summary: 'Delete (revoke) an API key',
         params: idParams,
-        response: replies({ 200: objectOf({ success: { type: 'boolean' }, message: { type: 'string' } }) }),
+        response: replies({ 200: objectOf({ success: Type.Boolean(), message: Type.String() }) }),
       },
     },
     async (request) => {

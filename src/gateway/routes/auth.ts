@@ -1,16 +1,36 @@
 // Sessions (CONTRACT section 6): password login, logout, the current user, refresh, providers.
 // The session is the HttpOnly auth_token cookie (SameSite=Lax, Secure behind https).
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { clearedSessionCookie } from '../../auth/cookies.js';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import { noContent, objectOf, OPTIONALLY_SIGNED_IN, PUBLIC, ref, replies, SESSION_ONLY } from '../schemas.js';
+import {
+  noContent,
+  objectOf,
+  openObject,
+  OPTIONALLY_SIGNED_IN,
+  PUBLIC,
+  ref,
+  replies,
+  SESSION_ONLY,
+  type App,
+} from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 
 const tags = ['auth'];
 
-export default async function authRoutes(app: FastifyInstance) {
+/** Other members are accepted and ignored, as they always have been. */
+const LoginBody = Type.Object({
+  username: Type.String({ maxLength: 256 }),
+  password: Type.String({ maxLength: 1024 }),
+});
+const LogoutQuery = Type.Object({
+  all: Type.Optional(Type.Boolean({ description: "end every session of the caller's user (needs a session)" })),
+});
+
+export default async function authRoutes(app: App) {
   const { auth, users, roles, apiKeys } = app.services;
 
   /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
@@ -18,7 +38,7 @@ export default async function authRoutes(app: FastifyInstance) {
     reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request), startedAt));
   }
 
-  app.post<{ Body: { username: string; password: string } }>(
+  app.post(
     '/api/auth/login/password',
     {
       schema: {
@@ -27,11 +47,7 @@ export default async function authRoutes(app: FastifyInstance) {
         description:
           'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user give the same 401; repeated failures (per username and per client address) 429.',
         security: PUBLIC,
-        body: {
-          type: 'object',
-          required: ['username', 'password'],
-          properties: { username: { type: 'string', maxLength: 256 }, password: { type: 'string', maxLength: 1024 } },
-        },
+        body: LoginBody,
         response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
       },
     },
@@ -49,14 +65,11 @@ export default async function authRoutes(app: FastifyInstance) {
     tags,
     summary: 'Log out (clears the session cookie)',
     security: OPTIONALLY_SIGNED_IN,
-    querystring: {
-      type: 'object',
-      properties: { all: { type: 'boolean', description: "end every session of the caller's user (needs a session)" } },
-    },
+    querystring: LogoutQuery,
     response: replies({ 200: ref('Message') }),
   };
   app.post('/api/auth/logout', { schema: logoutSchema }, async (request, reply) => {
-    const { all } = request.query as { all?: boolean };
+    const { all } = request.query;
     if (all) {
       // "Log out everywhere": bumps the session epoch, ending every session of this user.
       await app.requireUser(request, reply);
@@ -103,7 +116,7 @@ export default async function authRoutes(app: FastifyInstance) {
     tags,
     summary: 'The login providers',
     security: PUBLIC,
-    response: replies({ 200: objectOf({ providers: { type: 'array', items: { type: 'string' } } }) }),
+    response: replies({ 200: objectOf({ providers: Type.Array(Type.String()) }) }),
   };
   app.get('/api/auth/providers', { schema: providersSchema }, async () => ({ providers: ['password'] }));
 
@@ -116,7 +129,7 @@ export default async function authRoutes(app: FastifyInstance) {
       schema: {
         tags,
         summary: 'The configured OAuth providers (Kite\'s shape): none, kiteline has no OAuth sign-in yet',
-        response: replies({ 200: objectOf({ providers: { type: 'array', items: { type: 'object', additionalProperties: true } } }) }),
+        response: replies({ 200: objectOf({ providers: Type.Array(openObject()) }) }),
       },
     },
     async () => ({ providers: [] }),

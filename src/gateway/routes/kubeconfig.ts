@@ -8,16 +8,28 @@
 // itself. The token's rules (its owner, roles, expiry) are the API key store's
 // (APIKeyStore.createKubeconfigToken); this route picks the clusters and writes the YAML.
 // docs/proxy.md.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { stringify } from 'yaml';
 import { BadRequestError, NotFoundError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { HttpsEndpoint } from '../https.js';
-import { replies } from '../schemas.js';
+import { nullable, replies, type App } from '../schemas.js';
 
-interface Body {
-  ttlSeconds?: number;
-}
+/** The body is optional (none, null or an object). */
+const KubeconfigBody = nullable(
+  Type.Object(
+    {
+      ttlSeconds: Type.Optional(
+        Type.Integer({
+          minimum: 60,
+          description: 'token lifetime; default and maximum are configured (12 h and 30 days unless set)',
+        }),
+      ),
+    },
+    { additionalProperties: false },
+  ),
+);
 
 /**
  * Where the kubeconfig's clusters point: the configured external URL; else, for a request that
@@ -33,22 +45,18 @@ function serverBase(request: FastifyRequest, externalUrl: string | undefined, ht
   return `${request.protocol}://${request.host}`;
 }
 
-export default async function kubeconfigRoutes(app: FastifyInstance) {
+export default async function kubeconfigRoutes(app: App) {
   const { auth, apiKeys, clusters, config } = app.services;
 
-  app.post<{ Body: Body | undefined }>(
+  app.post(
     '/api/v1/kubeconfig',
     {
       onRequest: app.requireUser,
       schema: {
         tags: ['kubeconfig'],
         summary: 'A kubeconfig for every cluster you may use, with a new short-lived token (an API key owned by you)',
-        body: {
-          type: ['object', 'null'],
-          additionalProperties: false,
-          properties: { ttlSeconds: { type: 'integer', minimum: 60, description: 'token lifetime; default and maximum are configured (12 h and 30 days unless set)' } },
-        },
-        response: replies({ 200: { type: 'string', description: 'kubeconfig YAML' } }),
+        body: KubeconfigBody,
+        response: replies({ 200: Type.String({ description: 'kubeconfig YAML' }) }),
       },
     },
     async (request, reply) => {
@@ -83,8 +91,8 @@ export default async function kubeconfigRoutes(app: FastifyInstance) {
         'current-context': current && usable.includes(current) ? current : usable[0],
         preferences: {},
       };
-      reply.header('cache-control', 'no-store');
-      return reply.type('application/yaml').send(stringify(document));
+      reply.header('cache-control', 'no-store').type('application/yaml');
+      return stringify(document);
     },
   );
 }

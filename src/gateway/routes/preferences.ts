@@ -3,9 +3,9 @@
 // GET /api/auth/user answers it back as `sidebar_preference` (Kite's UI reads it there). At most
 // 16 KiB, JSON text of an object (the UI parses it on every load) or "" to forget it. Only a
 // user's session can save one: an API key has no User to keep it on (400).
-import type { FastifyInstance } from 'fastify';
+import { Type } from 'typebox';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
-import { objectOf, replies } from '../schemas.js';
+import { objectOf, replies, type App } from '../schemas.js';
 
 /** A saved sidebar preference at most, in bytes of UTF-8 (the CRD allows as many characters). */
 export const MAX_SIDEBAR_PREFERENCE_BYTES = 16 * 1024;
@@ -25,25 +25,28 @@ function checkPreference(text: string): void {
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('sidebar_preference must be the JSON text of an object');
 }
 
-export default async function preferenceRoutes(app: FastifyInstance) {
+const SidebarPreferenceBody = Type.Object(
+  {
+    sidebar_preference: Type.String({
+      maxLength: MAX_SIDEBAR_PREFERENCE_BYTES,
+      description: 'JSON text of an object, at most 16 KiB; "" forgets it',
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export default async function preferenceRoutes(app: App) {
   const { users } = app.services;
 
-  app.post<{ Body: { sidebar_preference: string } }>(
+  app.post(
     '/api/users/sidebar_preference',
     {
       onRequest: app.requireUser,
       schema: {
         tags: ['auth'],
         summary: "Save the caller's own sidebar layout of Kite's UI (read back in GET /api/auth/user)",
-        body: {
-          type: 'object',
-          required: ['sidebar_preference'],
-          additionalProperties: false,
-          properties: {
-            sidebar_preference: { type: 'string', maxLength: MAX_SIDEBAR_PREFERENCE_BYTES, description: 'JSON text of an object, at most 16 KiB; "" forgets it' },
-          },
-        },
-        response: replies({ 200: objectOf({ success: { type: 'boolean' } }) }),
+        body: SidebarPreferenceBody,
+        response: replies({ 200: objectOf({ success: Type.Boolean() }) }),
       },
     },
     async (request) => {

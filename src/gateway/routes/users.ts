@@ -4,54 +4,45 @@
 // flow goes on signed in (the cluster import that follows needs an admin). The rules (the first
 // super user, not yourself, the last enabled admin, username uniqueness) are the user store's
 // (host/users.ts); these routes parse, call it and shape the answer.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { checkPassword, checkUsername, parseId } from '../../auth/rules.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
+import { idParams, objectOf, PUBLIC, ref, replies, stringEnum, type App } from '../schemas.js';
 import { userView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/users';
 const tags = ['users'];
-const userReply = (code: number) => replies({ [code]: ref('User') });
-const newUserBody = {
-  type: 'object',
-  required: ['username', 'password'],
-  properties: {
-    username: { type: 'string' },
-    password: { type: 'string' },
-    name: { type: 'string', maxLength: 256 },
-  },
-} as const;
+const integer = Type.Integer();
+
+// NewUserBody and UserChangeBody accept (and ignore) other members, as they always have.
+const NewUserBody = Type.Object({
+  username: Type.String(),
+  password: Type.String(),
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+});
 const SORT_FIELDS = ['id', 'username', 'name', 'createdAt', 'lastLoginAt'] as const;
-const listQuery = {
-  type: 'object',
-  properties: {
-    page: { type: 'integer', minimum: 1, maximum: 1000000 },
-    size: { type: 'integer', minimum: 1, maximum: 1000 },
-    search: { type: 'string', maxLength: 256 },
-    role: { type: 'string', maxLength: 256 },
-    sortBy: { type: 'string', enum: SORT_FIELDS },
-    sortOrder: { type: 'string', enum: ['asc', 'desc'] },
-  },
-} as const;
+type SortField = (typeof SORT_FIELDS)[number];
+const UserListQuery = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000000 })),
+  size: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  search: Type.Optional(Type.String({ maxLength: 256 })),
+  role: Type.Optional(Type.String({ maxLength: 256 })),
+  sortBy: Type.Optional(stringEnum(SORT_FIELDS)),
+  sortOrder: Type.Optional(stringEnum(['asc', 'desc'])),
+});
+const UserChangeBody = Type.Object({
+  name: Type.Optional(Type.String({ maxLength: 256 })),
+  avatar_url: Type.Optional(Type.String({ maxLength: 2048 })),
+});
+const PasswordBody = Type.Object({ password: Type.String() }, { additionalProperties: false });
+const EnableBody = Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false });
 
-interface NewUserBody {
-  username: string;
-  password: string;
-  name?: string;
-}
-interface ListQuery {
-  page?: number;
-  size?: number;
-  search?: string;
-  role?: string;
-  sortBy?: (typeof SORT_FIELDS)[number];
-  sortOrder?: 'asc' | 'desc';
-}
+const UserList = objectOf({ users: Type.Array(ref('User')), total: integer, page: integer, size: integer });
 
-function sortKey(user: UserResource, field: (typeof SORT_FIELDS)[number]): string | number | null {
+function sortKey(user: UserResource, field: SortField): string | number | null {
   switch (field) {
     case 'id':
       return resourceId(user) ?? 0;
@@ -66,7 +57,7 @@ function sortKey(user: UserResource, field: (typeof SORT_FIELDS)[number]): strin
   }
 }
 
-export default async function userRoutes(app: FastifyInstance) {
+export default async function userRoutes(app: App) {
   const { auth, users, roles } = app.services;
   const view = (user: UserResource) => userView(user, (name) => roles.byName(name));
   const userById = (raw: string) => users.getById(parseId(raw));
@@ -82,24 +73,29 @@ export default async function userRoutes(app: FastifyInstance) {
       'Public until the first super user exists (of two concurrent calls exactly one succeeds); afterwards 403 for good, ' +
       'even if every user is deleted later. Sets the `auth_token` session cookie of the new user, as a login does.',
     security: PUBLIC,
-    body: newUserBody,
-    response: userReply(201),
+    body: NewUserBody,
+    response: replies({ 201: ref('User') }),
   };
-  app.post<{ Body: NewUserBody }>(`${PREFIX}/create_super_user`, { schema: superUserSchema }, async (request, reply) => {
+  app.post(`${PREFIX}/create_super_user`, { schema: superUserSchema }, async (request, reply) => {
     const { username, password, name } = request.body;
     checkUsername(username);
     checkPassword(password);
     const user = await users.createSuperUser({ username, password, name: name ?? '' });
     reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
-    return reply.code(201).send(view(user));
+    reply.code(201);
+    return view(user);
   });
 
-  const userList = objectOf({ users: { type: 'array', items: ref('User') }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } });
   const listRoute = {
     onRequest: app.requireAdmin,
-    schema: { tags, summary: 'List users (paged, searchable, sortable)', querystring: listQuery, response: replies({ 200: userList }) },
+    schema: {
+      tags,
+      summary: 'List users (paged, searchable, sortable)',
+      querystring: UserListQuery,
+      response: replies({ 200: UserList }),
+    },
   };
-  const list = async (request: FastifyRequest<{ Querystring: ListQuery }>) => {
+  const list = async (request: { query: Static<typeof UserListQuery> }) => {
     const { page = 1, size = 20, search, role, sortBy = 'id', sortOrder = 'desc' } = request.query;
     const needle = search?.toLowerCase();
     let selected = users.list().filter((u) => {
@@ -121,24 +117,25 @@ export default async function userRoutes(app: FastifyInstance) {
     const start = (page - 1) * size;
     return { users: selected.slice(start, start + size).map(view), total: selected.length, page, size };
   };
-  app.get<{ Querystring: ListQuery }>(`${PREFIX}/`, listRoute, list);
-  app.get<{ Querystring: ListQuery }>(PREFIX, listRoute, list);
+  app.get(`${PREFIX}/`, listRoute, list);
+  app.get(PREFIX, listRoute, list);
 
   const createRoute = {
     onRequest: app.requireAdmin,
-    schema: { tags, summary: 'Create a user (no role)', body: newUserBody, response: userReply(201) },
+    schema: { tags, summary: 'Create a user (no role)', body: NewUserBody, response: replies({ 201: ref('User') }) },
   };
-  const create = async (request: FastifyRequest<{ Body: NewUserBody }>, reply: FastifyReply) => {
+  const create = async (request: { body: Static<typeof NewUserBody> }, reply: FastifyReply) => {
     const { username, password, name } = request.body;
     checkUsername(username);
     checkPassword(password);
     const user = await users.create({ username, password, name: name ?? '' });
-    return reply.code(201).send(view(user));
+    reply.code(201);
+    return view(user);
   };
-  app.post<{ Body: NewUserBody }>(`${PREFIX}/`, createRoute, create);
-  app.post<{ Body: NewUserBody }>(PREFIX, createRoute, create);
+  app.post(`${PREFIX}/`, createRoute, create);
+  app.post(PREFIX, createRoute, create);
 
-  app.put<{ Params: { id: string }; Body: { name?: string; avatar_url?: string } }>(
+  app.put(
     `${PREFIX}/:id`,
     {
       onRequest: app.requireAdmin,
@@ -146,11 +143,8 @@ export default async function userRoutes(app: FastifyInstance) {
         tags,
         summary: "Change a user's name or avatar URL",
         params: idParams,
-        body: {
-          type: 'object',
-          properties: { name: { type: 'string', maxLength: 256 }, avatar_url: { type: 'string', maxLength: 2048 } },
-        },
-        response: userReply(200),
+        body: UserChangeBody,
+        response: replies({ 200: ref('User') }),
       },
     },
     async (request) => {
@@ -163,7 +157,7 @@ export default async function userRoutes(app: FastifyInstance) {
     },
   );
 
-  app.delete<{ Params: { id: string } }>(
+  app.delete(
     `${PREFIX}/:id`,
     {
       onRequest: app.requireAdmin,
@@ -180,7 +174,7 @@ export default async function userRoutes(app: FastifyInstance) {
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { password: string } }>(
+  app.post(
     `${PREFIX}/:id/reset_password`,
     {
       onRequest: app.requireAdmin,
@@ -188,8 +182,8 @@ export default async function userRoutes(app: FastifyInstance) {
         tags,
         summary: "Set a user's password (ends the user's sessions)",
         params: idParams,
-        body: { type: 'object', required: ['password'], additionalProperties: false, properties: { password: { type: 'string' } } },
-        response: userReply(200),
+        body: PasswordBody,
+        response: replies({ 200: ref('User') }),
       },
     },
     async (request) => {
@@ -199,7 +193,7 @@ export default async function userRoutes(app: FastifyInstance) {
     },
   );
 
-  app.post<{ Params: { id: string }; Body: { enabled: boolean } }>(
+  app.post(
     `${PREFIX}/:id/enable`,
     {
       onRequest: app.requireAdmin,
@@ -207,7 +201,7 @@ export default async function userRoutes(app: FastifyInstance) {
         tags,
         summary: 'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
         params: idParams,
-        body: { type: 'object', required: ['enabled'], additionalProperties: false, properties: { enabled: { type: 'boolean' } } },
+        body: EnableBody,
         response: replies({ 200: ref('Success') }),
       },
     },

@@ -1,30 +1,19 @@
-// The JSON shapes of the identity routes (CONTRACT sections 4 and 6): User, Role, APIKey, and the
-// caller of GET /api/auth/user. Answer shaping for the gateway's routes (not authentication, so
-// not in auth/): a store object in, the JSON a client sees out. Never a password, hash or key.
+// The JSON of the identity routes (CONTRACT sections 4 and 6): User, Role, APIKey, and the caller
+// of GET /api/auth/user. Answer shaping for the gateway's routes (not authentication, so not in
+// auth/): a store object in, the JSON a client sees out. Never a password, hash or key. Each view
+// is typed with its shape's type (gateway/schemas.ts), so a view that drifts from its schema does
+// not compile.
 import type { Principal } from '../../auth/principal.js';
 import { creationTime } from '../../host/cache-index.js';
 import { apiKeyName } from '../../host/apikeys.js';
 import { isBuiltinRole, roleName } from '../../host/roles.js';
 import { resourceId, type APIKeyResource, type RoleResource, type UserResource } from '../../host/resources.js';
-
-export interface UserView {
-  id: number;
-  username: string;
-  name: string;
-  avatar_url: string;
-  provider: 'password';
-  enabled: boolean;
-  createdAt: string;
-  lastLoginAt: string | null;
-  roles: { id: number; name: string }[];
-  /** Kite UI's sidebar layout (JSON text), "" when never saved. */
-  sidebar_preference: string;
-}
+import type { APIKeyView, RoleAssignmentView, RoleView, SessionUserView, UserView } from '../schemas.js';
 
 export type RoleLookup = (name: string) => RoleResource | undefined;
 
 export function userView(user: UserResource, roleByName: RoleLookup): UserView {
-  const roles: { id: number; name: string }[] = [];
+  const roles: UserView['roles'] = [];
   for (const name of user.spec.roles ?? []) {
     const role = roleByName(name);
     const id = role ? resourceId(role) : undefined;
@@ -44,13 +33,7 @@ export function userView(user: UserResource, roleByName: RoleLookup): UserView {
   };
 }
 
-export interface AssignmentView {
-  roleId: number;
-  subjectType: 'user';
-  subject: string;
-}
-
-export function roleView(role: RoleResource, holders: readonly UserResource[]) {
+export function roleView(role: RoleResource, holders: readonly UserResource[]): RoleView {
   const id = resourceId(role)!;
   const name = roleName(role);
   return {
@@ -65,11 +48,11 @@ export function roleView(role: RoleResource, holders: readonly UserResource[]) {
     createdAt: creationTime(role),
     assignments: holders
       .filter((u) => (u.spec.roles ?? []).includes(name))
-      .map((u): AssignmentView => ({ roleId: id, subjectType: 'user', subject: u.spec.username })),
+      .map((u): RoleAssignmentView => ({ roleId: id, subjectType: 'user', subject: u.spec.username })),
   };
 }
 
-export function apiKeyView(key: APIKeyResource) {
+export function apiKeyView(key: APIKeyResource): APIKeyView {
   return {
     id: resourceId(key)!,
     name: apiKeyName(key),
@@ -82,7 +65,11 @@ export function apiKeyView(key: APIKeyResource) {
 }
 
 /** An API key calling GET /api/auth/user: a user-like record with provider "api_key" (as Kite does). */
-export function apiKeyCallerView(principal: Principal, key: APIKeyResource | undefined, roleByName: RoleLookup) {
+export function apiKeyCallerView(
+  principal: Principal,
+  key: APIKeyResource | undefined,
+  roleByName: RoleLookup,
+): SessionUserView {
   return {
     id: principal.id,
     username: principal.name,
