@@ -165,10 +165,7 @@ t.test('point 10: two admins disabled, deleted or demoted at once on two replica
   for (let round = 0; round < 6; round++) {
     const [how1, how2] =
       round % 3 === 0 ? ['disable', 'disable'] : round % 3 === 1 ? ['demote', 'demote'] : ['disable', 'demote'];
-    const results = await Promise.all([
-      removals[how1 as 'disable'](a, first),
-      removals[how2 as 'disable'](b, second),
-    ]);
+    const results = await Promise.all([removals[how1 as 'disable'](a, first), removals[how2 as 'disable'](b, second)]);
     const statuses = results.map((r) => r.status).sort();
     t.same(
       statuses,

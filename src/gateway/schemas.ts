@@ -30,11 +30,33 @@
 // nullable ones with type [..., 'null'] (nullable()), members an answer may lack are optional, and
 // free-form answers (Kubernetes objects, whose streams Fastify never re-serializes) are open objects.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify';
-import { Type, type Static, type TObject, type TOptional, type TProperties, type TSchema, type TSchemaOptions, type TUnsafe } from 'typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  FastifyRequest,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import {
+  Type,
+  type Static,
+  type TObject,
+  type TOptional,
+  type TProperties,
+  type TSchema,
+  type TSchemaOptions,
+  type TUnsafe,
+} from 'typebox';
 
 /** The gateway as route modules see it: Fastify with the TypeBox type provider (app.ts). */
-export type App = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>;
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
 
 /**
  * A request as a helper shared by several routes takes it: any route's request whose parts have
@@ -49,8 +71,14 @@ export function nullable<T extends TSchema & { type: string }>(schema: T): TUnsa
   return Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
 }
 
-/** A string with a fixed set of values: `{type: 'string', enum}` (Ajv's "must be equal to one of the allowed values"). */
-export function stringEnum<const V extends readonly string[]>(values: V, options: TSchemaOptions = {}): TUnsafe<V[number]> {
+/**
+ * A string with a fixed set of values: `{type: 'string', enum}` (Ajv's "must be equal to one of the
+ * allowed values").
+ */
+export function stringEnum<const V extends readonly string[]>(
+  values: V,
+  options: TSchemaOptions = {},
+): TUnsafe<V[number]> {
   return Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });
 }
 
@@ -72,7 +100,7 @@ export function openObject(options: TSchemaOptions = {}): TUnsafe<object> {
  * handler (Ajv fills the default in before it runs), so its type is not optional.
  */
 export function defaulted<T extends TSchema>(schema: T): T {
-  return Type.Optional(schema) as unknown as T;
+  return Type.Optional(schema);
 }
 
 type AllOptional<P extends TProperties> = { [K in keyof P]: P[K] extends TOptional<TSchema> ? P[K] : TOptional<P[K]> };
@@ -103,9 +131,13 @@ function refTo<T extends TSchema>(_schema: T, id: string): TUnsafe<Static<T>> {
 export const ErrorResponse = Type.Object(
   {
     error: string,
-    reason: Type.String({ description: 'e.g. BadRequest, Unauthorized, NotFound, AlreadyExists, Conflict, Invalid, BadGateway' }),
+    reason: Type.String({
+      description: 'e.g. BadRequest, Unauthorized, NotFound, AlreadyExists, Conflict, Invalid, BadGateway',
+    }),
     code: integer,
-    details: Type.Optional(Type.Unknown({ description: "the `details` of a target cluster's Status object, when it sent one" })),
+    details: Type.Optional(
+      Type.Unknown({ description: "the `details` of a target cluster's Status object, when it sent one" }),
+    ),
   },
   { $id: 'ErrorResponse', description: 'Every error: a human message, a Kubernetes-style reason and the status code' },
 );
@@ -120,7 +152,9 @@ const userProperties = {
   createdAt: timestamp(),
   lastLoginAt: nullableTimestamp(),
   roles: Type.Array(Type.Object({ id: integer, name: string })),
-  sidebar_preference: Type.String({ description: "Kite UI's sidebar layout (JSON text) the user saved, \"\" when none" }),
+  sidebar_preference: Type.String({
+    description: 'Kite UI\'s sidebar layout (JSON text) the user saved, "" when none',
+  }),
 };
 
 export const User = Type.Object(userProperties, { $id: 'User', description: 'A user (never a password or hash)' });
@@ -148,7 +182,10 @@ export const Role = Type.Object(
     createdAt: timestamp(),
     assignments: Type.Array(refTo(RoleAssignment, 'RoleAssignment')),
   },
-  { $id: 'Role', description: 'A role: anchored glob patterns (`*`, `prod-*`, `!x` excludes) and the users holding it' },
+  {
+    $id: 'Role',
+    description: 'A role: anchored glob patterns (`*`, `prod-*`, `!x` excludes) and the users holding it',
+  },
 );
 
 const apiKeyProperties = {
@@ -166,7 +203,10 @@ export const APIKey = Type.Object(
 
 export const NewAPIKey = Type.Object(
   { ...apiKeyProperties, key: string },
-  { $id: 'NewAPIKey', description: 'A new API key; `key` is the whole value to send as `Authorization: <key>`, shown this once' },
+  {
+    $id: 'NewAPIKey',
+    description: 'A new API key; `key` is the whole value to send as `Authorization: <key>`, shown this once',
+  },
 );
 
 export const Cluster = Type.Object(
@@ -205,7 +245,11 @@ export const Overview = Type.Object(
     prometheusEnabled: boolean,
     resource: Type.Object({ cpu: resourceAmounts, memory: resourceAmounts }),
   },
-  { $id: 'Overview', description: 'The counts on the home page of the selected cluster; CPU and memory in milli-units', additionalProperties: true },
+  {
+    $id: 'Overview',
+    description: 'The counts on the home page of the selected cluster; CPU and memory in milli-units',
+    additionalProperties: true,
+  },
 );
 
 // Passed through as the cluster sent it (a stream Fastify never re-serializes): not modeled.
@@ -216,7 +260,10 @@ export const KubernetesObject = streamed({
   additionalProperties: true,
 }) as TUnsafe<unknown> & { $id: 'KubernetesObject' };
 
-export const OpenAPIDocument = openObject({ $id: 'OpenAPIDocument', description: 'An OpenAPI 3 document' }) as TUnsafe<object> & { $id: 'OpenAPIDocument' };
+export const OpenAPIDocument = openObject({
+  $id: 'OpenAPIDocument',
+  description: 'An OpenAPI 3 document',
+}) as TUnsafe<object> & { $id: 'OpenAPIDocument' };
 
 export const Message = Type.Object({ message: string }, { $id: 'Message', description: 'A confirmation' });
 
@@ -256,9 +303,14 @@ const NAMED = {
 
 export type SharedSchemaId = keyof typeof NAMED;
 
-export const SHARED_SCHEMAS: ({ $id: SharedSchemaId } & TSchema)[] = Object.values(NAMED) as ({ $id: SharedSchemaId } & TSchema)[];
+export const SHARED_SCHEMAS: ({ $id: SharedSchemaId } & TSchema)[] = Object.values(NAMED) as ({
+  $id: SharedSchemaId;
+} & TSchema)[];
 
-/** `{ $ref: 'Name#' }`: a reference to one of SHARED_SCHEMAS, for Fastify and the document alike, typed as that shape. */
+/**
+ * `{ $ref: 'Name#' }`: a reference to one of SHARED_SCHEMAS, for Fastify and the document alike, typed
+ * as that shape.
+ */
 export function ref<K extends SharedSchemaId>(id: K): TUnsafe<Static<(typeof NAMED)[K]>> {
   return Type.Unsafe<Static<(typeof NAMED)[K]>>({ $ref: `${id}#` });
 }
@@ -270,7 +322,9 @@ export function registerSharedSchemas(app: FastifyInstance): void {
 const errorRef = ref('ErrorResponse');
 
 /** A route's responses: its success answers plus the one error shape for every 4xx and 5xx. */
-export function replies<const S extends Record<number, TSchema>>(success: S): S & { '4xx': typeof errorRef; '5xx': typeof errorRef } {
+export function replies<const S extends Record<number, TSchema>>(
+  success: S,
+): S & { '4xx': typeof errorRef; '5xx': typeof errorRef } {
   return { ...success, '4xx': errorRef, '5xx': errorRef };
 }
 
@@ -307,9 +361,23 @@ export const idParams = Type.Object({ id: Type.String({ maxLength: 20, descripti
 // Security (components.securitySchemes in the document). An API key goes in Authorization, alone
 // or as `Bearer <key>`; a browser session is the HttpOnly auth_token cookie.
 export const SECURITY_SCHEMES = {
-  apiKey: { type: 'apiKey', in: 'header', name: 'Authorization', description: 'an API key, sent alone: `Authorization: <key>`' },
-  bearerApiKey: { type: 'http', scheme: 'bearer', description: 'an API key as a bearer token: `Authorization: Bearer <key>`' },
-  sessionCookie: { type: 'apiKey', in: 'cookie', name: 'auth_token', description: 'the session cookie set by POST /api/auth/login/password' },
+  apiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description: 'an API key, sent alone: `Authorization: <key>`',
+  },
+  bearerApiKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'an API key as a bearer token: `Authorization: Bearer <key>`',
+  },
+  sessionCookie: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'auth_token',
+    description: 'the session cookie set by POST /api/auth/login/password',
+  },
 } as const;
 
 type SecurityRequirements = Record<string, string[]>[];
@@ -324,9 +392,13 @@ export const SESSION_ONLY: SecurityRequirements = [{ sessionCookie: [] }];
 
 /** The target cluster of a request (also the `x-cluster-name` query parameter or cookie). */
 export const clusterHeader = objectOf({
-  'x-cluster-name': Type.String({ description: 'the target cluster (else the query parameter, the cookie, the default cluster)' }),
+  'x-cluster-name': Type.String({
+    description: 'the target cluster (else the query parameter, the cookie, the default cluster)',
+  }),
 });
-export const clusterCookie = objectOf({ 'x-cluster-name': Type.String({ description: 'the target cluster, as set by the Kite UI' }) });
+export const clusterCookie = objectOf({
+  'x-cluster-name': Type.String({ description: 'the target cluster, as set by the Kite UI' }),
+});
 
 /** The `x-cluster-name` query parameter every cluster route accepts (else the header, the cookie, the default). */
 export const clusterQueryProperties = { 'x-cluster-name': Type.Optional(Type.String()) };

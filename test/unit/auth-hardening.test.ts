@@ -32,8 +32,7 @@ t.test('issue 13 point 8: globs match without backtracking blow-up', async (t) =
     new RegExp(`^${[...glob].map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c)).join('')}$`, 's').test(value);
   const words = (alphabet: string, maxLength: number): string[] => {
     const all = [''];
-    for (let i = 0; i < all.length; i++)
-      if (all[i].length < maxLength) for (const c of alphabet) all.push(all[i] + c);
+    for (let i = 0; i < all.length; i++) if (all[i].length < maxLength) for (const c of alphabet) all.push(all[i] + c);
     return all;
   };
   let disagreements = 0;

@@ -45,7 +45,8 @@ export default async function authRoutes(app: App) {
         tags,
         summary: 'Log in with a password',
         description:
-          'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user give the same 401; repeated failures (per username and per client address) 429.',
+          'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user ' +
+          'give the same 401; repeated failures (per username and per client address) 429.',
         security: PUBLIC,
         body: LoginBody,
         response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
@@ -74,14 +75,19 @@ export default async function authRoutes(app: App) {
       // "Log out everywhere": bumps the session epoch, ending every session of this user.
       await app.requireUser(request, reply);
       const principal = request.principal!;
-      if (principal.kind !== 'user') throw new BadRequestError('logout of all sessions needs a session, not an API key');
+      if (principal.kind !== 'user')
+        throw new BadRequestError('logout of all sessions needs a session, not an API key');
       await users.endSessions(principal.id);
     }
     reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
     return { message: 'logged out' };
   });
 
-  const userSchema = { tags, summary: 'The caller', response: replies({ 200: objectOf({ user: ref('SessionUser') }) }) };
+  const userSchema = {
+    tags,
+    summary: 'The caller',
+    response: replies({ 200: objectOf({ user: ref('SessionUser') }) }),
+  };
   app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
     const principal = request.principal!;
     if (principal.kind === 'user') {
@@ -96,7 +102,9 @@ export default async function authRoutes(app: App) {
   const refreshSchema = {
     tags,
     summary: 'Renew the session cookie while the session is valid',
-    description: 'Never past the absolute session lifetime (KITELINE_SESSION_MAX_LIFETIME) counted from the login: then 401, log in again.',
+    description:
+      'Never past the absolute session lifetime (KITELINE_SESSION_MAX_LIFETIME) counted from the login: ' +
+      'then 401, log in again.',
     security: SESSION_ONLY,
     response: replies({ 204: noContent('the auth_token cookie is renewed') }),
   };
@@ -128,7 +136,7 @@ export default async function authRoutes(app: App) {
       onRequest: app.requireAdmin,
       schema: {
         tags,
-        summary: 'The configured OAuth providers (Kite\'s shape): none, kiteline has no OAuth sign-in yet',
+        summary: "The configured OAuth providers (Kite's shape): none, kiteline has no OAuth sign-in yet",
         response: replies({ 200: objectOf({ providers: Type.Array(openObject()) }) }),
       },
     },

@@ -36,10 +36,15 @@ const KubeconfigBody = nullable(
  * came over plain http while an https listener runs, that listener on the host the caller used
  * (kubectl would not send its token over http); else the request's own scheme and host.
  */
-function serverBase(request: FastifyRequest, externalUrl: string | undefined, https: HttpsEndpoint | undefined): string {
+function serverBase(
+  request: FastifyRequest,
+  externalUrl: string | undefined,
+  https: HttpsEndpoint | undefined,
+): string {
   if (externalUrl) return externalUrl;
   if (request.protocol === 'http' && https) {
-    const host = request.hostname.includes(':') && !request.hostname.startsWith('[') ? `[${request.hostname}]` : request.hostname;
+    const host =
+      request.hostname.includes(':') && !request.hostname.startsWith('[') ? `[${request.hostname}]` : request.hostname;
     return `https://${host}:${https.port}`;
   }
   return `${request.protocol}://${request.host}`;
@@ -61,7 +66,8 @@ export default async function kubeconfigRoutes(app: App) {
     },
     async (request, reply) => {
       const ttlSeconds = request.body?.ttlSeconds ?? config.kubeconfigTokenTtlSeconds;
-      if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds) throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
+      if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds)
+        throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
       const principal = request.principal!;
       apiKeys.tokenOwner(principal); // who the token would be for (404 or 403 before anything else)
       const usable = clusters

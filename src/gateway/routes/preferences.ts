@@ -22,7 +22,8 @@ function checkPreference(text: string): void {
   } catch {
     throw new BadRequestError('sidebar_preference must be JSON text (of an object), or "" to forget it');
   }
-  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new BadRequestError('sidebar_preference must be the JSON text of an object');
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new BadRequestError('sidebar_preference must be the JSON text of an object');
 }
 
 const SidebarPreferenceBody = Type.Object(
@@ -51,7 +52,8 @@ export default async function preferenceRoutes(app: App) {
     },
     async (request) => {
       const principal = request.principal!;
-      if (principal.kind !== 'user') throw new BadRequestError('a sidebar preference is kept on a user: sign in with a session, not an API key');
+      if (principal.kind !== 'user')
+        throw new BadRequestError('a sidebar preference is kept on a user: sign in with a session, not an API key');
       const preference = request.body.sidebar_preference;
       checkPreference(preference);
       const user = users.byId(principal.id);

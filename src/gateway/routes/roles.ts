@@ -47,7 +47,7 @@ const AssignBody = Type.Object(subjectProperties, { additionalProperties: false 
 const AssignQuery = Type.Object(subjectProperties);
 
 function checkRules(body: Static<typeof RoleChangeBody>): void {
-  for (const field of RULE_FIELDS) if (body[field]) checkPatterns(field, body[field]!);
+  for (const field of RULE_FIELDS) if (body[field]) checkPatterns(field, body[field]);
 }
 
 function checkSubjectType(subjectType: string): void {

@@ -70,7 +70,8 @@ export default async function userRoutes(app: App) {
     tags: ['setup'],
     summary: 'Create the first user, with role admin, and sign in as that user',
     description:
-      'Public until the first super user exists (of two concurrent calls exactly one succeeds); afterwards 403 for good, ' +
+      'Public until the first super user exists (of two concurrent calls exactly one succeeds); ' +
+      'afterwards 403 for good, ' +
       'even if every user is deleted later. Sets the `auth_token` session cookie of the new user, as a login does.',
     security: PUBLIC,
     body: NewUserBody,
@@ -100,7 +101,8 @@ export default async function userRoutes(app: App) {
     const needle = search?.toLowerCase();
     let selected = users.list().filter((u) => {
       if (role !== undefined && role !== '' && !(u.spec.roles ?? []).includes(role)) return false;
-      if (needle) return u.spec.username.toLowerCase().includes(needle) || (u.spec.name ?? '').toLowerCase().includes(needle);
+      if (needle)
+        return u.spec.username.toLowerCase().includes(needle) || (u.spec.name ?? '').toLowerCase().includes(needle);
       return true;
     });
     const direction = sortOrder === 'asc' ? 1 : -1;
@@ -199,7 +201,8 @@ export default async function userRoutes(app: App) {
       onRequest: app.requireAdmin,
       schema: {
         tags,
-        summary: 'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
+        summary:
+          'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
         params: idParams,
         body: EnableBody,
         response: replies({ 200: ref('Success') }),
