@@ -5,7 +5,7 @@ import { apiKeySecretMatches, generateApiKey, parseApiKey } from '../../src/cred
 import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
 import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
-import { checkPassword, checkUsername, parseId } from '../../src/auth/rules.js';
+import { checkPassword, checkUsername, parseId } from '../../src/gateway/input-rules.js';
 import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
 import { BadRequestError } from '../../src/errors.js';
 

@@ -3,7 +3,7 @@
 // roles, a future expiry, unique names) are the API key store's (host/apikeys.ts).
 import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkRoleName, parseId } from '../../auth/rules.js';
+import { checkRoleName, parseId } from '../input-rules.js';
 import { resourceId } from '../../host/resources.js';
 import { idParams, nullable, objectOf, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { apiKeyView } from '../views/identity.js';

@@ -3,49 +3,49 @@
 // authorizes, calls one method of the cluster store (host/clusters.ts: the rules, the kubeconfig
 // checks, the import lock, read-your-writes and the wait for a (re)connected cluster's first
 // probe all live there) and shapes the answer.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { ClusterInput } from '../../host/clusters.js';
+import { Type, type Static } from 'typebox';
 import { BadRequestError, ForbiddenError } from '../../errors.js';
-import { idParams, objectOf, PUBLIC, ref, replies } from '../schemas.js';
+import { idParams, objectOf, PUBLIC, ref, replies, type App } from '../schemas.js';
 
-const str = (maxLength: number) => ({ type: 'string', maxLength });
 const CONFIG_MAX = 1024 * 1024;
 const tags = ['clusters'];
+const text = (maxLength: number, description?: string) =>
+  Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }));
+const flag = (description?: string) => Type.Optional(Type.Boolean(description ? { description } : {}));
 
-/** The body of create and update: ClusterInput (host/clusters.ts); update takes any subset, create needs a name. */
-const clusterProperties = {
-  name: str(253),
-  description: str(1024),
-  config: {
-    ...str(CONFIG_MAX),
-    description: 'a kubeconfig (YAML); exec and auth-provider plugins and file paths are refused',
-  },
-  prometheusURL: str(2048),
-  inCluster: { type: 'boolean', description: "the host cluster itself, through kiteline's service account" },
-  isDefault: { type: 'boolean', description: 'clears the flag on every other cluster' },
-  enabled: { type: 'boolean' },
-  impersonate: { type: 'boolean', description: 'send Impersonate-User/-Group for the caller' },
-};
+const config = text(CONFIG_MAX, 'a kubeconfig (YAML); exec and auth-provider plugins and file paths are refused');
+const inCluster = flag("the host cluster itself, through kiteline's service account");
+
+/**
+ * The body of create and update (update takes any subset, create needs a name); its Static type is
+ * what the cluster store takes (ClusterInput, host/clusters.ts), checked by the compiler at each call.
+ */
+const ClusterBody = Type.Object({
+  name: text(253),
+  description: text(1024),
+  config,
+  prometheusURL: text(2048),
+  inCluster,
+  isDefault: flag('clears the flag on every other cluster'),
+  enabled: flag(),
+  impersonate: flag('send Impersonate-User/-Group for the caller'),
+});
+type ClusterBody = Static<typeof ClusterBody>;
+const NewClusterBody = Type.Object({ ...ClusterBody.properties, name: Type.String({ maxLength: 253 }) });
+const ImportBody = Type.Object({ config, inCluster });
 
 const createSchema = {
   tags,
   summary: 'Register a cluster (kubeconfig checked at once; duplicate name: 409)',
-  body: {
-    type: 'object',
-    required: ['name'],
-    properties: clusterProperties,
-  },
-  response: replies({ 201: objectOf({ id: { type: 'integer' }, message: { type: 'string' } }) }),
+  body: NewClusterBody,
+  response: replies({ 201: objectOf({ id: Type.Integer(), message: Type.String() }) }),
 };
 
 const updateSchema = {
   tags,
   summary: 'Change a cluster: absent members are left as they are',
   params: idParams,
-  body: {
-    type: 'object',
-    properties: clusterProperties,
-  },
+  body: ClusterBody,
   response: replies({ 200: ref('Message') }),
 };
 
@@ -65,22 +65,14 @@ const importSchema = {
     'even if the clusters were all deleted. ' +
     'Only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
   security: PUBLIC,
-  body: {
-    type: 'object',
-    properties: {
-      config: clusterProperties.config,
-      inCluster: clusterProperties.inCluster,
-    },
-  },
+  body: ImportBody,
   response: replies({
     201: objectOf({
-      message: { type: 'string' },
-      clusters: { type: 'array', items: { type: 'string' }, description: 'the names registered' },
-      skipped: {
-        type: 'array',
+      message: Type.String(),
+      clusters: Type.Array(Type.String(), { description: 'the names registered' }),
+      skipped: Type.Array(objectOf({ context: Type.String(), reason: Type.String() }), {
         description: 'contexts not registered, with the reason (absent when none)',
-        items: objectOf({ context: { type: 'string' }, reason: { type: 'string' } }),
-      },
+      }),
     }),
   }),
 };
@@ -88,12 +80,12 @@ const importSchema = {
 const adminListSchema = {
   tags,
   summary: 'List registered clusters (admin view)',
-  response: replies({ 200: { type: 'array', items: ref('Cluster') } }),
+  response: replies({ 200: Type.Array(ref('Cluster')) }),
 };
 const userListSchema = {
   tags,
   summary: 'The enabled clusters the caller may use, by name',
-  response: replies({ 200: { type: 'array', items: ref('ClusterSummary') } }),
+  response: replies({ 200: Type.Array(ref('ClusterSummary')) }),
 };
 
 function parseId(raw: string): number {
@@ -101,7 +93,7 @@ function parseId(raw: string): number {
   return Number(raw);
 }
 
-export default async function clusterRoutes(app: FastifyInstance) {
+export default async function clusterRoutes(app: App) {
   const store = app.services.clusterStore;
 
   const list = async () => store.views();
@@ -109,50 +101,40 @@ export default async function clusterRoutes(app: FastifyInstance) {
     app.get(url, { onRequest: app.requireAdmin, schema: adminListSchema }, list);
   }
 
-  const create = async (request: FastifyRequest<{ Body: ClusterInput }>, reply: FastifyReply) => {
-    const { id } = await store.create(request.body);
-    return reply.code(201).send({ id, message: 'cluster created successfully' });
-  };
   for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
-    app.post<{ Body: ClusterInput }>(url, { onRequest: app.requireAdmin, schema: createSchema }, create);
+    app.post(url, { onRequest: app.requireAdmin, schema: createSchema }, async (request, reply) => {
+      const { id } = await store.create(request.body);
+      reply.code(201);
+      return { id, message: 'cluster created successfully' };
+    });
   }
 
-  app.put<{ Params: { id: string }; Body: ClusterInput }>(
-    '/api/v1/admin/clusters/:id',
-    { onRequest: app.requireAdmin, schema: updateSchema },
-    async (request) => {
-      const updated = await store.update(parseId(request.params.id), request.body ?? {});
-      request.auditDetail = { name: updated.name };
-      return { message: 'cluster updated successfully' };
-    },
-  );
+  app.put('/api/v1/admin/clusters/:id', { onRequest: app.requireAdmin, schema: updateSchema }, async (request) => {
+    const body: ClusterBody = request.body ?? {};
+    const updated = await store.update(parseId(request.params.id), body);
+    request.auditDetail = { name: updated.name };
+    return { message: 'cluster updated successfully' };
+  });
 
-  app.delete<{ Params: { id: string } }>(
-    '/api/v1/admin/clusters/:id',
-    { onRequest: app.requireAdmin, schema: deleteSchema },
-    async (request) => {
-      const deleted = await store.delete(parseId(request.params.id));
-      request.auditDetail = { name: deleted.name };
-      return { message: 'cluster deleted successfully' };
-    },
-  );
+  app.delete('/api/v1/admin/clusters/:id', { onRequest: app.requireAdmin, schema: deleteSchema }, async (request) => {
+    const deleted = await store.delete(parseId(request.params.id));
+    request.auditDetail = { name: deleted.name };
+    return { message: 'cluster deleted successfully' };
+  });
 
-  app.post<{ Body: Pick<ClusterInput, 'config' | 'inCluster'> }>(
-    '/api/v1/admin/clusters/import',
-    { schema: importSchema },
-    async (request, reply) => {
-      if (!store.importOpen()) throw new ForbiddenError('import not allowed when clusters exist');
-      // Public only during first-run set-up: once a super user was ever created, an admin only.
-      if (app.services.users.any() || (await store.setupOver())) await app.requireAdmin(request, reply);
-      const { clusters, skipped } = await store.importClusters(request.body ?? {}, app.services.config.replicaId);
-      request.auditDetail = { name: clusters.join(',') };
-      return reply.code(201).send({
-        message: `imported ${clusters.length} cluster${clusters.length === 1 ? '' : 's'} successfully`,
-        clusters,
-        ...(skipped.length > 0 ? { skipped } : {}),
-      });
-    },
-  );
+  app.post('/api/v1/admin/clusters/import', { schema: importSchema }, async (request, reply) => {
+    if (!store.importOpen()) throw new ForbiddenError('import not allowed when clusters exist');
+    // Public only during first-run set-up: once a super user was ever created, an admin only.
+    if (app.services.users.any() || (await store.setupOver())) await app.requireAdmin(request, reply);
+    const { clusters, skipped } = await store.importClusters(request.body ?? {}, app.services.config.replicaId);
+    request.auditDetail = { name: clusters.join(',') };
+    reply.code(201);
+    return {
+      message: `imported ${clusters.length} cluster${clusters.length === 1 ? '' : 's'} successfully`,
+      clusters,
+      ...(skipped.length > 0 ? { skipped } : {}),
+    };
+  });
 
   app.get('/api/v1/clusters', { onRequest: app.requireUser, schema: userListSchema }, async (request) => {
     const principal = request.principal!;

@@ -1,14 +1,14 @@
 // GET /api/v1/init_check (public): how far first-run setup got. step counts what exists
 // (a user: +1, a cluster: +1); initialized is step == 2.
-import type { FastifyInstance } from 'fastify';
-import { objectOf, PUBLIC, replies } from '../schemas.js';
+import { Type } from 'typebox';
+import { objectOf, PUBLIC, replies, type App } from '../schemas.js';
 
 const initState = objectOf({
-  initialized: { type: 'boolean', description: 'step == 2' },
-  step: { type: 'integer', description: 'a user exists: +1, a cluster exists: +1' },
+  initialized: Type.Boolean({ description: 'step == 2' }),
+  step: Type.Integer({ description: 'a user exists: +1, a cluster exists: +1' }),
 });
 
-export default async function initRoutes(app: FastifyInstance) {
+export default async function initRoutes(app: App) {
   app.get(
     '/api/v1/init_check',
     {

@@ -4,7 +4,7 @@
 // last enabled admin keeps admin) are the role store's (host/roles.ts) and the user store's.
 import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkPatterns, checkRoleName, parseId } from '../../auth/rules.js';
+import { checkPatterns, checkRoleName, parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
 import { resourceId, type RoleResource } from '../../host/resources.js';
 import { idParams, objectOf, ref, replies, type App } from '../schemas.js';

@@ -7,7 +7,7 @@
 import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { parseAllDocuments } from 'yaml';
-import { parseId } from '../../auth/rules.js';
+import { parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
 import { templateView, TemplateStore } from '../../host/templates.js';
 import { idParams, objectOf, replies, type App } from '../schemas.js';

@@ -6,7 +6,7 @@
 // (host/users.ts); these routes parse, call it and shape the answer.
 import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkPassword, checkUsername, parseId } from '../../auth/rules.js';
+import { checkPassword, checkUsername, parseId } from '../input-rules.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';

@@ -1,8 +1,8 @@
-// Validation rules for what people type: usernames, passwords, role names and role patterns
+// The gateway's validation rules for what people type: usernames, passwords, role names and role patterns
 // (CONTRACT section 4). Each rule throws a BadRequestError whose message states the rule.
 import { BadRequestError } from '../errors.js';
-import { globMatches } from './patterns.js';
-import type { Verb } from './principal.js';
+import { globMatches } from '../auth/patterns.js';
+import type { Verb } from '../auth/principal.js';
 
 /** The verbs a role can grant (CONTRACT section 6). */
 export const VERBS: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
