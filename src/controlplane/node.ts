@@ -196,6 +196,8 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   const inNode = inNodeNamespaces(net, createMountNamespace(net.netns, p.logRoot));
 
   const containerdLog = join(ctx.logs, 'containerd.log');
+  // A socket left by a machine that went down would pass the readiness check below at once.
+  for (const socket of [p.socket, `${p.socket}.ttrpc`]) rmSync(socket, { force: true });
   node.pids.containerd = launch(
     [...inNode, ctx.bins.containerd, '--config', p.containerdConfig],
     containerdLog,

@@ -10,7 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { formatApiKey, generateApiKeySecret } from '../credentials/apikey-token.js';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { IdAllocator } from './ids.js';
-import { KindStore } from './kind-store.js';
+import { ownerReference } from './crud.js';
+import { ignoreGone, KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
 import { secretValue } from './owned-secrets.js';
 import { resourceId, type APIKeyResource, type UserResource } from './resources.js';
@@ -145,7 +146,8 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     const resource = await this.createWithId(
       input.name,
       () => ({
-        metadata: { name, ...(owner ? { ownerReferences: [ownerReference(owner)] } : {}) },
+        // The owner's User as ownerReference: deleting the user deletes the key (and its Secret).
+        metadata: { name, ...(owner ? { ownerReferences: [ownerReference({ ...owner, kind: 'User' })] } : {}) },
         spec: {
           name: input.name,
           roles: input.roles,
@@ -174,15 +176,11 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
   async dropRole(role: string): Promise<void> {
     for (const key of this.cache.list()) {
       if (!(key.spec?.roles ?? []).includes(role)) continue;
-      try {
-        await this.swap(key, (live) =>
-          (live.spec.roles ?? []).includes(role)
-            ? { spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) } }
-            : undefined,
-        );
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile
-      }
+      await this.swap(key, (live) =>
+        (live.spec.roles ?? []).includes(role)
+          ? { spec: { roles: (live.spec.roles ?? []).filter((r) => r !== role) } }
+          : undefined,
+      ).catch(ignoreGone);
     }
   }
 
@@ -190,14 +188,4 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
   async recordUse(key: APIKeyResource, at: Date): Promise<void> {
     await this.crs.patchStatus(key.metadata.name, { lastUsedAt: isoSeconds(at.getTime()) });
   }
-}
-
-/** The owner's User as the key's ownerReference: deleting the user deletes the key (and its Secret). */
-function ownerReference(user: UserResource) {
-  return {
-    apiVersion: user.apiVersion ?? 'kiteline.io/v1alpha1',
-    kind: user.kind ?? 'User',
-    name: user.metadata.name,
-    uid: user.metadata.uid!,
-  };
 }

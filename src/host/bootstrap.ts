@@ -4,8 +4,7 @@
 // anonymous cluster import) stay closed even if every user is later deleted by hand, so no path
 // re-opens a public route. To start set-up over, a host-cluster admin deletes the ConfigMap
 // (docs/auth.md, "First-run set-up").
-import { isAlreadyExists, isNotFound } from './host-errors.js';
-import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
+import { ConfigMapLock } from './configmap-lock.js';
 import type { HostStore } from './store.js';
 
 export const SUPERUSER_LOCK = 'kiteline-bootstrap-superuser';
@@ -17,33 +16,12 @@ export interface BootstrapClaim {
 
 /** True once a super user was ever created here (the lock exists): set-up is over for good. */
 export async function bootstrapClaimed(host: HostStore): Promise<boolean> {
-  try {
-    await host.core.readNamespacedConfigMap({ name: SUPERUSER_LOCK, namespace: host.namespace });
-    return true;
-  } catch (err) {
-    if (isNotFound(err)) return false;
-    throw err;
-  }
+  return (await new ConfigMapLock(host, SUPERUSER_LOCK).createdAt()) !== undefined;
 }
 
 /** Creates the lock; undefined when another caller holds it. */
 export async function claimSuperUserBootstrap(host: HostStore): Promise<BootstrapClaim | undefined> {
-  const { core, namespace } = host;
-  try {
-    await core.createNamespacedConfigMap({
-      namespace,
-      body: {
-        metadata: { name: SUPERUSER_LOCK, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
-        data: { claimedAt: new Date().toISOString() },
-      },
-    });
-  } catch (err) {
-    if (isAlreadyExists(err)) return undefined;
-    throw err;
-  }
-  return {
-    async release() {
-      await core.deleteNamespacedConfigMap({ name: SUPERUSER_LOCK, namespace }).catch(() => undefined);
-    },
-  };
+  const lock = new ConfigMapLock(host, SUPERUSER_LOCK);
+  if (!(await lock.acquire({ claimedAt: new Date().toISOString() }))) return undefined;
+  return { release: () => lock.release().catch(() => undefined) };
 }

@@ -23,14 +23,12 @@ import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../cre
 import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bootstrapClaimed } from './bootstrap.js';
-import { isGone } from './cache-sync.js';
-import { isAlreadyExists, isNotFound, isStale } from './host-errors.js';
+import { ConfigMapLock } from './configmap-lock.js';
+import { isNotFound, isStale } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
-import { KindStore } from './kind-store.js';
+import { ignoreGone, KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
-import { deleteOwnedSecret } from './owned-secrets.js';
-import { MANAGED_BY, MANAGED_BY_LABEL, resourceId, type ClusterResource, type ClusterSpec } from './resources.js';
-import { retryOnConflict } from './retry.js';
+import { resourceId, type ClusterResource, type ClusterSpec } from './resources.js';
 import type { HostStore } from './store.js';
 
 /** When spec.isDefault was last set through the API (ISO time): the newest default wins a race. */
@@ -206,13 +204,9 @@ interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince'>
 
 const importClosed = () => new ForbiddenError('import not allowed when clusters exist');
 
-/** For writes to other clusters than the one asked about: one deleted meanwhile needs nothing. */
-function ignoreGone(err: unknown): void {
-  if (!(err instanceof NotFoundError)) throw err;
-}
-
 export class ClusterStore extends KindStore<ClusterResource> {
   private readonly log: Logger;
+  private readonly importLock: ConfigMapLock;
 
   constructor(
     host: HostStore,
@@ -228,6 +222,7 @@ export class ClusterStore extends KindStore<ClusterResource> {
       cache: (h) => h.clusters,
     });
     this.log = log.child({ component: 'cluster-store' });
+    this.importLock = new ConfigMapLock(host, IMPORT_LOCK_CONFIGMAP);
   }
 
   /**
@@ -416,27 +411,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
    */
   async delete(id: number): Promise<Cluster> {
     const cr = this.find(id);
-    const gone = await retryOnConflict('cluster', async () => {
-      let live: ClusterResource;
-      try {
-        live = await this.crs.read(cr.metadata.name);
-      } catch (err) {
-        throw isNotFound(err) ? new NotFoundError('cluster not found') : err;
-      }
-      if (live.metadata.uid !== cr.metadata.uid) throw new NotFoundError('cluster not found');
+    const gone = await this.remove(cr, cr.spec?.kubeconfigSecretRef?.name, (live) => {
       if (live.spec?.isDefault)
         throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
-      try {
-        await this.crs.delete(live.metadata.name, live.metadata.uid, live.metadata.resourceVersion);
-      } catch (err) {
-        throw isNotFound(err) ? new NotFoundError('cluster not found') : err;
-      }
-      return live;
     });
-    const ref = gone.spec?.kubeconfigSecretRef?.name;
-    if (ref)
-      await deleteOwnedSecret(this.host.core, this.host.namespace, this.host.secrets.get(ref, this.host.namespace));
-    await this.cache.waitFor(gone.metadata.name, isGone(gone.metadata.uid));
     return clusterOf(gone);
   }
 
@@ -518,7 +496,7 @@ export class ClusterStore extends KindStore<ClusterResource> {
   async importClusters(input: Pick<ClusterInput, 'config' | 'inCluster'>, holder: string): Promise<ImportResult> {
     if (!this.importOpen()) throw importClosed();
     const { planned, skipped } = importPlan(input);
-    if (!(await this.acquireImportLock(holder))) throw importClosed();
+    if (!(await this.importLock.acquire({ holder, at: new Date().toISOString() }))) throw importClosed();
     if (!this.importOpen()) throw importClosed();
     const created: Array<{ cr: ClusterResource; cluster: NewCluster }> = [];
     try {
@@ -527,7 +505,7 @@ export class ClusterStore extends KindStore<ClusterResource> {
         created.push({ cr: await this.createCluster(cluster), cluster });
       }
     } finally {
-      if (created.length === 0) await this.releaseImportLock().catch(() => undefined);
+      if (created.length === 0) await this.importLock.release().catch(() => undefined);
     }
     await Promise.all(
       created.map(({ cr, cluster }) => this.connections.firstProbeAfterWrite(cr.metadata.name, connectionOf(cluster))),
@@ -536,50 +514,15 @@ export class ClusterStore extends KindStore<ClusterResource> {
     return { clusters: planned.map((p) => p.name).filter((name) => names.has(name)), skipped };
   }
 
-  /** Atomically takes the import lock; false when another import holds (or held) it. */
-  private async acquireImportLock(holder: string): Promise<boolean> {
-    try {
-      await this.host.core.createNamespacedConfigMap({
-        namespace: this.host.namespace,
-        body: {
-          metadata: { name: IMPORT_LOCK_CONFIGMAP, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
-          data: { holder, at: new Date().toISOString() },
-        },
-      });
-      return true;
-    } catch (err) {
-      if (isAlreadyExists(err)) return false;
-      throw err;
-    }
-  }
-
-  private async releaseImportLock(): Promise<void> {
-    try {
-      await this.host.core.deleteNamespacedConfigMap({ name: IMPORT_LOCK_CONFIGMAP, namespace: this.host.namespace });
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-  }
-
   /**
    * Opens the import again when no cluster is left and the lock is older than `staleMs` (the
    * leader calls this): true when it removed the lock.
    */
   async reopenImportIfStale(staleMs: number): Promise<boolean> {
     if (this.any()) return false;
-    let createdAt: Date;
-    try {
-      const cm = await this.host.core.readNamespacedConfigMap({
-        name: IMPORT_LOCK_CONFIGMAP,
-        namespace: this.host.namespace,
-      });
-      createdAt = cm.metadata?.creationTimestamp ? new Date(cm.metadata.creationTimestamp) : new Date(0);
-    } catch (err) {
-      if (isNotFound(err)) return false;
-      throw err;
-    }
-    if (Date.now() - createdAt.getTime() <= staleMs) return false;
-    await this.releaseImportLock();
+    const createdAt = await this.importLock.createdAt();
+    if (!createdAt || Date.now() - createdAt.getTime() <= staleMs) return false;
+    await this.importLock.release();
     return true;
   }
 }

@@ -167,21 +167,42 @@ export class KindStore<T extends KiteResource> {
 
   /**
    * Deletes the object as the caller saw it (uid precondition: a newer object of the same name is
-   * left alone) and the Secret kiteline made for it; returns once the cache no longer holds it.
+   * left alone) and the Secret kiteline made for it; returns the deleted object once the cache no
+   * longer holds it. With `guard`, a rule that may refuse the delete (by throwing): it is checked
+   * on the live object and the delete is preconditioned on the resourceVersion it saw, so the
+   * check and the delete are one compare-and-swap (a change meanwhile: checked again).
    */
-  protected async remove(obj: T, secretName?: string): Promise<void> {
+  protected async remove(obj: T, secretName?: string, guard?: (live: T) => void): Promise<T> {
     const key = this.definition.keyOf(obj);
     const secret = secretName ? this.host.secrets.get(secretName, this.host.namespace) : undefined;
-    try {
-      await this.crs.delete(obj.metadata.name, obj.metadata.uid);
-    } catch (err) {
-      if (isNotFound(err)) throw this.notFound(key);
-      if (err instanceof ConflictError)
-        throw new ConflictError(`the ${this.definition.noun} changed meanwhile; try again`);
-      throw err;
-    }
+    const gone = guard
+      ? await retryOnConflict(`${this.definition.noun} ${key}`, async () => {
+          const live = await this.crs.read(obj.metadata.name).catch((err: unknown) => {
+            throw isNotFound(err) ? this.notFound(key) : err;
+          });
+          if (live.metadata.uid !== obj.metadata.uid) throw this.notFound(key);
+          guard(live);
+          await this.deleteObject(live, live.metadata.resourceVersion);
+          return live;
+        })
+      : await this.deleteObject(obj).catch((err: unknown) => {
+          throw err instanceof ConflictError
+            ? new ConflictError(`the ${this.definition.noun} changed meanwhile; try again`)
+            : err;
+        });
     await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
-    await this.cache.waitFor(obj.metadata.name, isGone(obj.metadata.uid));
+    await this.cache.waitFor(gone.metadata.name, isGone(gone.metadata.uid));
+    return gone;
+  }
+
+  /** The delete call itself, preconditioned on uid (and resourceVersion when given). */
+  private async deleteObject(obj: T, resourceVersion?: string): Promise<T> {
+    try {
+      await this.crs.delete(obj.metadata.name, obj.metadata.uid, resourceVersion);
+      return obj;
+    } catch (err) {
+      throw isNotFound(err) ? this.notFound(this.definition.keyOf(obj)) : err;
+    }
   }
 
   /**
@@ -196,4 +217,14 @@ export class KindStore<T extends KiteResource> {
       await this.cache.waitFor(obj.metadata.name, (cached) => cached !== undefined && resourceId(cached) === id);
     return id;
   }
+}
+
+/** For writes to objects other than the one asked about: one deleted meanwhile needs nothing. */
+export function ignoreGone(err: unknown): void {
+  if (!(err instanceof NotFoundError)) throw err;
+}
+
+/** The same strings in the same order (an absent list is empty). */
+export function sameList(a: readonly string[] | undefined, b: readonly string[]): boolean {
+  return (a ?? []).length === b.length && b.every((x, i) => a![i] === x);
 }

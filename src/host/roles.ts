@@ -16,7 +16,7 @@ import type { Logger } from '../log.js';
 import type { APIKeyStore } from './apikeys.js';
 import { describeApiError } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
-import { KindStore } from './kind-store.js';
+import { KindStore, sameList } from './kind-store.js';
 import { objectNameFor } from './names.js';
 import { resourceId, type RoleResource, type RoleSpec } from './resources.js';
 import type { HostStore } from './store.js';
@@ -58,9 +58,6 @@ export function roleName(role: RoleResource): string {
 export function isBuiltinRole(name: string): boolean {
   return Object.hasOwn(BUILTIN_ROLES, name);
 }
-
-const sameList = (a: string[] | undefined, b: string[]) =>
-  (a ?? []).length === b.length && b.every((x, i) => a![i] === x);
 
 export class RoleStore extends KindStore<RoleResource> {
   constructor(

@@ -12,10 +12,10 @@
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
 import { hashPassword } from '../credentials/passwords.js';
-import { ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
+import { ConflictError, ForbiddenError } from '../errors.js';
 import { claimSuperUserBootstrap } from './bootstrap.js';
 import type { IdAllocator } from './ids.js';
-import { KindStore } from './kind-store.js';
+import { ignoreGone, KindStore, sameList } from './kind-store.js';
 import { LastAdminGuard } from './last-admin.js';
 import { objectNameFor } from './names.js';
 import { secretValue } from './owned-secrets.js';
@@ -39,8 +39,6 @@ export interface UserChanges {
   avatarURL?: string;
   sidebarPreference?: string;
 }
-
-const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x, i) => x === b[i]);
 
 export class UserStore extends KindStore<UserResource> {
   private readonly lastAdmin: LastAdminGuard;
@@ -226,11 +224,7 @@ export class UserStore extends KindStore<UserResource> {
   async dropRole(role: string): Promise<void> {
     for (const user of this.list()) {
       if (!(user.spec.roles ?? []).includes(role)) continue;
-      try {
-        await this.updateRoles(user, (roles) => roles.filter((r) => r !== role));
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err; // deleted meanwhile: nothing to take
-      }
+      await this.updateRoles(user, (roles) => roles.filter((r) => r !== role)).catch(ignoreGone);
     }
   }
 
