@@ -18,8 +18,9 @@ export interface Child {
 }
 
 export interface ProcessStats {
-  /** User plus system CPU seconds so far. */
+  /** User plus system CPU seconds so far, and the system (kernel) part. */
   cpuSeconds: number;
+  systemCpuSeconds: number;
   /** Current and peak resident set size in MiB. */
   rssMiB: number;
   peakRssMiB: number;
@@ -30,9 +31,10 @@ export function processStats(pid: number): ProcessStats {
   // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const cpuSeconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  const systemCpuSeconds = Number(fields[12]) / CLOCK_TICKS;
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const kib = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
-  return { cpuSeconds, rssMiB: kib('VmRSS') / 1024, peakRssMiB: kib('VmHWM') / 1024 };
+  return { cpuSeconds, systemCpuSeconds, rssMiB: kib('VmRSS') / 1024, peakRssMiB: kib('VmHWM') / 1024 };
 }
 
 /** Open sockets of a process (its /proc/PID/fd entries that are sockets). */

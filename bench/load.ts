@@ -3,6 +3,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import autocannon from 'autocannon';
+import { processStats } from './children.js';
 
 /** One way to reach the target cluster's API: direct, through kubectl proxy, or through the gateway. */
 export interface Path {
@@ -13,11 +14,14 @@ export interface Path {
   headers: Record<string, string>;
   /** CA of an https base. */
   ca?: string;
+  /** The process that serves this path besides the API server (kubectl proxy, a gateway): its CPU is measured. */
+  pid?: number;
 }
 
 export interface LoadRequest {
   method: 'GET' | 'PATCH';
-  path: string;
+  /** The request path, or a function giving each request its own (a random object of many). */
+  path: string | (() => string);
   headers?: Record<string, string>;
   /** A fresh body per request (PATCH), so every write changes the object. */
   body?: () => string;
@@ -30,10 +34,22 @@ export interface LoadResult {
   bytesPerSecond: number;
   /** Answers that were not 2xx plus connection errors and timeouts: a healthy run has none. */
   failures: number;
+  /** Requests answered in the measured seconds. */
+  requests: number;
+  /** CPU (user + system) of the path's own process per answered request, in µs; undefined when it has none. */
+  cpuMicrosPerRequest?: number;
+  /** The system (kernel) part of it. */
+  systemCpuMicrosPerRequest?: number;
 }
 
 function cannon(path: Path, request: LoadRequest, connections: number, seconds: number): Promise<autocannon.Result> {
-  const body = request.body;
+  const { body, path: requestPath } = request;
+  const perRequest = body || typeof requestPath === 'function';
+  const setupRequest = (req: any) => ({
+    ...req,
+    ...(body ? { body: body() } : {}),
+    ...(typeof requestPath === 'function' ? { path: requestPath() } : {}),
+  });
   return autocannon({
     url: path.base,
     connections,
@@ -45,9 +61,9 @@ function cannon(path: Path, request: LoadRequest, connections: number, seconds: 
     requests: [
       {
         method: request.method,
-        path: request.path,
+        path: typeof requestPath === 'function' ? requestPath() : requestPath,
         headers: { ...path.headers, ...request.headers },
-        ...(body ? { setupRequest: (req: any) => ({ ...req, body: body() }) } : {}),
+        ...(perRequest ? { setupRequest } : {}),
       },
     ],
   });
@@ -60,13 +76,24 @@ export async function measureLoad(
   connections: number,
   seconds: number,
 ): Promise<LoadResult> {
+  const before = path.pid ? processStats(path.pid) : undefined;
   const result = await cannon(path, request, connections, seconds);
+  const after = path.pid ? processStats(path.pid) : undefined;
+  const requests = result.requests.total;
+  const perRequest = (seconds: number) => (seconds * 1e6) / requests;
   return {
     requestsPerSecond: result.requests.average,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     bytesPerSecond: result.throughput.average,
     failures: result.non2xx + result.errors + result.timeouts,
+    requests,
+    ...(before && after && requests > 0
+      ? {
+          cpuMicrosPerRequest: perRequest(after.cpuSeconds - before.cpuSeconds),
+          systemCpuMicrosPerRequest: perRequest(after.systemCpuSeconds - before.systemCpuSeconds),
+        }
+      : {}),
   };
 }
 
@@ -93,12 +120,23 @@ export async function runLoad(
  */
 export function combineRounds(rounds: LoadResult[]): LoadResult {
   const mean = (pick: (r: LoadResult) => number) => rounds.reduce((sum, r) => sum + pick(r), 0) / rounds.length;
+  const sum = (pick: (r: LoadResult) => number) => rounds.reduce((total, r) => total + pick(r), 0);
+  const requests = sum((r) => r.requests);
+  const measured = rounds.every((r) => r.cpuMicrosPerRequest !== undefined);
   return {
     requestsPerSecond: mean((r) => r.requestsPerSecond),
     p50Ms: mean((r) => r.p50Ms),
     p99Ms: Math.max(...rounds.map((r) => r.p99Ms)),
     bytesPerSecond: mean((r) => r.bytesPerSecond),
-    failures: rounds.reduce((sum, r) => sum + r.failures, 0),
+    failures: sum((r) => r.failures),
+    requests,
+    // Weighted by requests: the CPU of all rounds over all their requests.
+    ...(measured && requests > 0
+      ? {
+          cpuMicrosPerRequest: sum((r) => r.cpuMicrosPerRequest! * r.requests) / requests,
+          systemCpuMicrosPerRequest: sum((r) => r.systemCpuMicrosPerRequest! * r.requests) / requests,
+        }
+      : {}),
   };
 }
 
@@ -162,6 +200,7 @@ export async function runWatch(path: Path, requestPath: string, events: number, 
     p99Ms: percentile(times, 0.99),
     bytesPerSecond: 0,
     failures: 0,
+    requests: rounds,
   };
 }
 

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '../src/controlplane/controlplane.js';
 import { auditFigures } from './audit.js';
-import { processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
+import { openSockets, processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
 import { DirectKube } from './kube.js';
 import {
@@ -26,6 +26,7 @@ import { loadSettings, type BenchSettings } from './settings.js';
 import { comparisonTable, figureTable, type ComparisonRow, type Figure } from './table.js';
 
 const TARGET_CLUSTER = 'target';
+const KUBECTL_PROXY = 'kubectl proxy';
 const OBJECT_NAMESPACE = 'bench';
 
 function log(message: string): void {
@@ -40,9 +41,10 @@ function ms(value: number): string {
 async function prepareTarget(
   target: DirectKube,
   s: BenchSettings,
-): Promise<{ listNamespace: string; watchNamespace: string }> {
+): Promise<{ listNamespace: string; watchNamespace: string; spreadNamespace: string }> {
   const listNamespace = `bench-list-${s.listSize}`;
   const watchNamespace = `bench-watch-${s.watchEvents}`;
+  const spreadNamespace = `bench-list-${s.spreadSize}`;
   await target.ensureNamespace(OBJECT_NAMESPACE);
   for (const name of ['bench-get', 'bench-patch']) {
     await target.expect(
@@ -56,6 +58,7 @@ async function prepareTarget(
   for (const [namespace, size] of [
     [listNamespace, s.listSize],
     [watchNamespace, s.watchEvents],
+    [spreadNamespace, s.spreadSize],
   ] as const) {
     await target.ensureNamespace(namespace);
     const path = `/api/v1/namespaces/${namespace}/configmaps`;
@@ -70,7 +73,7 @@ async function prepareTarget(
       }));
     }
   }
-  return { listNamespace, watchNamespace };
+  return { listNamespace, watchNamespace, spreadNamespace };
 }
 
 interface Row {
@@ -118,12 +121,14 @@ async function compare(common: Path[], rows: Row[], s: BenchSettings): Promise<C
         results.push(await row.run!(path, index));
       }
     }
+    const proxyIndex = paths.findIndex((p) => p.label === KUBECTL_PROXY);
     for (const [index, path] of paths.entries()) {
       out.push({
         row: row.row,
         path: path.label,
         result: results[index],
         directPerSecond: results[0].requestsPerSecond,
+        ...(proxyIndex >= 0 ? { kubectlProxy: results[proxyIndex] } : {}),
         unit: row.unit,
       });
     }
@@ -203,12 +208,15 @@ async function scaleFigures(ctx: ScaleContext): Promise<Figure[]> {
   );
   const allReadyAt = Date.now();
   const manyStats = processStats(gateway.process.pid!);
+  const memory = await gatewayMemory(gateway.url, key);
   figures.push(
     { what: `gateway start to /readyz with ${expectedReady} clusters`, value: ms(readyzAt - startedAt) },
     { what: `gateway start to all ${expectedReady} clusters ready`, value: ms(allReadyAt - startedAt) },
     {
       what: `gateway RSS with ${expectedReady} ready clusters (peak during start)`,
-      value: `${manyStats.rssMiB.toFixed(0)} MiB (${manyStats.peakRssMiB.toFixed(0)} MiB)`,
+      value:
+        `${manyStats.rssMiB.toFixed(0)} MiB (${manyStats.peakRssMiB.toFixed(0)} MiB); ` +
+        `JS heap used ${memory.heapMiB.toFixed(0)} MiB, external ${memory.externalMiB.toFixed(0)} MiB`,
     },
   );
 
@@ -246,7 +254,28 @@ async function scaleFigures(ctx: ScaleContext): Promise<Figure[]> {
         `${r.requestsPerSecond.toFixed(0)} req/s, ${r.failures} failures`,
     });
   }
+
+  // Nobody has sent a cluster request since the clusters became ready (the user rows touch none):
+  // once the pools' idle timeout has passed, what is left open is the health probes' connections.
+  const wait = Math.max(0, POOL_IDLE_MS + 5_000 - (Date.now() - allReadyAt));
+  log(`waiting ${Math.round(wait / 1000)} s for idle cluster connections to close`);
+  await new Promise((resolve) => setTimeout(resolve, wait));
+  figures.push({
+    what: `gateway open sockets ${Math.round((Date.now() - allReadyAt) / 1000)} s after the last cluster request`,
+    value: `${openSockets(gateway.process.pid)} (${expectedReady} clusters: one health-probe connection each)`,
+  });
   return figures;
+}
+
+/** kiteline's idle timeout of a cluster's pooled connections (clusters/connection.ts). */
+const POOL_IDLE_MS = 30_000;
+
+/** The gateway's JS heap and external memory, from its own /metrics. */
+async function gatewayMemory(url: string, key: string): Promise<{ heapMiB: number; externalMiB: number }> {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: key } });
+  const text = await res.text();
+  const value = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) / 1024 / 1024;
+  return { heapMiB: value('nodejs_heap_size_used_bytes'), externalMiB: value('nodejs_external_memory_bytes') };
 }
 
 async function main(): Promise<void> {
@@ -264,7 +293,7 @@ async function main(): Promise<void> {
   const namespace = `bench-${randomBytes(3).toString('hex')}`;
   const children: Child[] = [];
   try {
-    const { listNamespace, watchNamespace } = await prepareTarget(target, s);
+    const { listNamespace, watchNamespace, spreadNamespace } = await prepareTarget(target, s);
     await host.ensureNamespace(namespace);
     const targetKubeconfig = readFileSync(targetCp.kubeconfigPath, 'utf8');
 
@@ -332,13 +361,33 @@ async function main(): Promise<void> {
         headers: { authorization: `Bearer ${targetCp.token}` },
         ca: targetCp.caPem,
       },
-      { label: 'kubectl proxy', base: proxy.url, headers: {} },
-      { label: 'gateway', base: gateway.url, headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER } },
+      { label: KUBECTL_PROXY, base: proxy.url, headers: {}, pid: proxy.process.pid },
+      {
+        label: 'gateway',
+        base: gateway.url,
+        headers: { authorization: key, 'x-cluster-name': TARGET_CLUSTER },
+        pid: gateway.process.pid,
+      },
       // kubectl's way through the gateway: the Kubernetes path under /k8s/clusters/<cluster>, no body parsed.
-      { label: 'gateway /k8s/clusters', base: gateway.url, headers: { authorization: `Bearer ${key}` } },
+      {
+        label: 'gateway /k8s/clusters',
+        base: gateway.url,
+        headers: { authorization: `Bearer ${key}` },
+        pid: gateway.process.pid,
+      },
     ];
-    const plainPath: Path = { label: 'gateway, plain', base: plain.url, headers: paths[2].headers };
-    const unauditedPath: Path = { label: 'gateway, audit trail off', base: unaudited.url, headers: paths[2].headers };
+    const plainPath: Path = {
+      label: 'gateway, plain',
+      base: plain.url,
+      headers: paths[2].headers,
+      pid: plain.process.pid,
+    };
+    const unauditedPath: Path = {
+      label: 'gateway, audit trail off',
+      base: unaudited.url,
+      headers: paths[2].headers,
+      pid: unaudited.process.pid,
+    };
     const K8S_PROXY_INDEX = 3;
     // Upstream paths for direct and kubectl proxy (and under /k8s/clusters), the gateway's own
     // /api/v1 path for the gateways.
@@ -364,6 +413,39 @@ async function main(): Promise<void> {
               `/api/v1/namespaces/${OBJECT_NAMESPACE}/configmaps/bench-get`,
               `/api/v1/configmaps/${OBJECT_NAMESPACE}/bench-get`,
             ),
+          }),
+        },
+      },
+      {
+        id: 'spread-get',
+        row: `GET one of ${s.spreadSize} objects (spread)`,
+        unit: 'req/s',
+        load: {
+          connections: s.spreadConnections,
+          request: (i) => ({
+            method: 'GET',
+            headers: accept,
+            path: () => {
+              const name = `cm-${Math.floor(Math.random() * (s.spreadSize - 1))}`;
+              return pick(
+                i,
+                `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}`,
+                `/api/v1/configmaps/${spreadNamespace}/${name}`,
+              );
+            },
+          }),
+        },
+      },
+      {
+        id: 'spread-list',
+        row: `LIST ${s.spreadSize} ConfigMaps (spread)`,
+        unit: 'req/s',
+        load: {
+          connections: s.spreadConnections,
+          request: (i) => ({
+            method: 'GET',
+            headers: accept,
+            path: pick(i, `/api/v1/namespaces/${spreadNamespace}/configmaps`, `/api/v1/configmaps/${spreadNamespace}`),
           }),
         },
       },

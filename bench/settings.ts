@@ -17,6 +17,9 @@ export interface BenchSettings {
   listConnections: number;
   /** ConfigMaps in the LIST namespace. */
   listSize: number;
+  /** ConfigMaps of the spread rows (each GET a random one of them; LIST all), and their connections. */
+  spreadSize: number;
+  spreadConnections: number;
   /** Events per watch, and how many watches each path opens one after the other. */
   watchEvents: number;
   watchRounds: number;
@@ -31,7 +34,8 @@ export interface BenchSettings {
   /** Extra node flags for the gateway child (e.g. --cpu-prof while optimizing). */
   gatewayNodeArgs: string[];
   /**
-   * Which comparison rows run (get, list, patch, watch) and the audit figures (audit), and whether the scale
+   * Which comparison rows run (get, spread-get, spread-list, list, patch, watch) and the audit figures (audit),
+   * and whether the scale
    * figures do.
    */
   rows: string[];
@@ -55,6 +59,8 @@ export function loadSettings(): BenchSettings {
     connections: whole('BENCH_CONNECTIONS', quick ? 16 : 32),
     listConnections: whole('BENCH_LIST_CONNECTIONS', 4),
     listSize: whole('BENCH_LIST_SIZE', quick ? 500 : 5000),
+    spreadSize: whole('BENCH_SPREAD_SIZE', 500),
+    spreadConnections: whole('BENCH_SPREAD_CONNECTIONS', 16),
     watchEvents: whole('BENCH_WATCH_EVENTS', 1000),
     watchRounds: whole('BENCH_WATCH_ROUNDS', quick ? 3 : 10),
     auditRecords: whole('BENCH_AUDIT_RECORDS', quick ? 10_000 : 100_000),
@@ -62,7 +68,9 @@ export function loadSettings(): BenchSettings {
     users: whole('BENCH_USERS', quick ? 1000 : 10000),
     gatewayLogLevel: process.env.BENCH_GATEWAY_LOG_LEVEL || 'info',
     gatewayNodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
-    rows: (process.env.BENCH_ROWS || 'get,list,patch,watch,audit').split(',').map((r) => r.trim()),
+    rows: (process.env.BENCH_ROWS || 'get,spread-get,spread-list,list,patch,watch,audit')
+      .split(',')
+      .map((r) => r.trim()),
     scale: process.env.BENCH_SCALE !== '0',
   };
 }

@@ -8,6 +8,8 @@ export interface ComparisonRow {
   result: LoadResult;
   /** requests (or events) per second of the direct path in the same row. */
   directPerSecond: number;
+  /** The kubectl proxy path's result in the same row, when the row has one. */
+  kubectlProxy?: LoadResult;
   /** The unit of the per-second column: "req/s" or "events/s". */
   unit: string;
 }
@@ -33,17 +35,36 @@ function markdown(header: string[], rows: string[][]): string {
 
 export function comparisonTable(rows: ComparisonRow[]): string {
   return markdown(
-    ['row', 'path', 'per second', 'p50 ms', 'p99 ms', 'ratio to direct', 'bytes/s', 'failures'],
-    rows.map((r) => [
-      r.row,
-      r.path,
-      `${fixed(r.result.requestsPerSecond, 0)} ${r.unit}`,
-      fixed(r.result.p50Ms),
-      fixed(r.result.p99Ms),
-      fixed(r.result.requestsPerSecond / r.directPerSecond, 2),
-      mib(r.result.bytesPerSecond),
-      String(r.result.failures),
-    ]),
+    [
+      'row',
+      'path',
+      'per second',
+      'p50 ms',
+      'p99 ms',
+      'ratio to direct',
+      'ratio to kubectl proxy',
+      'proxy CPU µs/req',
+      'CPU ratio to kubectl proxy',
+      'bytes/s',
+      'failures',
+    ],
+    rows.map((r) => {
+      const cpu = r.result.cpuMicrosPerRequest;
+      const proxyCpu = r.kubectlProxy?.cpuMicrosPerRequest;
+      return [
+        r.row,
+        r.path,
+        `${fixed(r.result.requestsPerSecond, 0)} ${r.unit}`,
+        fixed(r.result.p50Ms),
+        fixed(r.result.p99Ms),
+        fixed(r.result.requestsPerSecond / r.directPerSecond, 2),
+        r.kubectlProxy ? fixed(r.result.requestsPerSecond / r.kubectlProxy.requestsPerSecond, 2) : '',
+        cpu !== undefined ? `${fixed(cpu, 0)} (sys ${fixed(r.result.systemCpuMicrosPerRequest ?? 0, 0)})` : '',
+        cpu !== undefined && proxyCpu ? fixed(cpu / proxyCpu, 2) : '',
+        mib(r.result.bytesPerSecond),
+        String(r.result.failures),
+      ];
+    }),
   );
 }
 

@@ -62,8 +62,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   };
   const app = await buildApp(services);
   let draining = false;
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close');
+    done(null, payload);
   });
   await host.start();
   await identity.start();

@@ -64,8 +64,8 @@ export class AuthService {
     const parts = parseApiKey(value);
     if (!parts) return { failure: 'invalid API key' };
     const key = this.apiKeys.byId(parts.id);
-    const hash = key ? this.apiKeys.keyHash(key) : undefined;
-    if (!key || key.metadata.deletionTimestamp || !hash || !apiKeySecretMatches(parts.secret, hash)) {
+    const digest = key ? this.apiKeys.keyDigest(key) : undefined;
+    if (!key || key.metadata.deletionTimestamp || !digest || !apiKeySecretMatches(parts.secret, digest)) {
       return { failure: 'invalid API key' };
     }
     const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;

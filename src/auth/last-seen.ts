@@ -15,9 +15,10 @@ export class LastSeenRecorder {
 
   record(key: string, cachedIso: string | undefined, write: (at: Date) => Promise<void>): void {
     const now = Date.now();
+    // This replica's own last write first: under load that answers without parsing a date.
+    if (now - (this.lastWrite.get(key) ?? 0) < this.intervalMs) return;
     const cached = cachedIso ? Date.parse(cachedIso) || 0 : 0;
-    const previous = Math.max(this.lastWrite.get(key) ?? 0, cached);
-    if (now - previous < this.intervalMs) return;
+    if (now - cached < this.intervalMs) return;
     this.lastWrite.set(key, now);
     if (this.lastWrite.size > 10_000) {
       for (const [k, t] of this.lastWrite) if (now - t >= this.intervalMs) this.lastWrite.delete(k);

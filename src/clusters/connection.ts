@@ -14,7 +14,7 @@
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { Client, Pool } from 'undici';
+import { Pool } from 'undici';
 import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { Cluster } from '../host/clusters.js';
 import type { Logger } from '../log.js';
@@ -68,11 +68,12 @@ const DISCOVERY_MAX_AGE_MS = 5 * 60_000;
 /** How long a probe or discovery read may take in all. */
 const READ_TIMEOUT_MS = 15_000;
 /**
- * Discovery reads in flight at once per cluster: a few warm sockets serve all ~20 group versions
- * (without a cap, a cold pool opens one TLS connection per group version, and hundreds of
- * clusters starting together become thousands of handshakes).
+ * Connections of the probe and discovery per cluster: discovery reads this many group versions at
+ * a time (without a cap, a cold pool opens one TLS connection per group version, and hundreds of
+ * clusters starting together become thousands of handshakes); idle ones close after the pools'
+ * keep-alive timeout, and the probe keeps one warm.
  */
-const DISCOVERY_PARALLELISM = 4;
+const DISCOVERY_PARALLELISM = 2;
 
 /**
  * Largest object answer read whole. The API server keeps objects below about 1.5 MiB (etcd's
@@ -101,24 +102,6 @@ const DEMAND_PROBE_SPACING_MS = 1000;
  */
 export const FIRST_PROBE_GRACE_MS = 1000;
 
-/** Wraps an async function so that at most `limit` calls run at once; the rest wait their turn. */
-function inTurns<A, R>(limit: number, fn: (arg: A) => Promise<R>): (arg: A) => Promise<R> {
-  let running = 0;
-  const waiting: Array<() => void> = [];
-  return async (arg: A) => {
-    // A finished call hands its slot straight to the next waiter, so `running` never overshoots.
-    if (running >= limit) await new Promise<void>((resolve) => waiting.push(resolve));
-    else running++;
-    try {
-      return await fn(arg);
-    } finally {
-      const next = waiting.shift();
-      if (next) next();
-      else running--;
-    }
-  };
-}
-
 export class WarmConnection extends EventEmitter implements ClusterConnection {
   meta: ConnectionMeta;
   /** Told response times and shared reads (metrics); the registry sets it. */
@@ -127,12 +110,15 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   private readonly target: ConnectionTarget;
   private readonly server: URL;
   private readonly basePath: string;
-  /** Requests that end by themselves (reads, lists, writes, discovery). */
+  /** Callers' requests that end by themselves (reads, lists, writes). */
   private readonly pool: Pool;
   /** Long-running requests (watches): as many connections as there are watches. */
   private readonly watchPool: Pool;
-  /** The health probe's own connection. */
-  private readonly probeClient: Client;
+  /**
+   * The cluster's own bookkeeping, apart from callers' requests: the health probe and discovery,
+   * on at most DISCOVERY_PARALLELISM connections. An idle cluster keeps only the probe's one.
+   */
+  private readonly controlPool: Pool;
   /** The TLS options of every socket to the cluster (undefined over plain http). */
   private readonly tls: ReturnType<WarmConnection['tlsOptions']> | undefined;
   private readonly callerLimits: CallerLimits;
@@ -188,7 +174,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     };
     this.pool = new Pool(this.server.origin, { ...dispatcher, connections: REQUEST_CONNECTIONS });
     this.watchPool = new Pool(this.server.origin, { ...dispatcher, connections: null });
-    this.probeClient = new Client(this.server.origin, dispatcher);
+    this.controlPool = new Pool(this.server.origin, { ...dispatcher, connections: DISCOVERY_PARALLELISM });
   }
 
   /**
@@ -251,12 +237,13 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   /** One request on the given pool or connection, with the cluster's credentials. */
-  private async send(dispatcher: Pool | Client, req: UpstreamRequest): Promise<UpstreamResponse> {
+  private async send(dispatcher: Pool, req: UpstreamRequest): Promise<UpstreamResponse> {
     if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
     const authorization = await this.target.authorization();
     const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(req.headers ?? {})) {
-      if (k.toLowerCase() !== 'authorization') headers[k] = v;
+    const given = req.headers;
+    for (const k in given) {
+      if (k.toLowerCase() !== 'authorization') headers[k] = given[k];
     }
     if (authorization) headers.authorization = authorization;
     // A write waits for its object's turn (the turn ends once the response headers are here).
@@ -320,36 +307,30 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
 
   /**
    * One GET whose answer (any status) is read whole, up to MAX_OBJECT_BYTES (objects, probes,
-   * discovery), on the request pool unless another dispatcher is given (the probe's connection).
+   * discovery), on the callers' pool unless another is given (the probe's and discovery's own).
    */
   private async readWhole(
     path: string,
     headers: ObjectRead['headers'],
     signal: AbortSignal | undefined,
-    dispatcher: Pool | Client = this.pool,
+    dispatcher: Pool = this.pool,
   ): Promise<BufferedAnswer> {
     const res = await this.send(dispatcher, { method: 'GET', path, headers, signal });
-    const chunks: Buffer[] = [];
-    let size = 0;
-    try {
-      for await (const chunk of res) {
-        size += (chunk as Buffer).length;
-        if (size > MAX_OBJECT_BYTES) {
-          res.destroy();
-          throw new BadGatewayError(
-            `cluster "${this.name}" answered ${path} with more than ${MAX_OBJECT_BYTES / 1024 / 1024} MiB`,
-          );
-        }
-        chunks.push(chunk as Buffer);
-      }
-    } catch (err) {
-      throw this.requestError(err as Error & { code?: string }, signal);
-    }
-    return {
-      statusCode: res.statusCode,
-      headers: res.headers,
-      body: chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size),
-    };
+    // Plain 'data' events rather than an async iterator: this runs for every object read, and the
+    // iterator's promise per chunk is measurable there.
+    const body = await new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= MAX_OBJECT_BYTES) return void chunks.push(chunk);
+        const limit = MAX_OBJECT_BYTES / 1024 / 1024;
+        res.destroy(new BadGatewayError(`cluster "${this.name}" answered ${path} with more than ${limit} MiB`));
+      });
+      res.once('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)));
+      res.once('error', (err) => reject(this.requestError(err, signal)));
+    });
+    return { statusCode: res.statusCode, headers: res.headers, body };
   }
 
   /** The error a failed upstream request rejects with: aborts stay aborts, the rest is a 502. */
@@ -365,7 +346,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
-  private async getJson(path: string, dispatcher: Pool | Client = this.pool): Promise<unknown> {
+  private async getJson(path: string, dispatcher: Pool = this.pool): Promise<unknown> {
     const answer = await this.readWhole(
       path,
       { accept: 'application/json' },
@@ -410,7 +391,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       try {
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         this.discoveryAt = Date.now();
-        const snapshot = await loadDiscovery(inTurns(DISCOVERY_PARALLELISM, (path) => this.getJson(path)));
+        const snapshot = await loadDiscovery((path) => this.getJson(path, this.controlPool));
         if (this.closed) return;
         if (snapshot.failed.length > 0 && snapshot.failed.join() !== this.discovery?.failed.join()) {
           this.log.warn({ failedGroupVersions: snapshot.failed }, 'some API groups failed discovery; skipped');
@@ -481,7 +462,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     let next: Health;
     this.probeInFlight = true;
     try {
-      const info = (await this.getJson('/version', this.probeClient)) as { gitVersion?: unknown };
+      const info = (await this.getJson('/version', this.controlPool)) as { gitVersion?: unknown };
       const version = typeof info?.gitVersion === 'string' ? info.gitVersion : '';
       const versionChanged = version !== this.health.version;
       if (!this.discovery || versionChanged) await this.refreshDiscovery();
@@ -514,7 +495,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.closed = true;
     this.endFirstProbe();
     clearTimeout(this.probeTimer);
-    for (const dispatcher of [this.pool, this.watchPool, this.probeClient]) dispatcher.destroy().catch(() => undefined);
+    for (const dispatcher of [this.pool, this.watchPool, this.controlPool]) dispatcher.destroy().catch(() => undefined);
     this.removeAllListeners();
   }
 }

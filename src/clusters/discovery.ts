@@ -85,6 +85,24 @@ export class DiscoveryIndex {
   }
 }
 
+/**
+ * Verb lists shared by every resource and cluster that has the same one (a few dozen distinct
+ * lists exist), instead of one array per resource per cluster.
+ */
+const verbLists = new Map<string, string[]>();
+function internedVerbs(verbs: string[]): string[] {
+  const key = verbs.join(' ');
+  let shared = verbLists.get(key);
+  if (!shared) {
+    if (verbLists.size >= MAX_VERB_LISTS) return verbs;
+    shared = Object.freeze(verbs) as string[];
+    verbLists.set(key, shared);
+  }
+  return shared;
+}
+/** A hostile cluster cannot grow the shared verb lists past this. */
+const MAX_VERB_LISTS = 1024;
+
 function asObject(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
@@ -128,9 +146,9 @@ export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnap
               name: r.name as string,
               kind: r.kind as string,
               namespaced: r.namespaced === true,
-              verbs: Array.isArray(r.verbs)
-                ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string')
-                : [],
+              verbs: internedVerbs(
+                Array.isArray(r.verbs) ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string') : [],
+              ),
             })),
         );
       } catch {

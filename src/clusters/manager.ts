@@ -6,14 +6,20 @@
 // caches are synced.
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config.js';
-import { ClusterStore, type ClusterConnections, type ClusterHealth, type WrittenConnection } from '../host/clusters.js';
+import {
+  clusterDisplayName,
+  ClusterStore,
+  type ClusterConnections,
+  type ClusterHealth,
+  type WrittenConnection,
+} from '../host/clusters.js';
 import { IdBackfill } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
 import { LeaderElector } from '../host/lease.js';
 import type { ClusterResource } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
-import { FIRST_PROBE_GRACE_MS } from './connection.js';
+import { FIRST_PROBE_GRACE_MS, type WarmConnection } from './connection.js';
 import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
@@ -26,6 +32,8 @@ export class ClusterManager implements ClusterConnections {
   private readonly idBackfill: IdBackfill;
   /** The longest a registration answer waits for its cluster's first probe. */
   private readonly firstProbeWaitMs: number;
+  private liveList: Promise<ClusterResource[]> | undefined;
+  private nextLiveList: Promise<ClusterResource[]> | undefined;
 
   constructor(
     readonly host: HostStore,
@@ -50,6 +58,7 @@ export class ClusterManager implements ClusterConnections {
     this.lease = new LeaderElector(host.kc, host.namespace, identity, log, leaseOptions);
     this.reconciler = new ClusterReconciler(host, this.registry, this.store, this.lease, config, log);
     this.firstProbeWaitMs = config.upstreamConnectTimeoutMs + FIRST_PROBE_GRACE_MS;
+    this.registry.findUnseenWith((name) => this.connectUnseen(name));
   }
 
   /**
@@ -67,6 +76,36 @@ export class ClusterManager implements ClusterConnections {
         : connectionFingerprint(sanitizeKubeconfig(written.kubeconfig).kubeconfig);
     const conn = await this.reconciler.connectionFor(objectName, fingerprint, this.firstProbeWaitMs);
     await conn?.firstProbe(Math.max(0, deadline - Date.now()));
+  }
+
+  /**
+   * A cluster the API server has under `name` that this replica has not connected yet (applied
+   * with kubectl a moment ago, its watch event still on the way): its connection once built, within
+   * the first-probe wait; undefined when the API server has no such cluster either.
+   */
+  private async connectUnseen(name: string): Promise<WarmConnection | undefined> {
+    const cr = (await this.freshClusterList()).find((c) => clusterDisplayName(c) === name);
+    if (!cr || cr.spec?.enabled === false) return undefined;
+    return this.reconciler.connectionFor(cr.metadata.name, undefined, this.firstProbeWaitMs);
+  }
+
+  /**
+   * A live list of Clusters begun after the call: one in flight at a time, and every caller that
+   * arrives meanwhile shares the next one (so any number of misses costs the host one list per
+   * round trip, and none is answered from a list older than itself).
+   */
+  private freshClusterList(): Promise<ClusterResource[]> {
+    if (!this.liveList) {
+      this.liveList = this.store.listLive().finally(() => (this.liveList = undefined));
+      return this.liveList;
+    }
+    this.nextLiveList ??= this.liveList
+      .catch(() => undefined)
+      .then(() => {
+        this.nextLiveList = undefined;
+        return this.freshClusterList();
+      });
+    return this.nextLiveList;
   }
 
   /** Call after the host caches have synced. */

@@ -40,6 +40,16 @@ export function connectionFingerprint(sanitizedKubeconfig: string | undefined): 
     : createHash('sha256').update(sanitizedKubeconfig).digest('hex');
 }
 
+/** Reconciling work done per turn of the event loop before it yields (sync). */
+const SYNC_SLICE_MS = 10;
+
+/** What a served cluster's connection is built from. */
+interface Served {
+  target: ConnectionTarget;
+  fingerprint: string;
+  insecure: boolean;
+}
+
 /** How long after the last Cluster event the leader's housekeeping runs. */
 const HOUSEKEEPING_DELAY_MS = 300;
 /** An import lock older than this, with no cluster left, is removed (so import opens again). */
@@ -50,6 +60,12 @@ export class ClusterReconciler {
   private readonly insecure = new Set<string>();
   private readonly fingerprints = new Map<string, string>();
   private readonly statusQueue = new Set<string>();
+  /** Objects waiting to be reconciled (sync), and whether a drain of them is scheduled. */
+  private readonly pending = new Set<string>();
+  private draining = false;
+  private started = false;
+  /** The last sanitized kubeconfig per object, by the Secret version it came from (target). */
+  private readonly sanitizedFrom = new Map<string, { secretVersion: string; result: Served | Unserved }>();
   /** Callbacks run after each sync of an object (see connectionFor). */
   private readonly syncWaiters = new Map<string, Set<() => void>>();
   private statusTimer: NodeJS.Timeout | undefined;
@@ -99,7 +115,9 @@ export class ClusterReconciler {
 
   /** Call once the host caches are synced: connects every cluster, then keeps them current. */
   start(): void {
+    this.started = true;
     this.resyncAll();
+    if (!this.draining) this.registry.startupDone(); // no clusters to connect
     this.lease.start();
     // A slow safety net: anything an event missed (or a Secret holding a file-read token) is redone.
     const resync = () => {
@@ -120,6 +138,7 @@ export class ClusterReconciler {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.pending.clear();
     clearTimeout(this.statusTimer);
     clearTimeout(this.housekeepingTimer);
     clearTimeout(this.resyncTimer);
@@ -128,7 +147,7 @@ export class ClusterReconciler {
   }
 
   /** Where to connect: the host's own config for inCluster, else the sanitized kubeconfig Secret. */
-  private target(cr: ClusterResource): { target: ConnectionTarget; fingerprint: string; insecure: boolean } | Unserved {
+  private target(cr: ClusterResource): Served | Unserved {
     if (cr.spec?.inCluster) {
       try {
         return {
@@ -151,25 +170,44 @@ export class ClusterReconciler {
     const raw = secret?.data?.[key];
     if (!secret) return { reason: 'KubeconfigMissing', message: `kubeconfig Secret "${ref.name}" not found` };
     if (!raw) return { reason: 'KubeconfigMissing', message: `kubeconfig Secret "${ref.name}" has no key "${key}"` };
-    try {
-      const sanitized = sanitizeKubeconfig(Buffer.from(raw, 'base64').toString('utf8'));
-      return {
-        target: targetFromCredentials(sanitized.credentials),
-        fingerprint: connectionFingerprint(sanitized.kubeconfig),
-        insecure: sanitized.credentials.insecureSkipTlsVerify,
-      };
-    } catch (err) {
-      const message =
-        err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
-      return { reason: 'KubeconfigInvalid', message };
-    }
+    // Sanitizing parses YAML and certificates: done once per version of the Secret, not at every
+    // event and resync that passes by (a start-up sees each Cluster and its Secret several times).
+    const secretVersion = `${secret.metadata?.uid}/${secret.metadata?.resourceVersion}/${key}`;
+    const known = this.sanitizedFrom.get(cr.metadata.name);
+    if (known?.secretVersion === secretVersion) return known.result;
+    const result = sanitizedTarget(raw);
+    this.sanitizedFrom.set(cr.metadata.name, { secretVersion, result });
+    return result;
   }
 
-  /** Brings one Cluster object's connection in line with its object and Secret. */
+  /**
+   * Brings one Cluster object's connection in line with its object and Secret: soon, not inside
+   * the caller. Watch callbacks and resyncs only queue the name; the queue is worked through a
+   * slice at a time between turns of the event loop, so 200 clusters arriving at start-up neither
+   * hold up the host caches' sync (and /readyz) nor the requests being served meanwhile.
+   */
   sync(objectName: string): void {
     if (this.stopped) return;
-    this.reconcile(objectName);
-    for (const waiter of this.syncWaiters.get(objectName) ?? []) waiter();
+    this.pending.add(objectName);
+    // Before start() the host caches are still filling: the names wait, and start() connects them
+    // once the gateway has what it needs to serve (so /readyz does not wait for 200 TLS handshakes).
+    if (this.draining || !this.started) return;
+    this.draining = true;
+    setImmediate(() => this.drainPending());
+  }
+
+  private drainPending(): void {
+    const sliceEnd = performance.now() + SYNC_SLICE_MS;
+    for (const objectName of this.pending) {
+      if (this.stopped) break;
+      this.pending.delete(objectName);
+      this.reconcile(objectName);
+      for (const waiter of this.syncWaiters.get(objectName) ?? []) waiter();
+      if (performance.now() >= sliceEnd) break;
+    }
+    if (this.pending.size > 0 && !this.stopped) return void setImmediate(() => this.drainPending());
+    this.draining = false;
+    this.registry.startupDone();
   }
 
   /**
@@ -220,6 +258,7 @@ export class ClusterReconciler {
       }
       this.fingerprints.delete(objectName);
       this.insecure.delete(objectName);
+      this.sanitizedFrom.delete(objectName);
       if (cr) this.unserved.set(objectName, { reason: 'Disabled', message: 'the cluster is disabled' });
       else this.unserved.delete(objectName);
       if (cr) this.queueStatus(objectName);
@@ -446,4 +485,20 @@ function sameStatus(current: ClusterStatus | undefined, next: ClusterStatus): bo
       ]),
     });
   return strip(current) === strip(next);
+}
+
+/** The connection target of a kubeconfig (base64, as the Secret holds it), or why it is unusable. */
+function sanitizedTarget(base64: string): Served | Unserved {
+  try {
+    const sanitized = sanitizeKubeconfig(Buffer.from(base64, 'base64').toString('utf8'));
+    return {
+      target: targetFromCredentials(sanitized.credentials),
+      fingerprint: connectionFingerprint(sanitized.kubeconfig),
+      insecure: sanitized.credentials.insecureSkipTlsVerify,
+    };
+  } catch (err) {
+    const message =
+      err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
+    return { reason: 'KubeconfigInvalid', message };
+  }
 }

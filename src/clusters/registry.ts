@@ -1,15 +1,41 @@
 // The ClusterDirectory of this replica: its warm connections, indexed by the name clients use.
 // Only enabled clusters with a usable kubeconfig have a connection. When two Cluster objects
 // claim one name (possible only through kubectl or a rename race), the lower id serves it and the
-// other is reported as a name conflict in its status.
+// other is reported as a name conflict in its status. A miss (lookUp) waits for the start-up's
+// connections, then asks the API server whether the cluster is one the watch has not brought yet.
 import { pickDefault } from '../host/clusters.js';
 import type { WarmConnection } from './connection.js';
 import type { ClusterDirectory, UpstreamObserver } from './types.js';
+import { within } from './within.js';
+
+/** How long a lookup waits for a replica that just started to connect its clusters. */
+const STARTUP_WAIT_MS = 10_000;
 
 export class ClusterRegistry implements ClusterDirectory {
   private readonly byObject = new Map<string, WarmConnection>();
   private byName = new Map<string, WarmConnection>();
   private upstreamObserver: UpstreamObserver | undefined;
+  private markCaughtUp: () => void = () => undefined;
+  private readonly startup = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
+  /** Finds a cluster the host has under a name and this replica has not connected yet (ClusterManager). */
+  private unseen: ((name: string) => Promise<WarmConnection | undefined>) | undefined;
+
+  /** The reconciler has built the connections of every Cluster the host cache held at start-up. */
+  startupDone(): void {
+    this.markCaughtUp();
+  }
+
+  findUnseenWith(find: (name: string) => Promise<WarmConnection | undefined>): void {
+    this.unseen = find;
+  }
+
+  async lookUp(name: string | undefined): Promise<WarmConnection | undefined> {
+    await within(this.startup, STARTUP_WAIT_MS);
+    const known = name === undefined ? this.defaultCluster() : this.get(name);
+    if (known || name === undefined) return known;
+    // The one serving the name (a connection just built may lose it to an older claimant).
+    return (await this.unseen?.(name)) ? this.get(name) : undefined;
+  }
 
   /** Hands an observer of upstream requests (metrics) to every connection, now and later. */
   observeUpstream(observer: UpstreamObserver): void {

@@ -119,4 +119,11 @@ export interface ClusterDirectory {
   /** The default cluster, if one is marked. */
   defaultCluster(): ClusterConnection | undefined;
   list(): ClusterConnection[];
+  /**
+   * For a miss of get() (or of defaultCluster(), without a name): a cluster this replica is still
+   * connecting at start-up, or one the API server has that this replica's watch has not brought
+   * yet (applied with kubectl a moment ago). Undefined when there is none. Only for misses: it may
+   * wait, and it may read the host.
+   */
+  lookUp?(name: string | undefined): Promise<ClusterConnection | undefined>;
 }

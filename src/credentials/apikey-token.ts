@@ -33,8 +33,16 @@ export function parseApiKey(value: string): ApiKeyParts | undefined {
   return match ? { id: Number(match[1]), secret: match[2] } : undefined;
 }
 
-/** One SHA-256 per check: both sides are 32-byte digests, so timingSafeEqual needs no padding. */
-export function apiKeySecretMatches(secret: string, storedHexHash: string): boolean {
-  if (storedHexHash.length !== 64 || !/^[0-9a-f]{64}$/.test(storedHexHash)) return false;
-  return timingSafeEqual(sha256(secret), Buffer.from(storedHexHash, 'hex'));
+/** The stored hash (hex) as the 32-byte digest it encodes; undefined when it is malformed. */
+export function storedKeyDigest(storedHexHash: string): Buffer | undefined {
+  return /^[0-9a-f]{64}$/.test(storedHexHash) ? Buffer.from(storedHexHash, 'hex') : undefined;
+}
+
+/**
+ * One SHA-256 per check: both sides are 32-byte digests, so timingSafeEqual needs no padding.
+ * `stored` is the stored hex hash, or its digest from storedKeyDigest (decoded once per Secret).
+ */
+export function apiKeySecretMatches(secret: string, stored: string | Buffer): boolean {
+  const digest = typeof stored === 'string' ? storedKeyDigest(stored) : stored;
+  return digest !== undefined && digest.length === 32 && timingSafeEqual(sha256(secret), digest);
 }

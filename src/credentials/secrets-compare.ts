@@ -1,10 +1,11 @@
 // Length-safe constant-time comparison of secrets and their SHA-256 digests. Part of src/credentials/:
 // pure credential crypto (no I/O, no kiteline imports) shared by the host stores, which make
 // credentials, and by auth/, which checks them.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 
+/** One-shot SHA-256 (no Hash object: this runs for every request that carries an API key). */
 export function sha256(value: string | Buffer): Buffer {
-  return createHash('sha256').update(value).digest();
+  return hash('sha256', value, 'buffer');
 }
 
 /** Compares two byte strings in time independent of where they differ (and of their lengths). */

@@ -7,7 +7,8 @@
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
 import { randomBytes } from 'node:crypto';
-import { formatApiKey, generateApiKeySecret } from '../credentials/apikey-token.js';
+import type * as k8s from '@kubernetes/client-node';
+import { formatApiKey, generateApiKeySecret, storedKeyDigest } from '../credentials/apikey-token.js';
 import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { IdAllocator } from './ids.js';
 import { ownerReference } from './crud.js';
@@ -54,6 +55,9 @@ function tokenName(username: string): string {
 const isoSeconds = (time: number) => new Date(time).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export class APIKeyStore extends KindStore<APIKeyResource> {
+  /** Decoded key digests by the cached Secret object they came from (keyDigest). */
+  private readonly digests = new WeakMap<k8s.V1Secret, Buffer | undefined>();
+
   constructor(
     host: HostStore,
     ids: IdAllocator,
@@ -70,9 +74,21 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
     });
   }
 
-  keyHash(key: APIKeyResource): string | undefined {
+  /**
+   * The key's stored digest, decoded once per Secret object (the cache replaces the object when the
+   * Secret changes, which drops the memo with it): every request with an API key checks it.
+   */
+  keyDigest(key: APIKeyResource): Buffer | undefined {
     const ref = key.spec?.secretRef?.name;
-    return ref ? secretValue(this.host.secrets.get(ref, this.host.namespace), KEY_HASH_KEY) : undefined;
+    const secret = ref ? this.host.secrets.get(ref, this.host.namespace) : undefined;
+    if (!secret) return undefined;
+    let digest = this.digests.get(secret);
+    if (digest === undefined && !this.digests.has(secret)) {
+      const hex = secretValue(secret, KEY_HASH_KEY);
+      digest = hex === undefined ? undefined : storedKeyDigest(hex);
+      this.digests.set(secret, digest);
+    }
+    return digest;
   }
 
   /**

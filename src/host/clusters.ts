@@ -409,6 +409,14 @@ export class ClusterStore extends KindStore<ClusterResource> {
    * on the resourceVersion that was checked), so a replica making this cluster the default
    * meanwhile makes the delete fail and be checked again, never leaves no default.
    */
+  /**
+   * The Clusters as the API server has them now (a list, not the cache): for a name the cache may
+   * not show yet.
+   */
+  listLive(): Promise<ClusterResource[]> {
+    return this.crs.list();
+  }
+
   async delete(id: number): Promise<Cluster> {
     const cr = this.find(id);
     const gone = await this.remove(cr, cr.spec?.kubeconfigSecretRef?.name, (live) => {

@@ -41,7 +41,9 @@ export async function selectCluster(
   mayUse: (cluster: string) => boolean,
 ): Promise<ClusterConnection> {
   const name = requestedClusterName(source);
-  const conn = name === undefined ? directory.defaultCluster() : directory.get(name);
+  let conn = name === undefined ? directory.defaultCluster() : directory.get(name);
+  // A miss: still connecting at start-up, or applied with kubectl a moment ago (lookUp).
+  if (!conn && directory.lookUp) conn = await directory.lookUp(name);
   if (!conn || !conn.enabled || !mayUse(conn.name)) {
     throw new NotFoundError(
       name === undefined ? 'no clusters available: register one or send x-cluster-name' : `cluster not found: ${name}`,

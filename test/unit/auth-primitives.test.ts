@@ -1,7 +1,12 @@
 // Pure pieces of authentication: password hashing, session tokens, API key values, the login
 // rate limiter, cookies and input rules.
 import t from 'tap';
-import { apiKeySecretMatches, generateApiKey, parseApiKey } from '../../src/credentials/apikey-token.js';
+import {
+  apiKeySecretMatches,
+  generateApiKey,
+  parseApiKey,
+  storedKeyDigest,
+} from '../../src/credentials/apikey-token.js';
 import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
 import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
@@ -51,6 +56,17 @@ t.test('API key values', async (t) => {
     ),
   );
   t.notOk(apiKeySecretMatches(parts.secret, 'short'), 'a malformed stored hash never matches');
+  const digest = storedKeyDigest(keyHash)!;
+  t.equal(digest.length, 32, 'the stored hex hash decodes to a 32-byte digest');
+  t.ok(apiKeySecretMatches(parts.secret, digest), 'the decoded digest checks the same secret');
+  t.notOk(
+    apiKeySecretMatches(
+      parts.secret.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')),
+      digest,
+    ),
+  );
+  t.equal(storedKeyDigest(keyHash.toUpperCase()), undefined, 'only lower-case hex is a stored hash');
+  t.notOk(apiKeySecretMatches(parts.secret, Buffer.alloc(16)), 'a digest of the wrong length never matches');
   t.equal(parseApiKey('kite1-'), undefined, "Kite's empty-secret bypass does not parse");
   t.equal(parseApiKey('kl_0_' + 'a'.repeat(43)), undefined);
   t.equal(parseApiKey(key + 'x'), undefined);

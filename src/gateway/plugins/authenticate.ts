@@ -39,7 +39,12 @@ export default fp(
     app.decorateRequest('authFailure', undefined);
     app.decorateRequest('staleSessionCookie', false);
 
-    app.addHook('onRequest', async (request) => {
+    // Callback style (it runs for every request, and reads only the caches): no promise per request.
+    app.addHook('onRequest', (request, _reply, done) => {
+      authenticateRequest(request);
+      done();
+    });
+    function authenticateRequest(request: FastifyRequest): void {
       const auth = app.services.auth;
       const header = request.headers.authorization;
       let result;
@@ -57,7 +62,7 @@ export default fp(
       } else {
         request.authFailure = result.failure;
       }
-    });
+    }
 
     const requireUser: AuthHook = async (request, reply) => {
       if (request.principal) return;

@@ -16,7 +16,8 @@ const LOGIN_FAILURES: Record<number, LoginFailureReason> = {
 export default fp(
   async function metrics(app: FastifyInstance) {
     const metrics = app.services.metrics;
-    app.addHook('onResponse', async (request, reply) => {
+    // Callback style: no promise per request (this hook runs for every request).
+    app.addHook('onResponse', (request, reply, done) => {
       const route = request.routeOptions.url ?? 'unmatched';
       const status = reply.statusCode;
       metrics.observeRequest(route, request.method, status, request.clusterName ?? '', reply.elapsedTime / 1000);
@@ -24,6 +25,7 @@ export default fp(
         const reason = LOGIN_FAILURES[status];
         if (reason) metrics.loginFailed(reason);
       }
+      done();
     });
   },
   { name: 'kiteline-metrics', dependencies: ['kiteline-request-log'] },
