@@ -38,7 +38,7 @@ import type {
 /** What the Cluster object says about this connection (changes without a reconnect). */
 export type ConnectionMeta = Pick<
   Cluster,
-  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster'
+  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster' | 'source'
 >;
 
 export interface ConnectionOptions {
