@@ -81,6 +81,9 @@ for (const ns of [argoNs, capiNs, profileNs]) {
 const gw = await startGateway(t, {
   env: {
     KITELINE_CLUSTER_SOURCES: `argocd=${argoNs};capi=${capiNs};clusterprofile=${profileNs}`,
+    // Published into the namespace read as a source too: they must not come back as clusters.
+    KITELINE_PUBLISH_CLUSTERPROFILES: profileNs,
+    KITELINE_EXTERNAL_URL: 'https://kiteline.example',
     KITELINE_PROBE_INTERVAL_MS: '500',
   },
   logName: 'cluster-sources',
@@ -456,4 +459,54 @@ t.test('hostile sources: a clear status each, no crash, other clusters unaffecte
     await remove(meta.namespace, 'secret', meta.name);
   }
   await gone(exec);
+});
+
+interface PublishedProfile {
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: { displayName?: string; clusterManager?: { name?: string } };
+  status?: {
+    version?: { kubernetes?: string };
+    conditions?: Condition[];
+    accessProviders?: Array<{ name: string; cluster: { server: string } }>;
+  };
+}
+
+function publishedProfile(name: string): PublishedProfile | undefined {
+  const res = kubectl(hostKubeconfig, ['-n', profileNs, 'get', 'clusterprofiles', name, '-o', 'json']);
+  return res.status === 0 ? (JSON.parse(res.stdout) as PublishedProfile) : undefined;
+}
+
+t.test('publishing: a ClusterProfile per own cluster, none for sourced ones, never read back', async (t) => {
+  const name = uniqueName('pub');
+  const id = await registerCluster(gw, admin, { name, config: a.kubeconfig });
+  await waitClusterReady(gw, admin, name);
+  const profile = await eventually('the published ClusterProfile', () => {
+    const p = publishedProfile(`kiteline-${name}`);
+    return p?.status?.conditions?.some((c) => c.type === 'ControlPlaneHealthy' && c.status === 'True') ? p : undefined;
+  });
+  t.same(profile.spec, { displayName: name, clusterManager: { name: 'kiteline' } });
+  t.equal(profile.metadata.labels?.['x-k8s.io/cluster-manager'], 'kiteline');
+  t.match(profile.status?.version?.kubernetes, /^v1\.\d+/, 'version.kubernetes');
+  t.same(profile.status?.accessProviders, [
+    { name: 'kiteline', cluster: { server: `https://kiteline.example/k8s/clusters/${name}` } },
+  ]);
+
+  // A sourced cluster is not published; the published profiles are not read back as sources.
+  const argo = uniqueName('nopub');
+  await apply(argoSecret(argo, argo, a.server, { bearerToken: a.token, tlsClientConfig: { caData: a.caData } }));
+  await servedWithin(argo, Date.now());
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  t.equal(publishedProfile(`kiteline-${argo}`), undefined, 'no ClusterProfile for a sourced cluster');
+  t.same(
+    (await adminList()).filter((c) => c.source?.kind === 'clusterprofile'),
+    [],
+    'no cluster made from a published ClusterProfile',
+  );
+
+  const del = await call(gw.url, 'DELETE', `${ADMIN_PREFIX}/${id}`, { headers: admin.headers });
+  t.equal(del.status, 200, del.text);
+  await eventually('the profile to be deleted', () => publishedProfile(`kiteline-${name}`) === undefined);
+  t.pass('deleting the cluster deletes its ClusterProfile');
+  await remove(argoNs, 'secret', argo);
+  await gone(argo);
 });

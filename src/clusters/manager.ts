@@ -17,6 +17,7 @@ import { FIRST_PROBE_GRACE_MS } from './connection.js';
 import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
+import { ClusterProfilePublisher } from './profile-publisher.js';
 import { ClusterSources } from './sources.js';
 
 export class ClusterManager implements ClusterConnections {
@@ -26,6 +27,8 @@ export class ClusterManager implements ClusterConnections {
   readonly reconciler: ClusterReconciler;
   /** Clusters read from Argo CD, Cluster API and ClusterProfile objects (off unless configured). */
   readonly sources: ClusterSources;
+  /** ClusterProfiles for kiteline's own clusters (KITELINE_PUBLISH_CLUSTERPROFILES), else undefined. */
+  readonly publisher: ClusterProfilePublisher | undefined;
   private readonly idBackfill: IdBackfill;
   /** The longest a registration answer waits for its cluster's first probe. */
   private readonly firstProbeWaitMs: number;
@@ -42,7 +45,7 @@ export class ClusterManager implements ClusterConnections {
       | 'maxWatchesPerPrincipal'
       | 'maxRequestsPerPrincipal'
     > &
-      Partial<Pick<Config, 'clusterSources'>>,
+      Partial<Pick<Config, 'clusterSources' | 'publishClusterProfiles' | 'externalUrl'>>,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {
@@ -60,6 +63,9 @@ export class ClusterManager implements ClusterConnections {
       this.lease,
       log,
     );
+    this.publisher = config.publishClusterProfiles
+      ? new ClusterProfilePublisher(host, config.publishClusterProfiles, config.externalUrl, this.lease, log)
+      : undefined;
     this.firstProbeWaitMs = config.upstreamConnectTimeoutMs + FIRST_PROBE_GRACE_MS;
   }
 
@@ -85,11 +91,13 @@ export class ClusterManager implements ClusterConnections {
     this.idBackfill.start();
     this.reconciler.start();
     this.sources.start();
+    this.publisher?.start();
   }
 
   async stop(): Promise<void> {
     this.idBackfill.stop();
     await this.sources.stop();
+    await this.publisher?.stop();
     await this.reconciler.stop();
   }
 

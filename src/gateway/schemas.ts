@@ -226,7 +226,7 @@ export const Cluster = Type.Object(
     source: Type.Optional(
       Type.Object(
         {
-          kind: Type.Union([Type.Literal('argocd'), Type.Literal('capi'), Type.Literal('clusterprofile')]),
+          kind: stringEnum(['argocd', 'capi', 'clusterprofile']),
           namespace: string,
           name: string,
         },
