@@ -202,6 +202,16 @@ t.test('Argo CD cluster Secret: added, served, rotated, read-only, removed', asy
   t.match(conditionOf(cr, 'Ready'), { status: 'True', reason: 'Reachable' }, 'health in its status');
 
   await readOnlyInAdminApi(t, view!.id, new RegExp(`Argo CD cluster Secret ${argoNs}/${name}`));
+  const makeDefault = await call(gw.url, 'PUT', `${ADMIN_PREFIX}/${view!.id}`, {
+    body: { isDefault: true },
+    headers: admin.headers,
+  });
+  t.equal(makeDefault.status, 200, `the one change allowed: making it the default (${makeDefault.text})`);
+  t.equal(
+    (await call(gw.url, 'GET', '/api/v1/namespaces/_all/default', { headers: admin.headers })).status,
+    200,
+    'requests naming no cluster go to it',
+  );
 
   // Rotation: a revoked token, then the good one again, without a restart.
   await apply(argoSecret(name, name, a.server, { ...good, bearerToken: 'not-a-valid-token' }));

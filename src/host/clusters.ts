@@ -268,8 +268,8 @@ function refuseSourced(cr: ClusterResource, verb: 'changed' | 'deleted'): void {
   const source = sourceOf(cr);
   if (!source) return;
   throw new ConflictError(
-    `cluster "${clusterDisplayName(cr)}" comes from the ${describeSource(source)} and cannot be ${verb} here; ` +
-      `change or delete it there`,
+    `cluster "${clusterDisplayName(cr)}" comes from the ${describeSource(source)} and cannot be ${verb} here ` +
+      `(only made the default); change or delete it there`,
   );
 }
 
@@ -427,7 +427,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
    */
   async update(id: number, input: ClusterInput): Promise<Cluster> {
     const cr = this.find(id);
-    refuseSourced(cr, 'changed');
+    // Which cluster is the default is kiteline's choice, not the source's: the one change allowed.
+    const onlyDefault = Object.entries(input).every(([k, v]) => v === undefined || (k === 'isDefault' && v === true));
+    if (!onlyDefault) refuseSourced(cr, 'changed');
     const kubeconfig = input.config ? sanitizedConfig(input.config) : undefined;
     const prometheusURL = input.prometheusURL === undefined ? undefined : checkPrometheusURL(input.prometheusURL);
     const updated = await this.swap(cr, (live) => {
