@@ -6,10 +6,11 @@
 // source) and gone once the source object is deleted. Then a clash with a REST-registered cluster
 // (reported on both objects, the REST one keeps the name) and hostile sources (exec plugins, file
 // paths, bad servers, a bad name) that end as a clear status, never as a crash.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import t, { type Test } from 'tap';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { PACKAGE_ROOT } from '../src/config.js';
 import { sourcedObjectName } from '../src/host/clusters.js';
 import type { ClusterResource, Condition } from '../src/host/resources.js';
@@ -382,6 +383,64 @@ t.test('a clash with a REST-registered cluster: the REST one keeps the name, bot
   await gone(name);
 });
 
+t.test('a clash where the source came first: a kubectl-registered cluster still takes the name', async (t) => {
+  const name = uniqueName('first');
+  const secret = `${name}-argo`;
+  await apply(argoSecret(secret, name, b.server, { bearerToken: b.token, tlsClientConfig: { caData: b.caData } }));
+  await servedWithin(name, Date.now());
+  t.equal((await namespaceThrough(name, onlyOnA)).status, 404, 'served by the source (target-b)');
+  const sourcedName = sourcedObjectName('argocd', argoNs, secret);
+  const rest = await call(gw.url, 'POST', `${ADMIN_PREFIX}/`, {
+    body: { name, config: a.kubeconfig },
+    headers: admin.headers,
+  });
+  t.equal(rest.status, 409, 'the API refuses a name a source holds');
+  t.match(rest.body, { reason: 'AlreadyExists' });
+
+  // kubectl applies a Cluster of that name: it gets a higher id than the source's, and the name.
+  const objectName = uniqueName('kubectl-cluster');
+  await apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `${objectName}-kubeconfig`, namespace: gw.namespace },
+    stringData: { kubeconfig: a.kubeconfig },
+  });
+  await apply({
+    apiVersion: 'kiteline.io/v1alpha1',
+    kind: 'Cluster',
+    metadata: { name: objectName, namespace: gw.namespace },
+    spec: { name, kubeconfigSecretRef: { name: `${objectName}-kubeconfig` } },
+  });
+  await eventually('the kubectl cluster to take the name', async () => {
+    return (await namespaceThrough(name, onlyOnA)).status === 200;
+  });
+  t.pass('the name reaches target-a: the kubectl-registered cluster serves it');
+  // Listed once the id back-fill gave the kubectl cluster its id (it serves before that too).
+  const ids = await eventually('both listed', async () => {
+    const both = (await adminList()).filter((c) => c.name === name);
+    return both.length === 2 ? both : undefined;
+  });
+  t.ok(ids.find((c) => c.source)!.id < ids.find((c) => !c.source)!.id, 'although the source has the lower id');
+  const sourced = await eventually('the clash reported', () => {
+    const cr = clusterObject(sourcedName);
+    return conditionOf(cr, 'NameConflict')?.reason === 'NameTaken' ? cr : undefined;
+  });
+  t.match(conditionOf(sourced, 'NameConflict')?.message, new RegExp(`served by cluster object "${objectName}"`));
+  await eventually('reported on the kubectl cluster too', () => {
+    return conditionOf(clusterObject(objectName), 'NameConflict')?.reason === 'ServesName';
+  });
+  t.pass('both objects report it');
+
+  await remove(gw.namespace, 'clusters.kiteline.io', objectName);
+  await remove(gw.namespace, 'secret', `${objectName}-kubeconfig`);
+  await eventually('the source to serve the name again', async () => {
+    return (await namespaceThrough(name, onlyOnA)).status === 404 && (await namespaceThrough(name)).status === 200;
+  });
+  t.pass('the source serves the name again');
+  await remove(argoNs, 'secret', secret);
+  await gone(name);
+});
+
 t.test('hostile sources: a clear status each, no crash, other clusters unaffected', async (t) => {
   const bad: Array<{ obj: object; kind: 'argocd' | 'capi'; namespace: string; source: string; error: RegExp }> = [];
   const exec = uniqueName('exec');
@@ -520,3 +579,65 @@ t.test('publishing: a ClusterProfile per own cluster, none for sourced ones, nev
   await remove(argoNs, 'secret', argo);
   await gone(argo);
 });
+
+t.test(
+  'deploy/optional/cluster-sources.yaml grants the reads (and publishing) the sources need, no more',
+  async (t) => {
+    const saNs = uniqueName('kl-sa');
+    type Doc = {
+      kind: string;
+      metadata: { name: string; namespace?: string };
+      roleRef?: { name: string };
+      subjects?: Array<{ namespace: string }>;
+    };
+    const docs = parseAllDocuments(
+      readFileSync(join(PACKAGE_ROOT, 'deploy', 'optional', 'cluster-sources.yaml'), 'utf8'),
+    ).map((d) => d.toJS() as Doc);
+    // The example namespaces become this file's; cluster-wide names get a suffix (parallel runs).
+    const namespaces: Record<string, string> = { argocd: argoNs, 'capi-system': capiNs, fleet: profileNs };
+    for (const d of docs) {
+      if (d.kind === 'ClusterRole') d.metadata.name += `-${saNs}`;
+      if (d.kind !== 'RoleBinding') continue;
+      d.metadata.namespace = namespaces[d.metadata.namespace!];
+      d.roleRef!.name += `-${saNs}`;
+      for (const s of d.subjects ?? []) s.namespace = saNs;
+    }
+    t.same(
+      docs.map((d) => d.kind),
+      ['ClusterRole', 'ClusterRole', 'RoleBinding', 'RoleBinding', 'RoleBinding', 'RoleBinding'],
+    );
+    t.teardown(() => {
+      kubectl(hostKubeconfig, ['delete', 'namespace', saNs, '--wait=false']);
+      for (const d of docs.filter((x) => x.kind === 'ClusterRole'))
+        kubectl(hostKubeconfig, ['delete', 'clusterrole', d.metadata.name, '--ignore-not-found']);
+    });
+    t.equal(kubectl(hostKubeconfig, ['create', 'namespace', saNs]).status, 0);
+    t.equal(kubectl(hostKubeconfig, ['-n', saNs, 'create', 'serviceaccount', 'kiteline']).status, 0);
+    const applied = kubectl(hostKubeconfig, ['apply', '-f', '-'], docs.map((d) => stringify(d)).join('---\n'));
+    t.equal(applied.status, 0, applied.stderr);
+
+    const as = `system:serviceaccount:${saNs}:kiteline`;
+    const can = (verb: string, resource: string, namespace: string, subresource?: string) =>
+      kubectl(hostKubeconfig, [
+        'auth',
+        'can-i',
+        verb,
+        resource,
+        ...(namespace === '*' ? ['--all-namespaces'] : ['-n', namespace]),
+        '--as',
+        as,
+        ...(subresource ? [`--subresource=${subresource}`] : []),
+      ]).status === 0;
+    for (const ns of [argoNs, capiNs, profileNs]) {
+      for (const verb of ['get', 'list', 'watch']) t.ok(can(verb, 'secrets', ns), `${verb} secrets in ${ns}`);
+      t.notOk(can('create', 'secrets', ns), `no Secret writes in ${ns}`);
+    }
+    t.ok(can('watch', 'clusterprofiles.multicluster.x-k8s.io', profileNs), 'watch ClusterProfiles');
+    t.ok(can('create', 'clusterprofiles.multicluster.x-k8s.io', profileNs), 'publish ClusterProfiles');
+    t.ok(can('patch', 'clusterprofiles.multicluster.x-k8s.io', profileNs, 'status'), 'write their status');
+    t.notOk(can('list', 'secrets', 'kube-system'), 'no Secrets of namespaces not listed');
+    t.notOk(can('list', 'secrets', saNs), 'not even its own namespace (that is rbac.yaml)');
+    t.notOk(can('create', 'clusterprofiles.multicluster.x-k8s.io', argoNs), 'no ClusterProfile writes elsewhere');
+    t.notOk(can('list', 'secrets', '*'), 'nothing cluster-wide');
+  },
+);
