@@ -14,10 +14,17 @@ import { parse, parseAllDocuments, stringify } from 'yaml';
 import { PACKAGE_ROOT } from '../src/config.js';
 import { sourcedObjectName } from '../src/host/clusters.js';
 import type { ClusterResource, Condition } from '../src/host/resources.js';
-import { kubectl, kubectlInBackground, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectl, kubectlInBackground, TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
-import { bootstrapAdmin, registerCluster, testKubeconfig, waitClusterReady } from './helpers/fixtures.js';
-import { call, startGateway } from './helpers/gateway.js';
+import {
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  createRole,
+  registerCluster,
+  testKubeconfig,
+  waitClusterReady,
+} from './helpers/fixtures.js';
+import { call, startGateway, type TestGateway } from './helpers/gateway.js';
 
 const ADMIN_PREFIX = '/api/v1/admin/clusters';
 const CRD = 'clusterprofiles.multicluster.x-k8s.io';
@@ -79,14 +86,15 @@ for (const ns of [argoNs, capiNs, profileNs]) {
   t.teardown(() => kubectl(hostKubeconfig, ['delete', 'namespace', ns, '--wait=false']));
 }
 
+const GATEWAY_ENV = {
+  KITELINE_CLUSTER_SOURCES: `argocd=${argoNs};capi=${capiNs};clusterprofile=${profileNs}`,
+  // Published into the namespace read as a source too: they must not come back as clusters.
+  KITELINE_PUBLISH_CLUSTERPROFILES: profileNs,
+  KITELINE_EXTERNAL_URL: 'https://kiteline.example',
+  KITELINE_PROBE_INTERVAL_MS: '500',
+};
 const gw = await startGateway(t, {
-  env: {
-    KITELINE_CLUSTER_SOURCES: `argocd=${argoNs};capi=${capiNs};clusterprofile=${profileNs}`,
-    // Published into the namespace read as a source too: they must not come back as clusters.
-    KITELINE_PUBLISH_CLUSTERPROFILES: profileNs,
-    KITELINE_EXTERNAL_URL: 'https://kiteline.example',
-    KITELINE_PROBE_INTERVAL_MS: '500',
-  },
+  env: GATEWAY_ENV,
   logName: 'cluster-sources',
 });
 const admin = await bootstrapAdmin(gw);
@@ -641,3 +649,107 @@ t.test(
     t.notOk(can('list', 'secrets', '*'), 'nothing cluster-wide');
   },
 );
+
+t.test(
+  'attackers: roles still decide, other namespaces and kinds are not sources, no secret in the logs',
+  async (t) => {
+    const name = uniqueName('guarded');
+    await apply(argoSecret(name, name, a.server, { bearerToken: a.token, tlsClientConfig: { caData: a.caData } }));
+    await servedWithin(name, Date.now());
+
+    await createRole(gw, admin, {
+      name: `${name}-viewer`,
+      clusters: [name],
+      namespaces: ['*'],
+      resources: ['*'],
+      verbs: ['get', 'list'],
+    });
+    await createRole(gw, admin, {
+      name: `${name}-other`,
+      clusters: ['some-other-cluster'],
+      namespaces: ['*'],
+      resources: ['*'],
+      verbs: ['get', 'list'],
+    });
+    const viewer = await apiKeyWithRoles(gw, admin, `${name}-viewer-key`, [`${name}-viewer`]);
+    const other = await apiKeyWithRoles(gw, admin, `${name}-other-key`, [`${name}-other`]);
+    const through = (
+      caller: { headers: Record<string, string> },
+      method = 'GET',
+      path = '/api/v1/namespaces/_all/default',
+    ) => call(gw.url, method, path, { headers: { ...caller.headers, 'x-cluster-name': name } });
+    t.equal((await through(viewer)).status, 200, 'a role naming the sourced cluster reaches it');
+    t.equal((await through(other)).status, 404, 'a role naming another cluster does not (404, as for any cluster)');
+    const visible = await call<Array<{ name: string }>>(gw.url, 'GET', '/api/v1/clusters', { headers: other.headers });
+    t.notOk(
+      visible.body.some((c) => c.name === name),
+      'not listed for a role that does not reach it',
+    );
+    const cr = (await adminList()).find((c) => c.name === name)!;
+    for (const caller of [viewer, { headers: {} }]) {
+      const put = await call(gw.url, 'PUT', `${ADMIN_PREFIX}/${cr.id}`, {
+        body: { isDefault: true },
+        headers: caller.headers,
+      });
+      t.ok([401, 403].includes(put.status), `a non-admin cannot even make it the default (${put.status})`);
+      const list = await call(gw.url, 'GET', `${ADMIN_PREFIX}/`, { headers: caller.headers });
+      t.ok([401, 403].includes(list.status), `nor list the admin view (${list.status})`);
+    }
+
+    // An Argo CD Secret in a namespace configured only for Cluster API, and a Secret without the label.
+    const stray = uniqueName('stray');
+    await apply(argoSecret(stray, stray, a.server, { bearerToken: a.token }, capiNs));
+    const unlabelled = uniqueName('unlabelled');
+    await apply({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: unlabelled, namespace: argoNs },
+      stringData: { name: unlabelled, server: a.server, config: JSON.stringify({ bearerToken: a.token }) },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    const names = (await adminList()).map((c) => c.name);
+    t.notOk(names.includes(stray), 'an Argo CD Secret outside the Argo CD namespaces is not a source');
+    t.notOk(names.includes(unlabelled), 'a Secret without the Argo CD label is not a source');
+    await remove(capiNs, 'secret', stray);
+    await remove(argoNs, 'secret', unlabelled);
+    await remove(argoNs, 'secret', name);
+    await gone(name);
+
+    const log = readFileSync(join(TEST_DIR, 'logs', 'cluster-sources.log'), 'utf8');
+    t.ok(log.includes('cluster added from its source'), 'the log tells what happened');
+    for (const token of [a.token, b.token]) t.notOk(log.includes(token), 'no credential of a source in the log');
+  },
+);
+
+t.test('a second replica and a restart: the same id, served, rotated and removed by the new leader', async (t) => {
+  const name = uniqueName('replica');
+  const good = { bearerToken: b.token, tlsClientConfig: { caData: b.caData } };
+  await apply(argoSecret(name, name, b.server, good));
+  await servedWithin(name, Date.now());
+  const id = (await adminList()).find((c) => c.name === name)!.id;
+
+  const gw2: TestGateway = await startGateway(t, {
+    namespace: gw.namespace,
+    env: GATEWAY_ENV,
+    logName: 'cluster-sources',
+  });
+  const viaGw2 = (path = '/api/v1/namespaces/_all/default') =>
+    call(gw2.url, 'GET', path, { headers: { ...admin.headers, 'x-cluster-name': name } });
+  await eventually('the second replica to serve it', async () => (await viaGw2()).status === 200);
+  const list2 = await call<View[]>(gw2.url, 'GET', `${ADMIN_PREFIX}/`, { headers: admin.headers });
+  t.equal(list2.body.find((c) => c.name === name)?.id, id, 'the same id on the other replica');
+
+  await gw.close(); // the first replica (the leader) stops: the lease is released, gw2 takes over
+  await eventually('the second replica to lead', () => gw2.services.clusterManager.lease.isLeader);
+  await apply(argoSecret(name, name, b.server, { ...good, bearerToken: 'revoked' }));
+  await eventually('the broken token to take effect', async () => (await viaGw2()).status !== 200);
+  await apply(argoSecret(name, name, b.server, good));
+  await eventually('the good token again', async () => (await viaGw2()).status === 200);
+  t.pass('rotated under the new leader, without a restart');
+  const again = await call<View[]>(gw2.url, 'GET', `${ADMIN_PREFIX}/`, { headers: admin.headers });
+  t.equal(again.body.find((c) => c.name === name)?.id, id, 'still the same id');
+
+  await remove(argoNs, 'secret', name);
+  await eventually('removed by the new leader', async () => (await viaGw2()).status === 404);
+  t.pass('deleting the source removes it');
+});
