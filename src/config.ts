@@ -77,6 +77,54 @@ export interface Config {
   kubeconfigCa: string | undefined;
   /** An https listener beside the http one (kubectl sends tokens only over https); undefined: none. */
   tls: TlsConfig | undefined;
+  /** Where clusters are read from besides kiteline's Cluster objects: namespaces per source kind (docs/clusters.md). */
+  clusterSources: ClusterSourcesConfig;
+  /** Publish a ClusterProfile for each of kiteline's own clusters into this namespace; undefined: off. */
+  publishClusterProfiles: string | undefined;
+}
+
+/** The namespaces each cluster source is read from; an empty list: that source is off. */
+export interface ClusterSourcesConfig {
+  argocd: string[];
+  capi: string[];
+  clusterprofile: string[];
+}
+
+const NAMESPACE_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const SOURCE_KINDS = ['argocd', 'capi', 'clusterprofile'] as const;
+
+/**
+ * KITELINE_CLUSTER_SOURCES / --cluster-sources: `kind=ns1,ns2;kind=ns3`, kinds argocd, capi,
+ * clusterprofile; each off unless listed. E.g. `argocd=argocd;capi=capi-system,fleet`.
+ */
+export function clusterSources(name: string, raw: string | undefined): ClusterSourcesConfig {
+  const sources: ClusterSourcesConfig = { argocd: [], capi: [], clusterprofile: [] };
+  if (!raw || raw.trim() === '') return sources;
+  for (const part of raw.split(';')) {
+    if (part.trim() === '') continue;
+    const eq = part.indexOf('=');
+    const kind = (eq < 0 ? part : part.slice(0, eq)).trim();
+    if (!(SOURCE_KINDS as readonly string[]).includes(kind)) {
+      throw new ConfigError(`${name}: unknown source "${kind}" (use ${SOURCE_KINDS.join(', ')}), e.g. argocd=argocd`);
+    }
+    const namespaces = (eq < 0 ? '' : part.slice(eq + 1))
+      .split(',')
+      .map((ns) => ns.trim())
+      .filter((ns) => ns !== '');
+    if (namespaces.length === 0) throw new ConfigError(`${name}: ${kind} lists no namespace (${kind}=<namespace>,...)`);
+    for (const ns of namespaces) {
+      if (!NAMESPACE_NAME.test(ns)) throw new ConfigError(`${name}: "${ns}" is not a namespace name`);
+    }
+    const list = sources[kind as (typeof SOURCE_KINDS)[number]];
+    for (const ns of namespaces) if (!list.includes(ns)) list.push(ns);
+  }
+  return sources;
+}
+
+function publishNamespace(name: string, raw: string | undefined): string | undefined {
+  if (!raw || raw.trim() === '') return undefined;
+  if (!NAMESPACE_NAME.test(raw.trim())) throw new ConfigError(`${name}: "${raw}" is not a namespace name`);
+  return raw.trim();
 }
 
 export interface AuditTrailConfig {
@@ -446,5 +494,10 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     ...kubeconfigTokenTtls(pick),
     kubeconfigCa: caFile('kubeconfig-ca-file', pick('kubeconfig-ca-file', 'KITELINE_KUBECONFIG_CA_FILE')),
     tls: tlsConfig(pick),
+    clusterSources: clusterSources('cluster-sources', pick('cluster-sources', 'KITELINE_CLUSTER_SOURCES')),
+    publishClusterProfiles: publishNamespace(
+      'publish-clusterprofiles',
+      pick('publish-clusterprofiles', 'KITELINE_PUBLISH_CLUSTERPROFILES'),
+    ),
   };
 }

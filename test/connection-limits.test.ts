@@ -5,7 +5,7 @@
 import { request } from 'node:http';
 import t, { type Test } from 'tap';
 import type { WarmConnection } from '../src/clusters/connection.js';
-import { within } from '../src/clusters/within.js';
+import { within } from '../src/within.js';
 import { testControlPlane } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, testKubeconfig, type Caller } from './helpers/fixtures.js';

@@ -24,7 +24,7 @@ import { ReadCoalescer } from './read-coalescer.js';
 import { openUpgrade, type UpgradeAnswer, type UpgradeRequest } from './upgrade.js';
 import { WriteTurns } from './write-turns.js';
 import type { ConnectionTarget } from './target.js';
-import { within } from './within.js';
+import { within } from '../within.js';
 import type {
   BufferedAnswer,
   ClusterConnection,
@@ -38,7 +38,7 @@ import type {
 /** What the Cluster object says about this connection (changes without a reconnect). */
 export type ConnectionMeta = Pick<
   Cluster,
-  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster'
+  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster' | 'source'
 >;
 
 export interface ConnectionOptions {

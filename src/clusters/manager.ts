@@ -23,12 +23,18 @@ import { FIRST_PROBE_GRACE_MS, type WarmConnection } from './connection.js';
 import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
+import { ClusterProfilePublisher } from './profile-publisher.js';
+import { ClusterSources } from './sources.js';
 
 export class ClusterManager implements ClusterConnections {
   readonly registry = new ClusterRegistry();
   readonly store: ClusterStore;
   readonly lease: LeaderElector;
   readonly reconciler: ClusterReconciler;
+  /** Clusters read from Argo CD, Cluster API and ClusterProfile objects (off unless configured). */
+  readonly sources: ClusterSources;
+  /** ClusterProfiles for kiteline's own clusters (KITELINE_PUBLISH_CLUSTERPROFILES), else undefined. */
+  readonly publisher: ClusterProfilePublisher | undefined;
   private readonly idBackfill: IdBackfill;
   /** The longest a registration answer waits for its cluster's first probe. */
   private readonly firstProbeWaitMs: number;
@@ -46,7 +52,8 @@ export class ClusterManager implements ClusterConnections {
       | 'writeTurns'
       | 'maxWatchesPerPrincipal'
       | 'maxRequestsPerPrincipal'
-    >,
+    > &
+      Partial<Pick<Config, 'clusterSources' | 'publishClusterProfiles' | 'externalUrl'>>,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},
   ) {
@@ -57,6 +64,16 @@ export class ClusterManager implements ClusterConnections {
     const identity = `${config.replicaId}_${randomUUID().slice(0, 8)}`;
     this.lease = new LeaderElector(host.kc, host.namespace, identity, log, leaseOptions);
     this.reconciler = new ClusterReconciler(host, this.registry, this.store, this.lease, config, log);
+    this.sources = new ClusterSources(
+      host.kc,
+      config.clusterSources ?? { argocd: [], capi: [], clusterprofile: [] },
+      this.store,
+      this.lease,
+      log,
+    );
+    this.publisher = config.publishClusterProfiles
+      ? new ClusterProfilePublisher(host, config.publishClusterProfiles, config.externalUrl, this.lease, log)
+      : undefined;
     this.firstProbeWaitMs = config.upstreamConnectTimeoutMs + FIRST_PROBE_GRACE_MS;
     this.registry.findUnseenWith((name) => this.connectUnseen(name));
   }
@@ -112,11 +129,15 @@ export class ClusterManager implements ClusterConnections {
   start(): void {
     this.idBackfill.start();
     this.reconciler.start();
+    this.sources.start();
+    this.publisher?.start();
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.idBackfill.stop();
-    return this.reconciler.stop();
+    await this.sources.stop();
+    await this.publisher?.stop();
+    await this.reconciler.stop();
   }
 
   /** Health from this replica's warm connection when it has one, else the recorded status. */

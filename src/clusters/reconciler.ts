@@ -9,7 +9,15 @@
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { Config } from '../config.js';
-import { clusterOf, KUBECONFIG_KEY, type ClusterStore } from '../host/clusters.js';
+import {
+  clusterDisplayName,
+  clusterOf,
+  describeSource,
+  KUBECONFIG_KEY,
+  SOURCE_ERROR_ANNOTATION,
+  sourceOf,
+  type ClusterStore,
+} from '../host/clusters.js';
 import { describeApiError } from '../host/host-errors.js';
 import type { LeaderElector } from '../host/lease.js';
 import type { ClusterResource, ClusterStatus, Condition } from '../host/resources.js';
@@ -19,11 +27,12 @@ import { WarmConnection, type ConnectionMeta } from './connection.js';
 import { KubeconfigError, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { targetFromCredentials, targetFromKubeConfig, type ConnectionTarget } from './target.js';
 import type { ClusterRegistry } from './registry.js';
-import { within } from './within.js';
+import { within } from '../within.js';
 
 /** Why a cluster has no connection, for its status. */
 interface Unserved {
-  reason: 'Disabled' | 'KubeconfigMissing' | 'KubeconfigInvalid' | 'NameConflict' | 'ConnectionFailed';
+  reason:
+    'Disabled' | 'KubeconfigMissing' | 'KubeconfigInvalid' | 'NameConflict' | 'ConnectionFailed' | 'SourceInvalid';
   message: string;
 }
 
@@ -94,6 +103,7 @@ export class ClusterReconciler {
     this.log = log.child({ component: 'cluster-reconciler' });
     const onCluster = (cr: ClusterResource) => {
       this.sync(cr.metadata.name);
+      this.queueNameConflicts();
       this.scheduleHousekeeping();
     };
     host.clusters.on('add', onCluster);
@@ -148,6 +158,9 @@ export class ClusterReconciler {
 
   /** Where to connect: the host's own config for inCluster, else the sanitized kubeconfig Secret. */
   private target(cr: ClusterResource): Served | Unserved {
+    const sourceError = cr.metadata.annotations?.[SOURCE_ERROR_ANNOTATION];
+    const source = sourceOf(cr);
+    if (source && sourceError) return { reason: 'SourceInvalid', message: `${describeSource(source)}: ${sourceError}` };
     if (cr.spec?.inCluster) {
       try {
         return {
@@ -278,7 +291,10 @@ export class ClusterReconciler {
     else this.insecure.delete(objectName);
 
     if (existing && this.fingerprints.get(objectName) === target.fingerprint) {
-      const renamed = existing.meta.name !== meta.name || existing.meta.id !== meta.id;
+      const renamed =
+        existing.meta.name !== meta.name ||
+        existing.meta.id !== meta.id ||
+        existing.meta.source?.kind !== meta.source?.kind;
       existing.meta = meta;
       if (renamed) this.registry.reindex();
       this.queueStatus(objectName);
@@ -315,6 +331,50 @@ export class ClusterReconciler {
   }
 
   // ---- status (leader only) ----
+
+  /**
+   * Queues the status of every Cluster that shares its name with another, or whose status still
+   * reports a NameConflict: a change to one claimant changes what the others' statuses say.
+   */
+  private queueNameConflicts(): void {
+    if (!this.lease.isLeader) return;
+    const claims = new Map<string, number>();
+    const all = this.host.clusters.list();
+    for (const cr of all) claims.set(clusterDisplayName(cr), (claims.get(clusterDisplayName(cr)) ?? 0) + 1);
+    for (const cr of all) {
+      const reported = cr.status?.conditions?.some((c) => c.type === 'NameConflict');
+      if ((claims.get(clusterDisplayName(cr)) ?? 0) > 1 || reported) this.queueStatus(cr.metadata.name);
+    }
+  }
+
+  /**
+   * The NameConflict condition of a Cluster whose name another Cluster object claims too, on both
+   * (every claimant): who serves the name and who does not. undefined without a rival.
+   */
+  private nameConflict(cr: ClusterResource): { served: boolean; message: string } | undefined {
+    const name = clusterDisplayName(cr);
+    const rivals = this.host.clusters
+      .list()
+      .filter((other) => other.metadata.name !== cr.metadata.name && clusterDisplayName(other) === name);
+    if (rivals.length === 0) return undefined;
+    const serving = this.registry.get(name)?.meta.objectName;
+    if (serving === cr.metadata.name) {
+      return {
+        served: true,
+        message:
+          `this cluster serves the name "${name}"; also claimed by ${rivals.map(describeClaimant).join(', ')}, ` +
+          'which is not served under it (rename or remove one)',
+      };
+    }
+    const winner = rivals.find((r) => r.metadata.name === serving);
+    const holder = winner
+      ? `served by ${describeClaimant(winner)}`
+      : `claimed by ${rivals.map(describeClaimant).join(', ')}`;
+    return {
+      served: false,
+      message: `the name "${name}" is ${holder}; this cluster is not served under it (rename or remove one)`,
+    };
+  }
 
   private queueStatus(objectName: string): void {
     if (this.stopped || !this.lease.isLeader) return;
@@ -364,10 +424,12 @@ export class ClusterReconciler {
     let reason: string;
     let message: string;
     const unserved = this.unserved.get(objectName);
+    const conflict = this.nameConflict(cr);
     if (conn && !this.registry.isServing(objectName)) {
       const winner = this.registry.get(conn.name);
       reason = 'NameConflict';
-      error = message = `another cluster (id ${winner?.id ?? '?'}) already uses the name "${conn.name}"`;
+      error = message =
+        conflict?.message ?? `another cluster (id ${winner?.id ?? '?'}) already uses the name "${conn.name}"`;
     } else if (conn) {
       const health = conn.currentHealth;
       ready = health.ready;
@@ -387,6 +449,18 @@ export class ClusterReconciler {
     const conditions: Condition[] = [
       condition(previous.conditions, 'Ready', ready ? 'True' : 'False', reason, message, generation),
     ];
+    if (conflict) {
+      conditions.push(
+        condition(
+          previous.conditions,
+          'NameConflict',
+          'True',
+          conflict.served ? 'ServesName' : 'NameTaken',
+          conflict.message,
+          generation,
+        ),
+      );
+    }
     if (this.insecure.has(objectName)) {
       conditions.push(
         condition(
@@ -501,4 +575,14 @@ function sanitizedTarget(base64: string): Served | Unserved {
       err instanceof KubeconfigError ? err.message : `kubeconfig cannot be loaded: ${(err as Error).message}`;
     return { reason: 'KubeconfigInvalid', message };
   }
+}
+
+/** A Cluster object in another one's status: its object name, id and where it comes from. */
+function describeClaimant(cr: ClusterResource): string {
+  const source = sourceOf(cr);
+  const id = clusterOf(cr).id;
+  return (
+    `cluster object "${cr.metadata.name}" (${id ? `id ${id}, ` : ''}` +
+    `${source ? `from the ${describeSource(source)}` : 'registered through the API or kubectl'})`
+  );
 }

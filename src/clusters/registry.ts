@@ -1,12 +1,15 @@
 // The ClusterDirectory of this replica: its warm connections, indexed by the name clients use.
 // Only enabled clusters with a usable kubeconfig have a connection. When two Cluster objects
-// claim one name (possible only through kubectl or a rename race), the lower id serves it and the
-// other is reported as a name conflict in its status. A miss (lookUp) waits for the start-up's
-// connections, then asks the API server whether the cluster is one the watch has not brought yet.
+// claim one name (through kubectl, a rename race, or a cluster source), one serves it and the
+// other is reported as a name conflict in its status (both objects' statuses name the other): a
+// cluster registered through the API or kubectl wins over one from a source (the name was chosen
+// there by a person), then the lower id.
+// A miss (lookUp) waits for the start-up's connections, then asks the API server whether the
+// cluster is one the watch has not brought yet.
 import { pickDefault } from '../host/clusters.js';
 import type { WarmConnection } from './connection.js';
 import type { ClusterDirectory, UpstreamObserver } from './types.js';
-import { within } from './within.js';
+import { within } from '../within.js';
 
 /** How long a lookup waits for a replica that just started to connect its clusters. */
 const STARTUP_WAIT_MS = 10_000;
@@ -86,9 +89,7 @@ export class ClusterRegistry implements ClusterDirectory {
   /** Rebuilds the name index (after a connection's name or id changed). */
   reindex(): void {
     const next = new Map<string, WarmConnection>();
-    const ordered = [...this.byObject.values()].sort(
-      (a, b) => (a.id || Infinity) - (b.id || Infinity) || a.meta.objectName.localeCompare(b.meta.objectName),
-    );
+    const ordered = [...this.byObject.values()].sort(servesFirst);
     for (const conn of ordered) {
       if (!next.has(conn.name)) next.set(conn.name, conn);
     }
@@ -104,4 +105,16 @@ export class ClusterRegistry implements ClusterDirectory {
     this.byObject.clear();
     this.byName.clear();
   }
+}
+
+/** Which of two connections claiming one name serves it: not from a source first, then the lower id. */
+export function servesFirst(
+  a: { id: number; meta: { objectName: string; source?: unknown } },
+  b: { id: number; meta: { objectName: string; source?: unknown } },
+): number {
+  return (
+    Number(a.meta.source !== undefined) - Number(b.meta.source !== undefined) ||
+    (a.id || Infinity) - (b.id || Infinity) ||
+    a.meta.objectName.localeCompare(b.meta.objectName)
+  );
 }

@@ -223,6 +223,20 @@ export const Cluster = Type.Object(
     version: Type.String({ description: 'the gitVersion of the cluster, "" when unknown' }),
     ready: boolean,
     error: Type.String({ description: 'the last connection error, "" when none' }),
+    source: Type.Optional(
+      Type.Object(
+        {
+          kind: stringEnum(['argocd', 'capi', 'clusterprofile']),
+          namespace: string,
+          name: string,
+        },
+        {
+          description:
+            'only for a cluster read from a source (docs/clusters.md): the source object; ' +
+            'such a cluster is changed and deleted there (the admin API answers 409)',
+        },
+      ),
+    ),
   },
   { $id: 'Cluster', description: 'A registered cluster (admin view; `config` is always "")' },
 );

@@ -15,20 +15,35 @@
 //   context, the current context the default) is validated whole, then the import lock (a
 //   ConfigMap whose atomic creation picks one winner) is taken and the clusters are created.
 //
+// - clusters from sources (Argo CD cluster Secrets, Cluster API kubeconfig Secrets, ClusterProfiles;
+//   clusters/sources.ts watches them): materialised as Cluster objects labelled kiteline.io/source
+//   with a deterministic object name (so every replica and restart finds the same object and id),
+//   written only by applySource/removeSource; the admin API's update and delete refuse them (409
+//   naming the source), a REST or kubectl cluster of the same name keeps the name (registry.ts).
+//
 // Every write returns once this replica's cache holds it (read-your-writes, KindStore), and a write
 // that (re)connects a cluster returns once this replica probed it (ClusterConnections, given by
 // ClusterManager). Host failures arrive translated (host-errors.ts); conflicts are retried by
 // retry.ts.
 import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
-import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
+import type { SourceCluster, SourceKind } from '../credentials/source-kubeconfig.js';
+import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { bootstrapClaimed } from './bootstrap.js';
 import { ConfigMapLock } from './configmap-lock.js';
-import { isNotFound, isStale } from './host-errors.js';
+import { isAlreadyExists, isNotFound, isStale } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
 import { ignoreGone, KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
-import { resourceId, type ClusterResource, type ClusterSpec } from './resources.js';
+import { deleteOwnedSecret, secretValue } from './owned-secrets.js';
+import {
+  ID_LABEL,
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  resourceId,
+  type ClusterResource,
+  type ClusterSpec,
+} from './resources.js';
 import type { HostStore } from './store.js';
 
 /** When spec.isDefault was last set through the API (ISO time): the newest default wins a race. */
@@ -36,6 +51,19 @@ export const DEFAULT_SINCE_ANNOTATION = 'kiteline.io/default-since';
 /** ConfigMap whose atomic creation makes one bootstrap import the winner. */
 export const IMPORT_LOCK_CONFIGMAP = 'kiteline-cluster-import-lock';
 export const KUBECONFIG_KEY = 'kubeconfig';
+/** Label of a Cluster materialised from a source: argocd, capi or clusterprofile. */
+export const SOURCE_LABEL = 'kiteline.io/source';
+/** Annotation naming a sourced Cluster's source object: <namespace>/<name>. */
+export const SOURCE_OBJECT_ANNOTATION = 'kiteline.io/source-object';
+/** Annotation holding why a sourced Cluster's source cannot be used (its status shows it). */
+export const SOURCE_ERROR_ANNOTATION = 'kiteline.io/source-error';
+const SOURCE_KINDS: readonly SourceKind[] = ['argocd', 'capi', 'clusterprofile'];
+/** How a source kind is named in messages. */
+export const SOURCE_NOUNS: Record<SourceKind, string> = {
+  argocd: 'Argo CD cluster Secret',
+  capi: 'Cluster API kubeconfig Secret',
+  clusterprofile: 'ClusterProfile',
+};
 
 /** Names clients send as x-cluster-name (also in a cookie or query), e.g. kubernetes-admin@prod. */
 const CLUSTER_NAME = /^[A-Za-z0-9]([A-Za-z0-9._@:/-]{0,251}[A-Za-z0-9])?$/;
@@ -77,6 +105,15 @@ export interface Cluster {
   defaultSince: number;
   enabled: boolean;
   impersonate: boolean;
+  /** Where a cluster materialised from a source comes from; absent for REST and kubectl clusters. */
+  source?: ClusterSourceRef;
+}
+
+/** The source object of a sourced cluster. */
+export interface ClusterSourceRef {
+  kind: SourceKind;
+  namespace: string;
+  name: string;
 }
 
 /** This replica's word on a cluster's health (its warm connection, else the recorded status). */
@@ -88,6 +125,28 @@ export interface ClusterHealth {
 
 /** A Cluster as the admin API shows it (CONTRACT section 5); config is never returned. */
 export type ClusterView = Omit<Cluster, 'objectName' | 'defaultSince'> & ClusterHealth & { config: '' };
+
+/** The source of a Cluster object, when it was materialised from one. */
+export function sourceOf(cr: ClusterResource): ClusterSourceRef | undefined {
+  const kind = cr.metadata.labels?.[SOURCE_LABEL] as SourceKind | undefined;
+  if (!kind || !SOURCE_KINDS.includes(kind)) return undefined;
+  const [namespace = '', ...rest] = (cr.metadata.annotations?.[SOURCE_OBJECT_ANNOTATION] ?? '').split('/');
+  return { kind, namespace, name: rest.join('/') };
+}
+
+/** "Argo CD cluster Secret argocd/prod", for messages. */
+export function describeSource(source: ClusterSourceRef): string {
+  return `${SOURCE_NOUNS[source.kind]} ${source.namespace}/${source.name}`;
+}
+
+/**
+ * The object name of the Cluster a source object materialises as: deterministic, so every replica
+ * (and every restart) finds the same object, hence the same id.
+ */
+export function sourcedObjectName(kind: SourceKind, namespace: string, name: string): string {
+  // "source-...": never the name of a cluster registered through the API ("cluster-...").
+  return objectNameFor('source', `${kind}.${namespace}.${name}`);
+}
 
 /** Where a just-written cluster connects: the host's own credentials, or a sanitized kubeconfig. */
 export type WrittenConnection = { inCluster: true } | { inCluster: false; kubeconfig: string | undefined };
@@ -125,7 +184,9 @@ function defaultSince(cr: ClusterResource): number {
 
 export function clusterOf(cr: ClusterResource): Cluster {
   const spec = cr.spec ?? {};
+  const source = sourceOf(cr);
   return {
+    ...(source ? { source } : {}),
     objectName: cr.metadata.name,
     id: resourceId(cr) ?? 0,
     name: clusterDisplayName(cr),
@@ -202,6 +263,16 @@ interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince'>
   kubeconfig?: string;
 }
 
+/** The admin API leaves sourced clusters to their source: 409 naming it. */
+function refuseSourced(cr: ClusterResource, verb: 'changed' | 'deleted'): void {
+  const source = sourceOf(cr);
+  if (!source) return;
+  throw new ConflictError(
+    `cluster "${clusterDisplayName(cr)}" comes from the ${describeSource(source)} and cannot be ${verb} here ` +
+      `(only made the default); change or delete it there`,
+  );
+}
+
 const importClosed = () => new ForbiddenError('import not allowed when clusters exist');
 
 export class ClusterStore extends KindStore<ClusterResource> {
@@ -255,9 +326,10 @@ export class ClusterStore extends KindStore<ClusterResource> {
   // ---- views ----
 
   view(cr: ClusterResource): ClusterView {
-    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate } = clusterOf(cr);
+    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate, source } = clusterOf(cr);
     const { version, ready, error } = this.connections.health(cr);
     return {
+      ...(source ? { source } : {}),
       id,
       name,
       description,
@@ -355,6 +427,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
    */
   async update(id: number, input: ClusterInput): Promise<Cluster> {
     const cr = this.find(id);
+    // Which cluster is the default is kiteline's choice, not the source's: the one change allowed.
+    const onlyDefault = Object.entries(input).every(([k, v]) => v === undefined || (k === 'isDefault' && v === true));
+    if (!onlyDefault) refuseSourced(cr, 'changed');
     const kubeconfig = input.config ? sanitizedConfig(input.config) : undefined;
     const prometheusURL = input.prometheusURL === undefined ? undefined : checkPrometheusURL(input.prometheusURL);
     const updated = await this.swap(cr, (live) => {
@@ -419,7 +494,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
 
   async delete(id: number): Promise<Cluster> {
     const cr = this.find(id);
+    refuseSourced(cr, 'deleted');
     const gone = await this.remove(cr, cr.spec?.kubeconfigSecretRef?.name, (live) => {
+      refuseSourced(live, 'deleted');
       if (live.spec?.isDefault)
         throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
     });
@@ -475,6 +552,104 @@ export class ClusterStore extends KindStore<ClusterResource> {
       if (isStale(err) || isNotFound(err)) return false;
       throw err;
     }
+  }
+
+  // ---- clusters from sources (clusters/sources.ts calls these, on the leader) ----
+
+  /** The Cluster objects materialised from sources, id or not. */
+  sourced(): ClusterResource[] {
+    return this.cache.list().filter((cr) => sourceOf(cr) !== undefined);
+  }
+
+  /**
+   * Makes the Cluster object of a source object match it: created (with a fresh id, its
+   * kubeconfig Secret owned by it) when missing, else its name, source error and Secret updated;
+   * nothing is written when all match. The Secret is written before the object, so a rotated
+   * credential reaches the reconciler (a Secret event) at once. Returns once the cache holds it.
+   */
+  async applySource(desired: SourceCluster): Promise<void> {
+    const objectName = sourcedObjectName(desired.kind, desired.namespace, desired.objectName);
+    const secretName = kubeconfigSecretName(objectName);
+    let error = desired.error ?? '';
+    let name = desired.clusterName;
+    if (!CLUSTER_NAME.test(name)) {
+      error ||= `the source's cluster name is not usable: ${NAME_RULE}`;
+      name = objectName;
+    }
+    const annotations: Record<string, string | null> = {
+      [SOURCE_OBJECT_ANNOTATION]: `${desired.namespace}/${desired.objectName}`,
+      [SOURCE_ERROR_ANNOTATION]: error || null,
+    };
+    const usable = desired.kubeconfig !== undefined && !error;
+    const existing = this.cache.get(objectName);
+    if (!existing) {
+      const id = await this.ids.next('clusters', this.index.maxId());
+      const initial = Object.entries(annotations).filter((e): e is [string, string] => e[1] !== null);
+      let created: ClusterResource;
+      try {
+        created = await this.crs.create({
+          metadata: {
+            name: objectName,
+            namespace: this.host.namespace,
+            labels: { [ID_LABEL]: String(id), [MANAGED_BY_LABEL]: MANAGED_BY, [SOURCE_LABEL]: desired.kind },
+            annotations: Object.fromEntries(initial),
+          },
+          spec: { name, enabled: true, kubeconfigSecretRef: { name: secretName, key: KUBECONFIG_KEY } },
+        });
+      } catch (err) {
+        if (isAlreadyExists(err)) return; // another writer made it; its watch event brings the next pass
+        throw err;
+      }
+      this.log.info({ cluster: name, source: describeSource(sourceOf(created)!) }, 'cluster added from its source');
+      if (usable)
+        await this.writeSecret(created, { name: secretName, values: { [KUBECONFIG_KEY]: desired.kubeconfig! } });
+      await this.written(created);
+      return;
+    }
+    const current = existing.metadata.annotations ?? {};
+    if (
+      existing.metadata.labels?.[SOURCE_LABEL] !== desired.kind ||
+      current[SOURCE_OBJECT_ANNOTATION] !== annotations[SOURCE_OBJECT_ANNOTATION]
+    ) {
+      // Someone else's object holds the name (applied with kubectl): never taken over.
+      this.log.warn(
+        { object: objectName },
+        'a Cluster object not made from this source holds its name; source skipped',
+      );
+      return;
+    }
+    const stored = this.host.secrets.get(secretName, this.host.namespace);
+    if (usable && secretValue(stored, KUBECONFIG_KEY) !== desired.kubeconfig) {
+      await this.writeSecret(existing, { name: secretName, values: { [KUBECONFIG_KEY]: desired.kubeconfig! } });
+      this.log.info({ cluster: name }, 'cluster credentials rotated by its source');
+    } else if (!usable && stored) {
+      // An unusable source keeps no credential of its last good state around.
+      await deleteOwnedSecret(this.host.core, this.host.namespace, stored);
+    }
+    const same =
+      clusterDisplayName(existing) === name &&
+      (current[SOURCE_ERROR_ANNOTATION] ?? '') === error &&
+      existing.spec?.kubeconfigSecretRef?.name === secretName &&
+      existing.spec?.inCluster !== true &&
+      existing.spec?.enabled !== false;
+    if (same) return;
+    await this.patch(existing, {
+      metadata: { labels: { [SOURCE_LABEL]: desired.kind }, annotations },
+      spec: { name, enabled: true, inCluster: false, kubeconfigSecretRef: { name: secretName, key: KUBECONFIG_KEY } },
+    });
+    this.log.info({ cluster: name, error: error || undefined }, 'cluster updated from its source');
+  }
+
+  /** Deletes a sourced Cluster object (its source is gone) and the kubeconfig Secret made for it. */
+  async removeSource(cr: ClusterResource): Promise<void> {
+    const secret = this.host.secrets.get(kubeconfigSecretName(cr.metadata.name), this.host.namespace);
+    try {
+      await this.crs.delete(cr.metadata.name, cr.metadata.uid);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    await deleteOwnedSecret(this.host.core, this.host.namespace, secret);
+    this.log.info({ cluster: clusterDisplayName(cr) }, 'cluster removed: its source is gone');
   }
 
   // ---- the bootstrap import ----

@@ -44,6 +44,9 @@ const createSchema = {
 const updateSchema = {
   tags,
   summary: 'Change a cluster: absent members are left as they are',
+  description:
+    'A cluster read from a source (Argo CD, Cluster API, ClusterProfile: its `source` member) is changed there: ' +
+    '409 naming the source, except `{isDefault: true}`.',
   params: idParams,
   body: ClusterBody,
   response: replies({ 200: ref('Message') }),
@@ -51,7 +54,7 @@ const updateSchema = {
 
 const deleteSchema = {
   tags,
-  summary: 'Delete a cluster and its kubeconfig Secret (the default cluster: 400)',
+  summary: 'Delete a cluster and its kubeconfig Secret (the default cluster: 400; one from a source: 409)',
   params: idParams,
   response: replies({ 200: ref('Message') }),
 };
