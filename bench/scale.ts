@@ -26,16 +26,25 @@ export function clusterObjects(namespace: string, name: string, kubeconfig: stri
   ];
 }
 
-/** `kubectl apply -f -` of a List of objects; throws with kubectl's message on failure. */
-export function kubectlApply(kubeconfig: string, objects: object[]): void {
-  const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects });
-  const res = spawnSync(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], {
-    input: list,
+/** Runs kubectl; throws with its message on failure. */
+function kubectl(kubeconfig: string, args: string[], input?: string): void {
+  const res = spawnSync(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, ...args], {
+    input,
     encoding: 'utf8',
     timeout: 300_000,
     maxBuffer: 64 * 1024 * 1024,
   });
-  if (res.status !== 0) throw new Error(`kubectl apply failed: ${res.stderr || res.error?.message}`);
+  if (res.status !== 0) throw new Error(`kubectl ${args[0]} failed: ${res.stderr || res.error?.message}`);
+}
+
+/** `kubectl apply -f -` of a List of objects. */
+export function kubectlApply(kubeconfig: string, objects: object[]): void {
+  kubectl(kubeconfig, ['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }));
+}
+
+/** Deletes every object of a kind in a namespace (`kubectl delete --all`). */
+export function kubectlDeleteAll(kubeconfig: string, namespace: string, kind: string): void {
+  kubectl(kubeconfig, ['-n', namespace, 'delete', kind, '--all', '--wait=true']);
 }
 
 /** The first ids of the benchmark's clusters and users (far above the ones the gateway assigns). */

@@ -12,6 +12,7 @@ import { AuditRecordIndex } from './record-index.js';
 import type { AuditRecord } from './record.js';
 import { chunksToPrune, retainedSince, type Retention } from './retention.js';
 import type { AuditWebhook } from './webhook.js';
+import { within } from '../within.js';
 
 export interface AuditTrailOptions extends Retention {
   flushIntervalMs: number;
@@ -25,6 +26,7 @@ const MAX_BUFFERED = 50_000;
 
 export class AuditTrail {
   readonly index = new AuditRecordIndex();
+  private loading: Promise<void> | undefined;
   private buffer: AuditRecord[] = [];
   private flushTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
@@ -46,13 +48,29 @@ export class AuditTrail {
     store.cache.on('delete', (chunk) => this.index.remove(chunk.metadata.name));
   }
 
-  /** Loads every chunk, then flushes and prunes on their intervals. */
-  async start(): Promise<void> {
-    await this.store.start();
+  /**
+   * Starts loading every chunk and flushes and prunes on their intervals. The load runs in the
+   * background: a trail of 100,000 records takes seconds to list and index, and neither serving
+   * nor recording needs it; the audit-log page waits for it (loaded), pruning skips until then.
+   */
+  start(): Promise<void> {
+    this.loading = this.store.start();
     this.flushTimer = setInterval(() => void this.flush(), this.options.flushIntervalMs);
     this.flushTimer.unref();
     this.pruneTimer = setInterval(() => void this.prune(), this.options.pruneIntervalMs);
     this.pruneTimer.unref();
+    return Promise.resolve();
+  }
+
+  /** Resolves once every chunk is in the index (bounded by `timeoutMs`): false when it is not yet. */
+  async loaded(timeoutMs: number): Promise<boolean> {
+    if (!this.loading) return false;
+    return (
+      (await within(
+        this.loading.then(() => true),
+        timeoutMs,
+      )) ?? false
+    );
   }
 
   /** Adds one record; it is written with the next flush (at once when a chunk is full). */
@@ -115,7 +133,8 @@ export class AuditTrail {
 
   /** The leader deletes the chunks past the retention; other replicas do nothing. */
   async prune(now = Date.now()): Promise<string[]> {
-    if (this.closed || !this.isLeader()) return [];
+    // A partial index would count fewer records than there are: no pruning before the whole load.
+    if (this.closed || !this.isLeader() || !this.store.cache.isSynced) return [];
     const chunks = this.store.cache
       .list()
       .map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));

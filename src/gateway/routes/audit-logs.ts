@@ -3,11 +3,13 @@
 // namespace) and answer {data, total, page, size}, newest first, for admins. It reads the
 // replica's in-memory view of the whole trail (src/audit/), never the host cluster.
 import { Type, type Static } from 'typebox';
-import { NotFoundError } from '../../errors.js';
+import { NotFoundError, ServiceUnavailableError } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseAuditQuery } from '../../audit/query.js';
 import { objectOf, replies, resourceHistoryProperties, stringEnum, type App } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/audit-logs';
+/** How long a query waits for a trail that is still loading (a gateway that just started). */
+const TRAIL_LOAD_WAIT_MS = 10_000;
 
 const filter = (description: string) => Type.Optional(Type.String({ maxLength: 1000, description }));
 // Strings here: query.ts parses and checks each value, answering Kite's "invalid page parameter".
@@ -74,7 +76,10 @@ export default async function auditLogRoutes(app: App) {
     const trail = app.services.audit.trail;
     if (!trail)
       throw new NotFoundError('the audit trail is off (KITELINE_AUDIT_TRAIL=false); audit records are only in the log');
-    return trail.query(parseAuditQuery(request.query));
+    const query = parseAuditQuery(request.query);
+    if (!(await trail.loaded(TRAIL_LOAD_WAIT_MS)))
+      throw new ServiceUnavailableError('the audit trail is still loading (the gateway started a moment ago); retry');
+    return trail.query(query);
   };
   app.get(PREFIX, route, list);
   app.get(`${PREFIX}/`, route, list);
