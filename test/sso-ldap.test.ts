@@ -54,8 +54,9 @@ t.test('LDAP sign-in against a real directory', async (t) => {
       { uid: 'bob', password: 'bob-password-1', cn: 'Bob' },
       { uid: 'carl', password: 'carl-password-1', cn: 'Carl' },
       { uid: 'dora', password: 'dora-password-1', cn: 'Dora' },
+      { uid: 'admin', password: 'directory-admin-password', cn: 'Not the admin' },
     ],
-    { 'kl-admins': ['alice'], ops: ['alice', 'bob', 'dora'], staff: ['carl'] },
+    { 'kl-admins': ['alice', 'admin'], ops: ['alice', 'bob', 'dora'], staff: ['carl'] },
   );
   const namespace = uniqueName('kl');
   const gw = await startGateway(t, {
@@ -142,6 +143,17 @@ t.test('LDAP sign-in against a real directory', async (t) => {
     ).status,
     401,
     'a directory user has no kiteline password',
+  );
+
+  // ---- a directory entry named like kiteline's password admin does not become it ----
+  const takeover = await ldapLogin(gw, 'admin', 'directory-admin-password', '10.0.0.10');
+  t.equal(takeover.status, 401, "the password user's name is not taken over");
+  t.same(takeover.body, unknown.body);
+  t.equal(
+    (await call(gw.url, 'GET', '/api/v1/admin/users/?size=100', admin)).body.users.find(
+      (u: { username: string }) => u.username === 'admin',
+    ).provider,
+    'password',
   );
 
   // ---- the rate limit, shared with password logins ----

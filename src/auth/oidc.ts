@@ -21,6 +21,8 @@ export const FLOW_COOKIE = 'kiteline_oidc';
 /** How long a sign-in may take at the provider. */
 export const FLOW_SECONDS = 600;
 const DISCOVERY_TTL_MS = 10 * 60_000;
+/** Used states remembered at most (the oldest go first; the provider still refuses a used code). */
+const MAX_USED_STATES = 100_000;
 const USERNAME = /^[A-Za-z0-9._@-]{1,63}$/;
 
 /** Why a callback failed: Kite's login page shows each code (`/login?error=<code>`). */
@@ -159,6 +161,7 @@ export class OidcSignIn {
     if (this.usedStates.has(flow.s))
       throw new SignInFailure('callback_failed', 'this sign-in was used already', flow.p);
     this.usedStates.set(flow.s, flow.exp);
+    if (this.usedStates.size > MAX_USED_STATES) this.usedStates.delete(this.usedStates.keys().next().value!);
 
     let configuration: client.Configuration;
     try {
