@@ -64,7 +64,8 @@ t.test('LDAP sign-in against a real directory', async (t) => {
     env: { ...ldapEnv(directory, directory.caFile), KITELINE_TRUST_PROXY: 'loopback' },
   });
   const admin = withCookie(await bootstrapAdmin(gw.url));
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['ldap', 'password'] });
+  // Not "ldap": Kite's login page would show it as an OAuth button; its password form does LDAP.
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
 
   // The service account's password is a Secret in the install namespace.
   const noSecret = await ldapLogin(gw, 'alice', 'alice-password-1', '10.0.0.1');
@@ -135,15 +136,19 @@ t.test('LDAP sign-in against a real directory', async (t) => {
     t.equal(res.status, 401, `username ${JSON.stringify(name)}: 401`);
   }
   t.equal((await ldapLogin(gw, 'bob', '', '10.0.0.6')).status, 400, 'an empty password (an unauthenticated bind)');
-  t.equal(
-    (
-      await call(gw.url, 'POST', '/api/auth/login/password', {
-        body: { username: 'alice', password: 'alice-password-1' },
-      })
-    ).status,
-    401,
-    'a directory user has no kiteline password',
-  );
+  // Kite's login page has only the password form: it signs directory users in too, with the same answers.
+  const viaForm = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'alice', password: 'alice-password-1' },
+    headers: { 'x-forwarded-for': '10.0.0.11' },
+  });
+  t.equal(viaForm.status, 204, 'the password form signs a directory user in');
+  t.match((await call(gw.url, 'GET', '/api/auth/user', sessionOf(viaForm))).body.user, { provider: 'ldap' });
+  const wrongViaForm = await call(gw.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'alice', password: 'not-her-password' },
+    headers: { 'x-forwarded-for': '10.0.0.12' },
+  });
+  t.equal(wrongViaForm.status, 401);
+  t.same(wrongViaForm.body, unknown.body);
 
   // ---- a directory entry named like kiteline's password admin does not become it ----
   const takeover = await ldapLogin(gw, 'admin', 'directory-admin-password', '10.0.0.10');

@@ -217,8 +217,11 @@ export class AuthService {
     if (wait !== undefined)
       throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
 
-    // A user of an identity provider has no password here: the same answer as an unknown user.
+    // A user of an identity provider has no password here: the same answer as an unknown user;
+    // with a directory configured, a name that is no password user's is the directory's (so Kite's
+    // login page, which has only the password form, signs LDAP users in too).
     const found = this.users.byUsername(username);
+    if (this.ldap && !(found && isPasswordUser(found))) return this.loginLdap(username, password, address);
     let user = found && isPasswordUser(found) ? found : undefined;
     const hash = user ? this.users.passwordHash(user) : undefined;
     const plain = user && hash === undefined ? this.users.plainPassword(user) : undefined;

@@ -51,7 +51,9 @@ export default async function authRoutes(app: App) {
         summary: 'Log in with a password',
         description:
           'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user ' +
-          'give the same 401; repeated failures (per username and per client address) 429.',
+          'give the same 401; repeated failures (per username and per client address) 429. With an LDAP ' +
+          'directory configured, a username that is no password user is checked against the directory ' +
+          '(as `POST /api/auth/login/ldap`).',
         security: PUBLIC,
         body: LoginBody,
         response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
@@ -155,13 +157,15 @@ export default async function authRoutes(app: App) {
     tags,
     summary: 'The login providers',
     description:
-      '`password`, the enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), and ' +
-      '`ldap` when a directory is configured (it signs in with `POST /api/auth/login/ldap`).',
+      'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
+      '(with an LDAP directory configured, the password form signs its users in too).',
     security: PUBLIC,
     response: replies({ 200: objectOf({ providers: Type.Array(Type.String()) }) }),
   };
+  // Not "ldap": Kite's login page shows every other entry as an OAuth button. Its password form
+  // signs directory users in (the password login falls back to the directory).
   app.get('/api/auth/providers', { schema: providersSchema }, async () => ({
-    providers: [...oauthProviders.enabled().map(providerName), ...(auth.ldap ? [LDAP_PROVIDER] : []), 'password'],
+    providers: [...oauthProviders.enabled().map(providerName), 'password'],
   }));
 
   /** Where the provider sends the browser back: KITELINE_EXTERNAL_URL, else this request's origin. */
