@@ -289,6 +289,9 @@ export class AuthService {
    * all: 403 (Kite's `insufficient_permissions`; the user is kept, so an admin can assign roles).
    */
   async signInExternal(identity: ExternalIdentity): Promise<UserResource> {
+    // Disabled: refused before anything is written.
+    if (this.users.byUsername(identity.username)?.spec.enabled === false)
+      throw new UnauthorizedError('user is disabled');
     let user = await this.users.signInExternal(identity);
     if (user.spec.enabled === false) throw new UnauthorizedError('user is disabled');
     const id = await this.users.ensureId(user);
