@@ -194,8 +194,41 @@ t.test('LDAP sign-in against a real directory', async (t) => {
   t.equal(gone.status, 401, 'a user removed from the directory cannot sign in again');
 });
 
-t.test('a directory whose certificate the configured CA did not sign: 503', async (t) => {
-  const directory = await startSlapd(t, [{ uid: 'erin', password: 'erin-password-1', cn: 'Erin' }], {});
+t.test('ldaps with the CA of the directory; a certificate the configured CA did not sign: 503', async (t) => {
+  const directory = await startSlapd(t, [{ uid: 'erin', password: 'erin-password-1', cn: 'Erin' }], {
+    staff: ['erin'],
+  });
+  const ldaps = await startGateway(t, {
+    env: {
+      ...ldapEnv(directory, directory.caFile),
+      KITELINE_LDAP_URL: directory.ldapsUrl,
+      KITELINE_LDAP_START_TLS: 'false',
+    },
+  });
+  const ldapsAdmin = withCookie(await bootstrapAdmin(ldaps.url));
+  kubectl(ldaps.kubeconfig, [
+    '-n',
+    ldaps.namespace,
+    'create',
+    'secret',
+    'generic',
+    'kiteline-ldap-bind',
+    `--from-literal=password=${SERVICE_PASSWORD}`,
+  ]);
+  const viewer = (await call(ldaps.url, 'GET', `${ROLES}/`, ldapsAdmin)).body.roles.find(
+    (r: { name: string }) => r.name === 'viewer',
+  );
+  await call(ldaps.url, 'POST', `${ROLES}/${viewer.id}/assign`, {
+    ...ldapsAdmin,
+    body: { subjectType: 'group', subject: 'staff' },
+  });
+  await eventually(
+    'a sign-in over ldaps',
+    async () => (await ldapLogin(ldaps, 'erin', 'erin-password-1')).status === 204,
+    10_000,
+  );
+  t.pass('signed in over ldaps://, the certificate checked against the CA');
+
   const gw = await startGateway(t, { env: ldapEnv(directory, directory.otherCaFile) });
   await bootstrapAdmin(gw.url);
   kubectl(gw.kubeconfig, [

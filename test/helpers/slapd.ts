@@ -22,7 +22,9 @@ export interface DirectoryUser {
 }
 
 export interface TestDirectory {
+  /** ldap:// (StartTLS offered) and ldaps:// on loopback ports. */
   url: string;
+  ldapsUrl: string;
   /** PEM of the CA that signed slapd's certificate. */
   caFile: string;
   /** Another CA, which did not. */
@@ -113,7 +115,10 @@ export async function startSlapd(
 
   const port = await freePort();
   const url = `ldap://127.0.0.1:${port}`;
-  const child = spawn('slapd', ['-f', conf, '-h', `${url}/`, '-d', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const ldapsUrl = `ldaps://127.0.0.1:${await freePort()}`;
+  const child = spawn('slapd', ['-f', conf, '-h', `${url}/ ${ldapsUrl}/`, '-d', '0'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -141,5 +146,5 @@ export async function startSlapd(
     20_000,
     100,
   );
-  return { url, caFile: ca.cert, otherCaFile: otherCa.cert, admin, close };
+  return { url, ldapsUrl, caFile: ca.cert, otherCaFile: otherCa.cert, admin, close };
 }
