@@ -226,6 +226,13 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
   t.notOk(crossed.cookie);
   const bare = await fetch(a.callback, { redirect: 'manual' });
   t.equal(errorOf(bare.headers.get('location') ?? ''), 'callback_failed', 'no flow cookie: refused');
+  // The provider's error text is not shown on the login page (anyone can put text in a URL).
+  const refused = await finish({
+    callback: `${gw.url}/api/auth/callback?error=${encodeURIComponent('Call +1 555 0100 to fix your account')}`,
+    flowCookie: b.flowCookie,
+  });
+  t.equal(errorOf(refused.location), 'callback_failed');
+  t.notMatch(decodeURIComponent(refused.location), /555/, "the provider's text is not reflected");
   const forged = await finish({ callback: a.callback, flowCookie: 'kiteline_oidc=AAAA.BBBB.CCCC' });
   t.equal(errorOf(forged.location), 'callback_failed', 'a forged flow cookie: refused');
 

@@ -153,8 +153,11 @@ export class OidcSignIn {
     if (!flow) throw new SignInFailure('callback_failed', 'no sign-in in progress (or it expired): start again');
     const provider = this.enabledProvider(flow.p);
     if (!provider) throw new SignInFailure('callback_failed', 'unknown or disabled provider', flow.p);
-    if (query.error)
-      throw new SignInFailure('callback_failed', `the provider refused: ${query.error.slice(0, 100)}`, flow.p);
+    if (query.error) {
+      // Logged, not shown: Kite's login page displays the reason, and anyone can put text in a URL.
+      this.log.info({ provider: flow.p, error: query.error.slice(0, 100) }, 'the provider refused the sign-in');
+      throw new SignInFailure('callback_failed', 'the provider refused the sign-in', flow.p);
+    }
     if (!query.state || query.state !== flow.s)
       throw new SignInFailure('callback_failed', 'the state does not match this sign-in', flow.p);
     this.forgetOldStates();
