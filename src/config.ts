@@ -103,6 +103,8 @@ export interface LdapConfig {
   groupFilter: string;
   groupAttribute: string;
   timeoutMs: number;
+  /** How often the leader looks every directory user up again (gone: revoked; groups refreshed). */
+  recheckIntervalMs: number;
 }
 
 export interface AuditTrailConfig {
@@ -512,5 +514,13 @@ function ldapConfig(pick: (flag: string, envName: string) => string | undefined)
     groupFilter: value('group-filter', '(member={dn})'),
     groupAttribute: value('group-attribute', 'cn'),
     timeoutMs: integer('ldap-timeout-ms', pick('ldap-timeout-ms', 'KITELINE_LDAP_TIMEOUT_MS'), 10_000, 100, 120_000),
+    recheckIntervalMs:
+      integer(
+        'ldap-recheck-interval',
+        pick('ldap-recheck-interval', 'KITELINE_LDAP_RECHECK_INTERVAL'),
+        300,
+        1,
+        86_400,
+      ) * 1000,
   };
 }

@@ -3,6 +3,7 @@
 import type { FastifyInstance } from 'fastify';
 import { AuthService } from './auth/auth-service.js';
 import { LdapAuthenticator } from './auth/ldap.js';
+import { LdapRecheck } from './auth/ldap-recheck.js';
 import { OidcSignIn } from './auth/oidc.js';
 import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
@@ -44,6 +45,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     ? new LdapAuthenticator(ldapConfig, () => identity.installSecret(ldapConfig.bindPasswordSecret, 'password'))
     : undefined;
   const auth = new AuthService(identity, config, log, ldap);
+  const ldapRecheck =
+    ldap && ldapConfig
+      ? new LdapRecheck(ldap, identity.users, ldapConfig.recheckIntervalMs, () => clusterManager.lease.isLeader, log)
+      : undefined;
   const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
@@ -76,6 +81,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   });
   await host.start();
   await identity.start();
+  ldapRecheck?.start();
   await audit.trail?.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
@@ -107,6 +113,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     // After the last request: its audit record is in the final flush.
     await audit.trail?.close();
     identity.stop();
+    ldapRecheck?.stop();
     await clusterManager.stop();
     await host.stop();
   };

@@ -1,8 +1,9 @@
 // Sign-in against a real LDAP directory (OpenLDAP's slapd, run by this test on loopback, StartTLS
 // with a CA made here): bind-search-bind, groups mapped to roles (and a changed group), one 401 for
 // an unknown user and a wrong password, filter injection, the rate limit shared with password
-// logins, a disabled user, a user removed from the directory, a user holding no role, and a
-// directory whose certificate the configured CA did not sign.
+// logins, a disabled user, a user holding no role, the periodic re-check (a group change without a
+// new sign-in; a user removed from the directory loses every session), ldaps, and a directory
+// whose certificate the configured CA did not sign.
 import t from 'tap';
 import { Attribute, Change } from 'ldapts';
 import { kubectl, uniqueName } from './helpers/clusters.js';
@@ -61,7 +62,11 @@ t.test('LDAP sign-in against a real directory', async (t) => {
   const namespace = uniqueName('kl');
   const gw = await startGateway(t, {
     namespace,
-    env: { ...ldapEnv(directory, directory.caFile), KITELINE_TRUST_PROXY: 'loopback' },
+    env: {
+      ...ldapEnv(directory, directory.caFile),
+      KITELINE_TRUST_PROXY: 'loopback',
+      KITELINE_LDAP_RECHECK_INTERVAL: '1',
+    },
   });
   const admin = withCookie(await bootstrapAdmin(gw.url));
   // Not "ldap": Kite's login page would show it as an OAuth button; its password form does LDAP.
@@ -188,10 +193,28 @@ t.test('LDAP sign-in against a real directory', async (t) => {
   t.equal(doraAgain.status, 401, 'a disabled user cannot sign in');
   t.same(doraAgain.body, unknown.body, 'with the same answer as a wrong password');
 
-  // ---- removed from the directory ----
+  // ---- the periodic re-check: a group change reaches the roles without a new sign-in ----
+  await ldap.modify(
+    groupDn('kl-admins'),
+    new Change({ operation: 'add', modification: new Attribute({ type: 'member', values: [userDn('alice')] }) }),
+  );
+  await eventually(
+    'the re-check to give alice the admin role of her group again',
+    async () => (await call(gw.url, 'GET', '/api/v1/admin/users/', alice)).status === 200,
+    20_000,
+  );
+  t.pass('admin again, in the session she had');
+
+  // ---- removed from the directory: no new sign-in, and the re-check ends her sessions ----
   await ldap.del(userDn('alice'));
   const gone = await ldapLogin(gw, 'alice', 'alice-password-1', '10.0.0.9');
   t.equal(gone.status, 401, 'a user removed from the directory cannot sign in again');
+  await eventually(
+    'the re-check to end her sessions',
+    async () => (await call(gw.url, 'GET', '/api/auth/user', alice)).status === 401,
+    20_000,
+  );
+  t.pass('her session ended without anyone touching kiteline');
 });
 
 t.test('ldaps with the CA of the directory; a certificate the configured CA did not sign: 503', async (t) => {

@@ -49,7 +49,21 @@ export class LdapAuthenticator {
    */
   async authenticate(username: string, password: string): Promise<ExternalIdentity | undefined> {
     // An empty password would be an "unauthenticated bind", which many directories accept.
-    if (!USERNAME.test(username) || password === '') return undefined;
+    if (password === '') return undefined;
+    return this.lookup(username, password);
+  }
+
+  /**
+   * The directory's entry for the username now (DN, name, groups) without the user's password:
+   * the periodic re-check of directory users. undefined: no such user (any more).
+   */
+  async entry(username: string): Promise<ExternalIdentity | undefined> {
+    return this.lookup(username, undefined);
+  }
+
+  private async lookup(username: string, password: string | undefined): Promise<ExternalIdentity | undefined> {
+    if (!USERNAME.test(username)) return undefined;
+    const client = this.client();
     const serviceBind = async () => {
       const secret = this.bindPassword();
       if (!secret) throw new ServiceUnavailableError('the LDAP service account password is not configured');
@@ -59,7 +73,6 @@ export class LdapAuthenticator {
         throw new ServiceUnavailableError(`the LDAP directory refused the service account: ${errorText(err)}`);
       }
     };
-    const client = this.client();
     try {
       try {
         if (this.config.startTls)
@@ -78,17 +91,19 @@ export class LdapAuthenticator {
       // None, or an ambiguous filter: nobody signs in.
       if (users.length !== 1) return undefined;
       const user = users[0];
-      try {
-        await client.bind(user.dn, password);
-      } catch (err) {
-        if (err instanceof InvalidCredentialsError) return undefined;
-        throw err;
+      if (password !== undefined) {
+        try {
+          await client.bind(user.dn, password);
+        } catch (err) {
+          if (err instanceof InvalidCredentialsError) return undefined;
+          throw err;
+        }
       }
       const directoryName = first(user, this.config.usernameAttribute);
       const name = first(user, this.config.nameAttribute);
       const groups: string[] = [];
       if (this.config.groupBase) {
-        await serviceBind();
+        if (password !== undefined) await serviceBind();
         const groupFilter = this.config.groupFilter
           .replaceAll('{dn}', escapeFilterValue(user.dn))
           .replaceAll('{username}', escapeFilterValue(directoryName ?? username));

@@ -57,6 +57,8 @@ export const PROVIDER_LABEL = 'kiteline.io/provider';
 export const SUBJECT_ANNOTATION = 'kiteline.io/subject';
 export const GROUPS_ANNOTATION = 'kiteline.io/groups';
 export const VERIFIED_AT_ANNOTATION = 'kiteline.io/verified-at';
+/** The verified-at of a user the provider no longer knows. */
+const NEVER_VERIFIED = '1970-01-01T00:00:00Z';
 
 /** "password", "ldap", or the OAuthProvider the user signs in with. */
 export function userProvider(user: UserResource): string {
@@ -353,6 +355,39 @@ export class UserStore extends KindStore<UserResource> {
     return this.swap(user, (live) => {
       if (!bound(live)) throw refuse();
       return { metadata, spec: profile };
+    });
+  }
+
+  /**
+   * The provider says the user is gone: their API keys stop (the provider's word is made older than
+   * any session) and every session ends (the epoch). No change when that was done already.
+   */
+  async revokeExternal(user: UserResource): Promise<UserResource> {
+    return this.swap(user, (live) =>
+      providerVerifiedAt(live) === 0
+        ? undefined
+        : { metadata: { annotations: { [VERIFIED_AT_ANNOTATION]: NEVER_VERIFIED, ...this.nextEpoch(live) } } },
+    );
+  }
+
+  /**
+   * The provider still knows the user, with these groups: records them (and the time) when the
+   * groups changed or the last word is older than `staleAfterMs`; no write otherwise.
+   */
+  async confirmExternal(user: UserResource, groups: string[], staleAfterMs: number): Promise<UserResource> {
+    const sorted = JSON.stringify([...new Set(groups)].sort());
+    return this.swap(user, (live) => {
+      if (providerVerifiedAt(live) === 0) return undefined; // revoked: only a sign-in brings it back
+      const same = (live.metadata.annotations?.[GROUPS_ANNOTATION] ?? '[]') === sorted;
+      if (same && Date.now() - providerVerifiedAt(live) < staleAfterMs) return undefined;
+      return {
+        metadata: {
+          annotations: {
+            [GROUPS_ANNOTATION]: sorted,
+            [VERIFIED_AT_ANNOTATION]: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+          },
+        },
+      };
     });
   }
 

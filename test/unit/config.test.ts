@@ -120,6 +120,7 @@ t.test('LDAP: off by default, checked when on', async (t) => {
     groupFilter: '(member={dn})',
     groupAttribute: 'cn',
     groupBase: '',
+    recheckIntervalMs: 300_000,
   });
   t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_URL: 'http://ldap.example.com' }), /ldap:\/\/ or ldaps:\/\//);
   t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_START_TLS: 'true' }), /ldaps is TLS already/);
