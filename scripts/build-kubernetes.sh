@@ -33,6 +33,14 @@ for pkg in containerd runc containernetworking-plugins iptables conntrack iprout
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || node_pkgs+=("$pkg")
 done
 [ ${#node_pkgs[@]} -eq 0 ] || apt_install "${node_pkgs[@]}"
+# For the sign-in tests: OpenLDAP's slapd and slapadd (test/helpers/slapd.ts runs its own slapd
+# on a loopback port), the ldap-utils clients to look into it by hand, and chromium for the login
+# flow in a real browser (test/sso-browser.test.ts, driven by puppeteer-core).
+test_pkgs=()
+for pkg in slapd ldap-utils chromium; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || test_pkgs+=("$pkg")
+done
+[ ${#test_pkgs[@]} -eq 0 ] || apt_install "${test_pkgs[@]}"
 if have_all; then exit 0; fi
 
 echo "kiteline: building Kubernetes binaries into $out (once, about 5-10 minutes)" >&2

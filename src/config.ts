@@ -81,6 +81,8 @@ export interface Config {
   clusterSources: ClusterSourcesConfig;
   /** Publish a ClusterProfile for each of kiteline's own clusters into this namespace; undefined: off. */
   publishClusterProfiles: string | undefined;
+  /** Sign-in against an LDAP directory (POST /api/auth/login/ldap); undefined: off. */
+  ldap: LdapConfig | undefined;
 }
 
 /** The namespaces each cluster source is read from; an empty list: that source is off. */
@@ -125,6 +127,32 @@ function publishNamespace(name: string, raw: string | undefined): string | undef
   if (!raw || raw.trim() === '') return undefined;
   if (!NAMESPACE_NAME.test(raw.trim())) throw new ConfigError(`${name}: "${raw}" is not a namespace name`);
   return raw.trim();
+}
+
+/** An LDAP directory users sign in against: bind as a service account, find the user, bind as them. */
+export interface LdapConfig {
+  /** ldap://host:port or ldaps://host:port. */
+  url: string;
+  /** Upgrade an ldap:// connection with StartTLS before binding. */
+  startTls: boolean;
+  /** PEM of the CA of the directory's certificate (ldaps or StartTLS), when not a public one. */
+  ca: string | undefined;
+  /** The service account's DN; its password is key `password` of Secret bindPasswordSecret. */
+  bindDn: string;
+  bindPasswordSecret: string;
+  /** Where users are searched (subtree) and the filter, `{username}` standing for the escaped name. */
+  userBase: string;
+  userFilter: string;
+  /** The attribute holding the username kiteline uses (the entered one when absent), and the display name. */
+  usernameAttribute: string;
+  nameAttribute: string;
+  /** Where groups are searched (subtree; "" for none), the filter (`{dn}`, `{username}`), the name attribute. */
+  groupBase: string;
+  groupFilter: string;
+  groupAttribute: string;
+  timeoutMs: number;
+  /** How often the leader looks every directory user up again (gone: revoked; groups refreshed). */
+  recheckIntervalMs: number;
 }
 
 export interface AuditTrailConfig {
@@ -499,5 +527,53 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       'publish-clusterprofiles',
       pick('publish-clusterprofiles', 'KITELINE_PUBLISH_CLUSTERPROFILES'),
     ),
+    ldap: ldapConfig(pick),
+  };
+}
+
+/** KITELINE_LDAP_*: undefined unless KITELINE_LDAP_URL is set. */
+function ldapConfig(pick: (flag: string, envName: string) => string | undefined): LdapConfig | undefined {
+  const value = (flag: string, fallback = '') =>
+    pick(`ldap-${flag}`, `KITELINE_LDAP_${flag.toUpperCase().replace(/-/g, '_')}`) || fallback;
+  const url = value('url');
+  if (!url) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError(`ldap-url must be an ldap:// or ldaps:// URL, got "${url}"`);
+  }
+  if (!['ldap:', 'ldaps:'].includes(parsed.protocol) || parsed.pathname.replace(/^\/$/, '') || parsed.search)
+    throw new ConfigError(`ldap-url must be an ldap:// or ldaps:// URL without a path, got "${url}"`);
+  const startTls = boolean('ldap-start-tls', pick('ldap-start-tls', 'KITELINE_LDAP_START_TLS'), false);
+  if (startTls && parsed.protocol === 'ldaps:')
+    throw new ConfigError('ldap-start-tls is for ldap:// URLs (ldaps is TLS already)');
+  const bindDn = value('bind-dn');
+  const userBase = value('user-base');
+  if (!bindDn || !userBase) throw new ConfigError('ldap-url needs ldap-bind-dn and ldap-user-base too');
+  const userFilter = value('user-filter', '(uid={username})');
+  if (!userFilter.includes('{username}')) throw new ConfigError('ldap-user-filter must contain {username}');
+  return {
+    url,
+    startTls,
+    ca: caFile('ldap-ca-file', pick('ldap-ca-file', 'KITELINE_LDAP_CA_FILE')),
+    bindDn,
+    bindPasswordSecret: value('bind-secret', 'kiteline-ldap-bind'),
+    userBase,
+    userFilter,
+    usernameAttribute: value('username-attribute', 'uid'),
+    nameAttribute: value('name-attribute', 'cn'),
+    groupBase: value('group-base'),
+    groupFilter: value('group-filter', '(member={dn})'),
+    groupAttribute: value('group-attribute', 'cn'),
+    timeoutMs: integer('ldap-timeout-ms', pick('ldap-timeout-ms', 'KITELINE_LDAP_TIMEOUT_MS'), 10_000, 100, 120_000),
+    recheckIntervalMs:
+      integer(
+        'ldap-recheck-interval',
+        pick('ldap-recheck-interval', 'KITELINE_LDAP_RECHECK_INTERVAL'),
+        300,
+        1,
+        86_400,
+      ) * 1000,
   };
 }

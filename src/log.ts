@@ -12,6 +12,8 @@ export const REDACT_PATHS = [
   '*.password',
   '*.passwordHash',
   '*.token',
+  '*.clientSecret',
+  '*.client_secret',
   '*.key',
   '*.keyHash',
   '*.config',

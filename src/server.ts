@@ -2,6 +2,9 @@
 // the gateway. Returns a handle so tests can run several replicas in one process.
 import type { FastifyInstance } from 'fastify';
 import { AuthService } from './auth/auth-service.js';
+import { LdapAuthenticator } from './auth/ldap.js';
+import { LdapRecheck } from './auth/ldap-recheck.js';
+import { OidcSignIn } from './auth/oidc.js';
 import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
@@ -37,7 +40,16 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
   const identity = new IdentityStores(host, config, log);
-  const auth = new AuthService(identity, config, log);
+  const ldapConfig = config.ldap;
+  const ldap = ldapConfig
+    ? new LdapAuthenticator(ldapConfig, () => identity.installSecret(ldapConfig.bindPasswordSecret, 'password'))
+    : undefined;
+  const auth = new AuthService(identity, config, log, ldap);
+  const ldapRecheck =
+    ldap && ldapConfig
+      ? new LdapRecheck(ldap, identity.users, ldapConfig.recheckIntervalMs, () => clusterManager.lease.isLeader, log)
+      : undefined;
+  const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   const hostGuard = new HostGuard(
@@ -53,6 +65,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     users: identity.users,
     roles: identity.roles,
     apiKeys: identity.apiKeys,
+    oauthProviders: identity.oauthProviders,
+    oidc,
     clusters: clusterManager.registry,
     clusterStore: clusterManager.store,
     clusterManager,
@@ -68,6 +82,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   });
   await host.start();
   await identity.start();
+  ldapRecheck?.start();
   await audit.trail?.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
@@ -99,6 +114,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     // After the last request: its audit record is in the final flush.
     await audit.trail?.close();
     identity.stop();
+    ldapRecheck?.stop();
     await clusterManager.stop();
     await host.stop();
   };

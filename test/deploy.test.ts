@@ -47,6 +47,7 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
     'CustomResourceDefinition',
     'CustomResourceDefinition',
     'CustomResourceDefinition',
+    'CustomResourceDefinition',
     'Deployment',
     'Namespace',
     'PodDisruptionBudget',
@@ -150,6 +151,8 @@ t.test('a gateway running as the deploy/ ServiceAccount: works, and its RBAC is 
   t.equal(can('update', 'auditchunks.kiteline.io', '-n', ns), 'no', 'audit chunks: never changed');
   t.equal(can('delete', 'templates.kiteline.io', '-n', ns), 'yes', 'resource templates: written');
   t.equal(can('get', 'customresourcedefinitions/templates.kiteline.io'), 'yes');
+  t.equal(can('update', 'oauthproviders.kiteline.io', '-n', ns), 'yes', 'OAuth providers: written');
+  t.equal(can('get', 'customresourcedefinitions/oauthproviders.kiteline.io'), 'yes');
   t.equal(can('list', 'secrets', '-n', 'default'), 'no', 'no secrets elsewhere');
   t.equal(can('list', 'secrets', '--all-namespaces'), 'no');
   t.equal(can('get', 'customresourcedefinitions/widgets.example.com'), 'no', 'no other CRDs');

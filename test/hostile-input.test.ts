@@ -512,7 +512,7 @@ function buildCorpus(): Probe[] {
     { subjectType: 'user', subject: 'bystander' },
     ['subject', 'subjectType'],
     [
-      ['group subject', { subjectType: 'group', subject: 'devs' }],
+      ['unknown subject type', { subjectType: 'team', subject: 'devs' }],
       ['unknown user', { subjectType: 'user', subject: 'nobody-here' }],
       ['unknown member', { subjectType: 'user', subject: 'bystander', role: 'admin' }],
     ],

@@ -141,10 +141,11 @@ t.test('assign, unassign, and the authorization function', async (t) => {
     (
       await call(gw.url, 'POST', `${ROLES}/${role.id}/assign`, {
         ...as,
-        body: { subjectType: 'group', subject: 'devs' },
+        body: { subjectType: 'team', subject: 'devs' },
       })
     ).status,
     400,
+    'an unknown subject type: 400 (user and group exist: test/sso-oidc.test.ts assigns groups)',
   );
   t.equal(
     (

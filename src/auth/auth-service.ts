@@ -8,15 +8,24 @@ import type { Config } from '../config.js';
 import { apiKeySecretMatches, parseApiKey } from '../credentials/apikey-token.js';
 import { dummyPasswordHash, verifyPassword } from '../credentials/passwords.js';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
-import { ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { apiKeyName } from '../host/apikeys.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import { resourceId, type APIKeyOwner, type RoleSpec, type UserResource } from '../host/resources.js';
 import { ADMIN_ROLE } from '../host/roles.js';
+import {
+  isPasswordUser,
+  providerVerifiedAt,
+  userGroups,
+  userProvider,
+  userSubject,
+  type ExternalIdentity,
+} from '../host/users.js';
 import type { Logger } from '../log.js';
 import { rolesAllow, rolesReachCluster } from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
+import type { LdapAuthenticator } from './ldap.js';
 import { LoginRateLimiter } from './login-limiter.js';
 import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
@@ -38,6 +47,8 @@ export class AuthService {
     identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey'>,
     private readonly config: Config,
     log: Logger,
+    /** Sign-in against the LDAP directory, when one is configured. */
+    readonly ldap?: LdapAuthenticator,
   ) {
     this.users = identity.users;
     this.roles = identity.roles;
@@ -89,8 +100,29 @@ export class AuthService {
   private ownerStillHolds(owner: APIKeyOwner, keyRoles: readonly string[]): boolean {
     const user = this.users.byUsername(owner.username);
     if (!user || resourceId(user) !== owner.id || user.spec.enabled === false) return false;
-    const held = new Set(user.spec.roles ?? []);
+    if (!this.providerStillVouches(user)) return false;
+    const held = new Set(this.effectiveRoles(user));
     return keyRoles.every((role) => held.has(role));
+  }
+
+  /**
+   * A user of an identity provider is trusted for as long as a session lasts after the provider
+   * last vouched for them (their last sign-in): their keys stop at most KITELINE_SESSION_MAX_LIFETIME
+   * after it, so a user removed from the directory or provider keeps nothing alive by a key.
+   */
+  private providerStillVouches(user: UserResource): boolean {
+    if (isPasswordUser(user)) return true;
+    return providerVerifiedAt(user) + this.config.sessionMaxLifetimeSeconds * 1000 > Date.now();
+  }
+
+  /**
+   * The user's roles: those assigned to the user, plus, for a user of an identity provider, those
+   * assigned to the groups the provider gave at their last sign-in.
+   */
+  effectiveRoles(user: UserResource): string[] {
+    const own = user.spec.roles ?? [];
+    if (isPasswordUser(user)) return [...own];
+    return [...new Set([...own, ...this.roles.namesForGroups(userGroups(user))])];
   }
 
   /** The auth_token cookie. */
@@ -102,15 +134,15 @@ export class AuthService {
     const user = this.users.byId(claims.uid);
     if (!user) return { failure: 'invalid or expired session' };
     if (user.spec.enabled === false) return { failure: 'user is disabled' };
-    const hash = this.users.passwordHash(user);
-    if (!hash || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, hash)))) {
+    const credential = this.credentialOf(user);
+    if (!credential || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, credential)))) {
       return { failure: 'session ended (password changed or user disabled)' };
     }
     return { principal: { ...this.principalOfUser(user), sessionStartedAt: claims.iat } };
   }
 
   principalOfUser(user: UserResource): Principal {
-    return makePrincipal('user', resourceId(user)!, user.spec.username, user.spec.roles ?? []);
+    return makePrincipal('user', resourceId(user)!, user.spec.username, this.effectiveRoles(user));
   }
 
   // ---- authorization (cache-only) ----
@@ -139,8 +171,18 @@ export class AuthService {
 
   // ---- sessions ----
 
-  private stampOf(user: UserResource, passwordHash: string): string {
-    return sessionStamp(this.sessionKey.current(), passwordHash, this.users.sessionEpoch(user));
+  private stampOf(user: UserResource, credential: string): string {
+    return sessionStamp(this.sessionKey.current(), credential, this.users.sessionEpoch(user));
+  }
+
+  /**
+   * What a session is bound to besides the epoch: the password hash of a password user, the
+   * provider and subject of a provider's user (so a session never outlives a change of either).
+   */
+  private credentialOf(user: UserResource): string | undefined {
+    if (isPasswordUser(user)) return this.users.passwordHash(user);
+    const subject = userSubject(user);
+    return subject ? `provider\n${userProvider(user)}\n${subject}` : undefined;
   }
 
   /**
@@ -149,11 +191,11 @@ export class AuthService {
    * holds however often a cookie is refreshed).
    */
   issueSession(user: UserResource, startedAt = nowSeconds()): string {
-    const hash = this.users.passwordHash(user);
-    if (!hash) throw new ServiceUnavailableError('the password of this user is not stored yet; try again');
+    const credential = this.credentialOf(user);
+    if (!credential) throw new ServiceUnavailableError('the password of this user is not stored yet; try again');
     return signSession(this.sessionKey.current(), {
       uid: resourceId(user)!,
-      st: this.stampOf(user, hash),
+      st: this.stampOf(user, credential),
       iat: startedAt,
       exp: nowSeconds() + this.sessionMaxAge(startedAt),
     });
@@ -175,7 +217,12 @@ export class AuthService {
     if (wait !== undefined)
       throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
 
-    let user = this.users.byUsername(username);
+    // A user of an identity provider has no password here: the same answer as an unknown user;
+    // with a directory configured, a name that is no password user's is the directory's (so Kite's
+    // login page, which has only the password form, signs LDAP users in too).
+    const found = this.users.byUsername(username);
+    if (this.ldap && !(found && isPasswordUser(found))) return this.loginLdap(username, password, address);
+    let user = found && isPasswordUser(found) ? found : undefined;
     const hash = user ? this.users.passwordHash(user) : undefined;
     const plain = user && hash === undefined ? this.users.plainPassword(user) : undefined;
     let ok: boolean;
@@ -200,6 +247,58 @@ export class AuthService {
     const id = await this.users.ensureId(user);
     if (id === undefined) throw new UnauthorizedError(INVALID_LOGIN);
     user = this.users.byId(id) ?? user;
+    const current = user;
+    this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));
+    return user;
+  }
+
+  /**
+   * Signs in with the LDAP directory: the same rate limit (shared with password logins, per
+   * username and address) and the same 401 for an unknown user, a wrong password and a disabled
+   * user.
+   */
+  async loginLdap(username: string, password: string, address: string): Promise<UserResource> {
+    if (!this.ldap) throw new UnauthorizedError('LDAP sign-in is not configured');
+    const keys = [`user:${username}`, `addr:${address}`];
+    const wait = this.limiter.retryAfter(keys);
+    if (wait !== undefined)
+      throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
+    const identity = await this.ldap.authenticate(username, password);
+    const existing = identity ? this.users.byUsername(identity.username) : undefined;
+    if (!identity || existing?.spec.enabled === false) {
+      this.limiter.recordFailure(keys);
+      throw new UnauthorizedError(INVALID_LOGIN);
+    }
+    let user: UserResource;
+    try {
+      user = await this.signInExternal(identity);
+    } catch (err) {
+      if (err instanceof UnauthorizedError) {
+        this.limiter.recordFailure(keys);
+        throw new UnauthorizedError(INVALID_LOGIN);
+      }
+      throw err;
+    }
+    this.limiter.reset(keys[0]);
+    return user;
+  }
+
+  /**
+   * The user an identity provider vouched for, created or updated (store rules: a username held by
+   * another account is 401), once it has an id. A disabled user: 401; a user holding no role at
+   * all: 403 (Kite's `insufficient_permissions`; the user is kept, so an admin can assign roles).
+   */
+  async signInExternal(identity: ExternalIdentity): Promise<UserResource> {
+    // Disabled: refused before anything is written.
+    if (this.users.byUsername(identity.username)?.spec.enabled === false)
+      throw new UnauthorizedError('user is disabled');
+    let user = await this.users.signInExternal(identity);
+    if (user.spec.enabled === false) throw new UnauthorizedError('user is disabled');
+    const id = await this.users.ensureId(user);
+    if (id === undefined) throw new UnauthorizedError('user not found');
+    user = this.users.byId(id) ?? user;
+    if (this.effectiveRoles(user).filter((name) => this.roles.byName(name)).length === 0)
+      throw new ForbiddenError(`user ${user.spec.username} holds no role: ask an administrator to assign one`);
     const current = user;
     this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));
     return user;

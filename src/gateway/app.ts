@@ -21,6 +21,7 @@ import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
 import logRoutes from './routes/logs.js';
 import metricsRoutes from './routes/metrics.js';
+import oauthProviderRoutes from './routes/oauth-providers.js';
 import overviewRoutes from './routes/overview.js';
 import podFileRoutes from './routes/pod-files.js';
 import podWatchRoutes from './routes/pod-watch.js';
@@ -91,6 +92,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(metricsRoutes);
   await app.register(initRoutes);
   await app.register(authRoutes);
+  await app.register(oauthProviderRoutes);
   await app.register(userRoutes);
   await app.register(roleRoutes);
   await app.register(apiKeyRoutes);

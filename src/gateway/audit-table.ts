@@ -34,11 +34,15 @@ const ROLES = '/api/v1/admin/roles';
 const APIKEYS = '/api/v1/admin/apikeys';
 const CLUSTERS = '/api/v1/admin/clusters';
 const TEMPLATES = '/api/v1/admin/templates';
+const OAUTH_PROVIDERS = '/api/v1/admin/oauth-providers';
 const RESOURCE = { resourceField: 'params.resource', namespace: 'params.namespace', clusterScoped: true } as const;
 
 export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   // Sessions: logins (failed ones too), logouts and refreshes.
   'POST /api/auth/login/password': { verb: 'login', resource: 'sessions', name: 'body.username' },
+  'POST /api/auth/login/ldap': { verb: 'login', resource: 'sessions', name: 'body.username' },
+  // A GET, audited all the same: the OAuth callback signs a user in (the one GET in this table).
+  'GET /api/auth/callback': { verb: 'login', resource: 'sessions' },
   'POST /api/auth/logout': { verb: 'logout', resource: 'sessions' },
   'POST /api/auth/refresh': { verb: 'refresh', resource: 'sessions' },
   // Users.
@@ -49,6 +53,9 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   [`POST ${USERS}/:id/reset_password`]: { verb: 'reset_password', resource: 'users' },
   [`POST ${USERS}/:id/enable`]: { verb: (body) => (body.enabled === false ? 'disable' : 'enable'), resource: 'users' },
   // Roles.
+  [`POST ${OAUTH_PROVIDERS}`]: { verb: 'create', resource: 'oauthproviders', name: 'body.name' },
+  [`PUT ${OAUTH_PROVIDERS}/:id`]: { verb: 'update', resource: 'oauthproviders' },
+  [`DELETE ${OAUTH_PROVIDERS}/:id`]: { verb: 'delete', resource: 'oauthproviders' },
   [`POST ${ROLES}`]: { verb: 'create', resource: 'roles', name: 'body.name' },
   [`PUT ${ROLES}/:id`]: { verb: 'update', resource: 'roles' },
   [`DELETE ${ROLES}/:id`]: { verb: 'delete', resource: 'roles' },

@@ -147,13 +147,19 @@ const userProperties = {
   username: string,
   name: string,
   avatar_url: string,
-  provider: Type.String({ description: '`password` (an API key shown as a user: `api_key`)' }),
+  provider: Type.String({
+    description:
+      '`password`, `ldap`, or the OAuth provider the user signs in with (an API key shown as a user: `api_key`)',
+  }),
   enabled: boolean,
   createdAt: timestamp(),
   lastLoginAt: nullableTimestamp(),
   roles: Type.Array(Type.Object({ id: integer, name: string })),
   sidebar_preference: Type.String({
     description: 'Kite UI\'s sidebar layout (JSON text) the user saved, "" when none',
+  }),
+  oidc_groups: Type.Array(Type.String(), {
+    description: "the identity provider's groups of the user at their last sign-in ([] for a password user)",
   }),
 };
 
@@ -165,8 +171,12 @@ export const SessionUser = Type.Object(
 );
 
 export const RoleAssignment = Type.Object(
-  { roleId: integer, subjectType: stringEnum(['user']), subject: Type.String({ description: 'the username' }) },
-  { $id: 'RoleAssignment', description: 'A role held by a user' },
+  {
+    roleId: integer,
+    subjectType: stringEnum(['user', 'group']),
+    subject: Type.String({ description: "the username, or the identity provider's group" }),
+  },
+  { $id: 'RoleAssignment', description: "A role held by a user, or by every member of an identity provider's group" },
 );
 
 export const Role = Type.Object(
@@ -279,6 +289,25 @@ export const OpenAPIDocument = openObject({
   description: 'An OpenAPI 3 document',
 }) as TUnsafe<object> & { $id: 'OpenAPIDocument' };
 
+export const OAuthProvider = Type.Object(
+  {
+    id: integer,
+    name: string,
+    clientId: string,
+    clientSecret: Type.String({ description: 'always "***" when one is stored, else "" (never the secret)' }),
+    issuer: string,
+    authUrl: string,
+    tokenUrl: string,
+    userInfoUrl: string,
+    scopes: string,
+    usernameClaim: string,
+    groupsClaim: string,
+    enabled: boolean,
+    createdAt: timestamp(),
+  },
+  { $id: 'OAuthProvider', description: 'An OpenID Connect provider users sign in with (never its client secret)' },
+);
+
 export const Message = Type.Object({ message: string }, { $id: 'Message', description: 'A confirmation' });
 
 export const Success = Type.Object({ success: boolean }, { $id: 'Success', description: 'A confirmation' });
@@ -295,6 +324,7 @@ export type ClusterView = Static<typeof Cluster>;
 export type ClusterSummaryView = Static<typeof ClusterSummary>;
 export type OverviewView = Static<typeof Overview>;
 export type MessageView = Static<typeof Message>;
+export type OAuthProviderView = Static<typeof OAuthProvider>;
 export type SuccessView = Static<typeof Success>;
 
 /** The named shapes by `$id` (also their name under components.schemas in the OpenAPI document). */
@@ -309,6 +339,7 @@ const NAMED = {
   Cluster,
   ClusterSummary,
   Overview,
+  OAuthProvider,
   KubernetesObject,
   OpenAPIDocument,
   Message,

@@ -5,8 +5,10 @@ import type { ClusterManager } from '../clusters/manager.js';
 import type { ClusterDirectory } from '../clusters/types.js';
 import type { ClusterStore } from '../host/clusters.js';
 import type { AuthService } from '../auth/auth-service.js';
+import type { OidcSignIn } from '../auth/oidc.js';
 import type { Config } from '../config.js';
 import type { APIKeyStore } from '../host/apikeys.js';
+import type { OAuthProviderStore } from '../host/oauth-providers.js';
 import type { RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
 import type { UserStore } from '../host/users.js';
@@ -27,6 +29,10 @@ export interface Services {
   roles: RoleStore;
   /** The API key store: admin keys and kubeconfig tokens (host/apikeys.ts). */
   apiKeys: APIKeyStore;
+  /** OpenID Connect providers (host/oauth-providers.ts). */
+  oauthProviders: OAuthProviderStore;
+  /** Sign-in with an OpenID Connect provider: the authorization URL, the callback (auth/oidc.ts). */
+  oidc: OidcSignIn;
   /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */
   clusters: ClusterDirectory;
   /** Registered clusters: their admin writes, rules, import and views (host/clusters.ts). */

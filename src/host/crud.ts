@@ -4,7 +4,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from './resources.js';
 
-export type Plural = 'users' | 'roles' | 'apikeys' | 'clusters' | 'templates';
+export type Plural = 'users' | 'roles' | 'apikeys' | 'clusters' | 'templates' | 'oauthproviders';
 
 const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

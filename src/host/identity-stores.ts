@@ -11,6 +11,8 @@ import { APIKeyStore } from './apikeys.js';
 import { ExpiredKeySweeper } from './expired-keys.js';
 import { IdBackfill } from './id-backfill.js';
 import { IdAllocator } from './ids.js';
+import { OAuthProviderStore } from './oauth-providers.js';
+import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
 import { ADMIN_ROLE, RoleStore } from './roles.js';
 import { SessionKey } from './session-key.js';
@@ -22,9 +24,12 @@ export class IdentityStores {
   readonly roles: RoleStore;
   readonly apiKeys: APIKeyStore;
   readonly sessionKey: SessionKey;
+  /** OpenID Connect providers users sign in with (their client secrets in owned Secrets). */
+  readonly oauthProviders: OAuthProviderStore;
   private readonly backfill: IdBackfill;
   private readonly hasher: PlainPasswordHasher;
   private readonly expiredKeys: ExpiredKeySweeper;
+  private readonly host: HostStore;
 
   constructor(
     host: HostStore,
@@ -46,9 +51,16 @@ export class IdentityStores {
     this.roles = roles;
     this.apiKeys = apiKeys;
     this.sessionKey = new SessionKey(host);
-    this.backfill = new IdBackfill(ids, log, [users, roles, apiKeys]);
+    this.oauthProviders = new OAuthProviderStore(host, ids);
+    this.host = host;
+    this.backfill = new IdBackfill(ids, log, [users, roles, apiKeys, this.oauthProviders]);
     this.hasher = new PlainPasswordHasher(host, log);
     this.expiredKeys = new ExpiredKeySweeper(host, apiKeys, config.expiredKeyRetentionSeconds * 1000, log);
+  }
+
+  /** A value of a Secret in the install namespace (from the cache), e.g. the LDAP service password. */
+  installSecret(name: string, key: string): string | undefined {
+    return secretValue(this.host.secrets.get(name, this.host.namespace), key);
   }
 
   /** After the host caches synced: the session key, the built-in roles, the reconcilers. */

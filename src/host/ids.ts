@@ -8,7 +8,7 @@ import { isAlreadyExists, isNotFound } from './host-errors.js';
 import { retryOnConflict } from './retry.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
 
-export type IdKind = 'users' | 'clusters' | 'roles' | 'apikeys' | 'templates';
+export type IdKind = 'users' | 'clusters' | 'roles' | 'apikeys' | 'templates' | 'oauthproviders';
 
 export const ID_COUNTER_CONFIGMAP = 'kiteline-id-counters';
 

@@ -36,6 +36,7 @@ export interface UserSpec {
   avatarURL?: string;
   /** Kite UI's sidebar layout, JSON text the user saved (POST /api/users/sidebar_preference). */
   sidebarPreference?: string;
+  /** Always "password" here: a user of an identity provider carries the label kiteline.io/provider (users.ts). */
   provider?: 'password';
   enabled?: boolean;
   roles?: string[];
@@ -98,6 +99,21 @@ export interface APIKeyStatus {
   conditions?: Condition[];
 }
 export type APIKeyResource = Resource<APIKeySpec, APIKeyStatus>;
+
+export interface OAuthProviderSpec {
+  name: string;
+  clientId: string;
+  clientSecretRef?: { name: string };
+  issuer: string;
+  authUrl?: string;
+  tokenUrl?: string;
+  userInfoUrl?: string;
+  scopes?: string;
+  usernameClaim?: string;
+  groupsClaim?: string;
+  enabled?: boolean;
+}
+export type OAuthProviderResource = Resource<OAuthProviderSpec, { conditions?: Condition[] }>;
 
 /** The integer id of a resource from its label, or undefined when not yet assigned. */
 export function resourceId(obj: KubernetesObject): number | undefined {

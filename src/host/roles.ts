@@ -20,7 +20,7 @@ import { KindStore, sameList } from './kind-store.js';
 import { objectNameFor } from './names.js';
 import { resourceId, type RoleResource, type RoleSpec } from './resources.js';
 import type { HostStore } from './store.js';
-import type { UserStore } from './users.js';
+import { GROUPS_ANNOTATION, groupsIn, type UserStore } from './users.js';
 
 export const BUILTIN_LABEL = 'kiteline.io/builtin';
 export const ADMIN_ROLE = 'admin';
@@ -53,6 +53,14 @@ export const BUILTIN_ROLES: Record<string, RoleRulesInput & { description: strin
 
 export function roleName(role: RoleResource): string {
   return role.spec?.name || role.metadata.name;
+}
+
+/**
+ * The identity-provider groups a role is assigned to (Kite's subjectType "group"): the annotation
+ * kiteline.io/groups, a JSON array, in metadata so that every version of the Role schema keeps it.
+ */
+export function roleGroups(role: RoleResource): string[] {
+  return groupsIn(role.metadata.annotations);
 }
 
 export function isBuiltinRole(name: string): boolean {
@@ -143,6 +151,40 @@ export class RoleStore extends KindStore<RoleResource> {
   async assign(role: RoleResource, username: string): Promise<{ roleId: number; subject: string; added: boolean }> {
     const { user, added } = await this.holders.users.assignRole(username, roleName(role));
     return { roleId: resourceId(role)!, subject: user.spec.username, added };
+  }
+
+  /**
+   * Gives the role to every member of an identity provider's group (Kite's subjectType "group");
+   * `added` is false when the group already held it.
+   */
+  async assignGroup(role: RoleResource, group: string): Promise<{ roleId: number; subject: string; added: boolean }> {
+    let added = false;
+    await this.swap(role, (live) => {
+      const groups = roleGroups(live);
+      added = !groups.includes(group);
+      return added
+        ? { metadata: { annotations: { [GROUPS_ANNOTATION]: JSON.stringify([...groups, group]) } } }
+        : undefined;
+    });
+    return { roleId: resourceId(role)!, subject: group, added };
+  }
+
+  /** Takes the role from a group (nothing when the group did not hold it). */
+  async unassignGroup(role: RoleResource, group: string): Promise<void> {
+    await this.swap(role, (live) => {
+      const groups = roleGroups(live);
+      if (!groups.includes(group)) return undefined;
+      return { metadata: { annotations: { [GROUPS_ANNOTATION]: JSON.stringify(groups.filter((g) => g !== group)) } } };
+    });
+  }
+
+  /** The names of the roles assigned to any of these groups (cache-only). */
+  namesForGroups(groups: readonly string[]): string[] {
+    if (groups.length === 0) return [];
+    const wanted = new Set(groups);
+    const names: string[] = [];
+    for (const role of this.list()) if (roleGroups(role).some((g) => wanted.has(g))) names.push(roleName(role));
+    return names;
   }
 
   /** Takes the role from the user named `username` (admin from the last enabled admin: 409). */

@@ -6,13 +6,20 @@ import type { Logger } from '../log.js';
 import { customResourceSource, secretSource, WatchedCache } from './informer.js';
 import { apiStatus, isAlreadyExists, translateHostError } from './host-errors.js';
 import { hostApiClient } from './kube.js';
-import type { APIKeyResource, ClusterResource, RoleResource, UserResource } from './resources.js';
+import type {
+  APIKeyResource,
+  ClusterResource,
+  OAuthProviderResource,
+  RoleResource,
+  UserResource,
+} from './resources.js';
 
 export class HostStore {
   readonly users: WatchedCache<UserResource>;
   readonly clusters: WatchedCache<ClusterResource>;
   readonly roles: WatchedCache<RoleResource>;
   readonly apiKeys: WatchedCache<APIKeyResource>;
+  readonly oauthProviders: WatchedCache<OAuthProviderResource>;
   readonly secrets: WatchedCache<k8s.V1Secret>;
   readonly customObjects: k8s.CustomObjectsApi;
   readonly core: k8s.CoreV1Api;
@@ -28,11 +35,16 @@ export class HostStore {
     this.clusters = new WatchedCache(kc, customResourceSource<ClusterResource>(kc, namespace, 'clusters'), log);
     this.roles = new WatchedCache(kc, customResourceSource<RoleResource>(kc, namespace, 'roles'), log);
     this.apiKeys = new WatchedCache(kc, customResourceSource<APIKeyResource>(kc, namespace, 'apikeys'), log);
+    this.oauthProviders = new WatchedCache(
+      kc,
+      customResourceSource<OAuthProviderResource>(kc, namespace, 'oauthproviders'),
+      log,
+    );
     this.secrets = new WatchedCache(kc, secretSource(kc, namespace), log);
   }
 
   private get caches() {
-    return [this.users, this.clusters, this.roles, this.apiKeys, this.secrets];
+    return [this.users, this.clusters, this.roles, this.apiKeys, this.oauthProviders, this.secrets];
   }
 
   /** Creates the install namespace when allowed, then loads every cache. */

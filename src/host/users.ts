@@ -12,7 +12,7 @@
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
 import { hashPassword } from '../credentials/passwords.js';
-import { ConflictError, ForbiddenError } from '../errors.js';
+import { ConflictError, ForbiddenError, UnauthorizedError } from '../errors.js';
 import { claimSuperUserBootstrap } from './bootstrap.js';
 import type { IdAllocator } from './ids.js';
 import { ignoreGone, KindStore, sameList } from './kind-store.js';
@@ -32,6 +32,68 @@ export interface NewUser {
   password: string;
   name?: string;
   roles?: string[];
+}
+
+/** Who an identity provider (OIDC, LDAP) says signed in. */
+export interface ExternalIdentity {
+  /** "ldap" or the OAuthProvider's name: the user's `provider`. */
+  provider: string;
+  /** The identity at the provider (OIDC "<issuer> <sub>", LDAP DN). */
+  subject: string;
+  username: string;
+  name?: string;
+  avatarURL?: string;
+  groups: string[];
+}
+
+/**
+ * A user of an identity provider carries it in metadata, which every version of the User schema
+ * keeps (a replica of an older release, whose CRD knows no such fields, would otherwise prune
+ * them while it runs): the label names the provider ("ldap" or an OAuthProvider), the annotations
+ * hold the subject at the provider (fixed at the first sign-in), the groups it gave at the last
+ * sign-in (a JSON array) and when that was.
+ */
+export const PROVIDER_LABEL = 'kiteline.io/provider';
+export const SUBJECT_ANNOTATION = 'kiteline.io/subject';
+export const GROUPS_ANNOTATION = 'kiteline.io/groups';
+export const VERIFIED_AT_ANNOTATION = 'kiteline.io/verified-at';
+/** The verified-at of a user the provider no longer knows. */
+const NEVER_VERIFIED = '1970-01-01T00:00:00Z';
+
+/** "password", "ldap", or the OAuthProvider the user signs in with. */
+export function userProvider(user: UserResource): string {
+  return user.metadata.labels?.[PROVIDER_LABEL] || 'password';
+}
+
+export function isPasswordUser(user: UserResource): boolean {
+  return userProvider(user) === 'password';
+}
+
+export function userSubject(user: UserResource): string | undefined {
+  return user.metadata.annotations?.[SUBJECT_ANNOTATION] || undefined;
+}
+
+/** A JSON array of strings in an annotation; anything else is none. */
+export function groupsIn(annotations: Record<string, string> | undefined): string[] {
+  const raw = annotations?.[GROUPS_ANNOTATION];
+  if (!raw) return [];
+  try {
+    const parsed: unknown = JSON.parse(raw);
+    return Array.isArray(parsed) ? parsed.filter((g): g is string => typeof g === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The provider's groups of the user as of their last sign-in (none for a password user). */
+export function userGroups(user: UserResource): string[] {
+  return isPasswordUser(user) ? [] : groupsIn(user.metadata.annotations);
+}
+
+/** When the provider last vouched for the user (ms since the epoch; NaN: never). */
+export function providerVerifiedAt(user: UserResource): number {
+  const raw = user.metadata.annotations?.[VERIFIED_AT_ANNOTATION];
+  return raw ? Date.parse(raw) : NaN;
 }
 
 export interface UserChanges {
@@ -236,6 +298,97 @@ export class UserStore extends KindStore<UserResource> {
 
   private refuseSelf(user: UserResource, actorId: number | undefined, action: string): void {
     if (actorId !== undefined && resourceId(user) === actorId) throw new ConflictError(`you cannot ${action} yourself`);
+  }
+
+  /**
+   * The user an identity provider signed in: created on the first sign-in (no roles, no password),
+   * else updated with the groups, name and avatar the provider sent now (and the time it vouched).
+   * A username held by a password user, another provider's user or another subject of the same
+   * provider is not taken over: 401. A user applied with kubectl with this provider and no subject
+   * yet is bound to the first subject that signs in as it.
+   */
+  async signInExternal(identity: ExternalIdentity): Promise<UserResource> {
+    const metadata = {
+      labels: { [PROVIDER_LABEL]: identity.provider },
+      annotations: {
+        [SUBJECT_ANNOTATION]: identity.subject,
+        [GROUPS_ANNOTATION]: JSON.stringify([...new Set(identity.groups)].sort()),
+        [VERIFIED_AT_ANNOTATION]: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+      },
+    };
+    const profile = {
+      ...(identity.name !== undefined ? { name: identity.name } : {}),
+      ...(identity.avatarURL !== undefined ? { avatarURL: identity.avatarURL } : {}),
+    };
+    const existing = this.byUsername(identity.username);
+    if (!existing) {
+      const name = objectNameFor('user', identity.username);
+      try {
+        return await this.createWithId(identity.username, () => ({
+          metadata: { name, ...metadata },
+          spec: { username: identity.username, ...profile, enabled: true, roles: [] },
+        }));
+      } catch (err) {
+        // Two first sign-ins at once: the other one created the user; update it below.
+        if (!(err instanceof ConflictError)) throw err;
+        const winner = this.byUsername(identity.username);
+        if (!winner) throw err;
+        return this.updateExternal(winner, identity, metadata, profile);
+      }
+    }
+    return this.updateExternal(existing, identity, metadata, profile);
+  }
+
+  private async updateExternal(
+    user: UserResource,
+    identity: ExternalIdentity,
+    metadata: { labels: Record<string, string>; annotations: Record<string, string> },
+    profile: UserChanges,
+  ): Promise<UserResource> {
+    const refuse = () => new UnauthorizedError('this username belongs to another account');
+    const bound = (live: UserResource) => {
+      if (!live.metadata.labels?.[PROVIDER_LABEL]) return false; // a password user
+      const subject = userSubject(live);
+      return userProvider(live) === identity.provider && (subject === undefined || subject === identity.subject);
+    };
+    if (!bound(user)) throw refuse();
+    return this.swap(user, (live) => {
+      if (!bound(live)) throw refuse();
+      return { metadata, spec: profile };
+    });
+  }
+
+  /**
+   * The provider says the user is gone: their API keys stop (the provider's word is made older than
+   * any session) and every session ends (the epoch). No change when that was done already.
+   */
+  async revokeExternal(user: UserResource): Promise<UserResource> {
+    return this.swap(user, (live) =>
+      providerVerifiedAt(live) === 0
+        ? undefined
+        : { metadata: { annotations: { [VERIFIED_AT_ANNOTATION]: NEVER_VERIFIED, ...this.nextEpoch(live) } } },
+    );
+  }
+
+  /**
+   * The provider still knows the user, with these groups: records them (and the time) when the
+   * groups changed or the last word is older than `staleAfterMs`; no write otherwise.
+   */
+  async confirmExternal(user: UserResource, groups: string[], staleAfterMs: number): Promise<UserResource> {
+    const sorted = JSON.stringify([...new Set(groups)].sort());
+    return this.swap(user, (live) => {
+      if (providerVerifiedAt(live) === 0) return undefined; // revoked: only a sign-in brings it back
+      const same = (live.metadata.annotations?.[GROUPS_ANNOTATION] ?? '[]') === sorted;
+      if (same && Date.now() - providerVerifiedAt(live) < staleAfterMs) return undefined;
+      return {
+        metadata: {
+          annotations: {
+            [GROUPS_ANNOTATION]: sorted,
+            [VERIFIED_AT_ANNOTATION]: new Date().toISOString().replace(/\.\d{3}Z$/, 'Z'),
+          },
+        },
+      };
+    });
   }
 
   /** Writes status.lastLoginAt (callers throttle). */

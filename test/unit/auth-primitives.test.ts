@@ -8,6 +8,7 @@ import {
   storedKeyDigest,
 } from '../../src/credentials/apikey-token.js';
 import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
+import { escapeFilterValue } from '../../src/auth/ldap.js';
 import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { checkPassword, checkUsername, parseId } from '../../src/gateway/input-rules.js';
@@ -115,4 +116,11 @@ t.test('input rules', async (t) => {
   t.throws(() => checkPassword('x'.repeat(129)), BadRequestError);
   t.equal(parseId('12'), 12);
   for (const bad of ['0', '-1', '1.5', 'abc', '01', '']) t.throws(() => parseId(bad), BadRequestError, bad);
+});
+
+t.test('LDAP filter values are escaped (RFC 4515)', async (t) => {
+  t.equal(escapeFilterValue('alice'), 'alice');
+  t.equal(escapeFilterValue('*)(uid=*'), '\\2a\\29\\28uid=\\2a');
+  t.equal(escapeFilterValue('a\\b\0'), 'a\\5cb\\00');
+  t.equal(escapeFilterValue('cn=Smith\\, John,ou=people'), 'cn=Smith\\5c, John,ou=people');
 });

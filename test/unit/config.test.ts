@@ -103,3 +103,28 @@ t.test('the https listener: a port, and a certificate and key together or not at
   );
   t.throws(() => loadConfig(['--tls-port', 'https'], { KUBECONFIG: kubeconfig }), /whole number/);
 });
+
+t.test('LDAP: off by default, checked when on', async (t) => {
+  t.equal(loadConfig([], { KUBECONFIG: kubeconfig }).ldap, undefined);
+  const base = {
+    KUBECONFIG: kubeconfig,
+    KITELINE_LDAP_URL: 'ldaps://ldap.example.com:636',
+    KITELINE_LDAP_BIND_DN: 'cn=kiteline,dc=example,dc=org',
+    KITELINE_LDAP_USER_BASE: 'ou=people,dc=example,dc=org',
+  };
+  t.match(loadConfig([], base).ldap, {
+    url: 'ldaps://ldap.example.com:636',
+    startTls: false,
+    bindPasswordSecret: 'kiteline-ldap-bind',
+    userFilter: '(uid={username})',
+    groupFilter: '(member={dn})',
+    groupAttribute: 'cn',
+    groupBase: '',
+    recheckIntervalMs: 300_000,
+  });
+  t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_URL: 'http://ldap.example.com' }), /ldap:\/\/ or ldaps:\/\//);
+  t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_START_TLS: 'true' }), /ldaps is TLS already/);
+  t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_BIND_DN: '' }), /needs ldap-bind-dn/);
+  t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_USER_FILTER: '(uid=alice)' }), /must contain \{username\}/);
+  t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_CA_FILE: '/nope/ca.pem' }), /not found/);
+});

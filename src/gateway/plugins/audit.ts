@@ -111,7 +111,8 @@ export default fp(
     // Also a write whose client left before the answer: the write may well have happened.
     app.onRequestDone((request, reply) => {
       const url = request.routeOptions.url;
-      if (url === undefined || !isWriteMethod(request.method)) return;
+      // Writes, and the few other routes the table names (the OAuth callback, a sign-in).
+      if (url === undefined || !(isWriteMethod(request.method) || AUDIT_ROUTES[auditKey(request.method, url)])) return;
       const record = auditRecord(request, reply, url);
       app.services.audit.record(record, request.log);
       if (events && !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped) events.record(record);

@@ -1,22 +1,16 @@
-// Sessions (CONTRACT section 6): password login, logout, the current user, refresh, providers.
-// The session is the HttpOnly auth_token cookie (SameSite=Lax, Secure behind https).
+// Sessions (CONTRACT section 6): password, LDAP and OAuth (OpenID Connect) sign-in, logout, the
+// current user, refresh, providers. Every way of signing in ends in the same session: the HttpOnly
+// auth_token cookie (SameSite=Lax, Secure behind https).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { clearedSessionCookie } from '../../auth/cookies.js';
-import { BadRequestError, UnauthorizedError } from '../../errors.js';
+import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
+import { LDAP_PROVIDER } from '../../auth/ldap.js';
+import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
+import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import {
-  noContent,
-  objectOf,
-  openObject,
-  OPTIONALLY_SIGNED_IN,
-  PUBLIC,
-  ref,
-  replies,
-  SESSION_ONLY,
-  type App,
-} from '../schemas.js';
+import { noContent, objectOf, OPTIONALLY_SIGNED_IN, PUBLIC, ref, replies, SESSION_ONLY, type App } from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 
 const tags = ['auth'];
@@ -26,12 +20,23 @@ const LoginBody = Type.Object({
   username: Type.String({ maxLength: 256 }),
   password: Type.String({ maxLength: 1024 }),
 });
+const LoginQuery = Type.Object({
+  provider: Type.String({ minLength: 1, maxLength: 256, description: "the OAuth provider's name" }),
+});
+/** The provider's answer (RFC 6749 4.1.2, RFC 9207 `iss`); anything else it adds is passed on too. */
+const CallbackQuery = Type.Object({
+  code: Type.Optional(Type.String({ maxLength: 4096 })),
+  state: Type.Optional(Type.String({ maxLength: 1024 })),
+  iss: Type.Optional(Type.String({ maxLength: 2048 })),
+  error: Type.Optional(Type.String({ maxLength: 1024 })),
+  error_description: Type.Optional(Type.String({ maxLength: 4096 })),
+});
 const LogoutQuery = Type.Object({
   all: Type.Optional(Type.Boolean({ description: "end every session of the caller's user (needs a session)" })),
 });
 
 export default async function authRoutes(app: App) {
-  const { auth, users, roles, apiKeys } = app.services;
+  const { auth, users, roles, apiKeys, oauthProviders, oidc, config } = app.services;
 
   /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
   function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
@@ -46,7 +51,9 @@ export default async function authRoutes(app: App) {
         summary: 'Log in with a password',
         description:
           'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user ' +
-          'give the same 401; repeated failures (per username and per client address) 429.',
+          'give the same 401; repeated failures (per username and per client address) 429. With an LDAP ' +
+          'directory configured, a username that is no password user is checked against the directory ' +
+          '(as `POST /api/auth/login/ldap`).',
         security: PUBLIC,
         body: LoginBody,
         response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
@@ -93,7 +100,7 @@ export default async function authRoutes(app: App) {
     if (principal.kind === 'user') {
       const user = users.byId(principal.id);
       if (!user) throw new UnauthorizedError('user not found');
-      return { user: userView(user, (name) => roles.byName(name)) };
+      return { user: userView(user, (name) => roles.byName(name), auth.effectiveRoles(user)) };
     }
     // An API key: shown as a user-like record with provider "api_key" (as Kite does).
     return { user: apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name)) };
@@ -120,26 +127,137 @@ export default async function authRoutes(app: App) {
     return reply.code(204).send();
   });
 
+  app.post(
+    '/api/auth/login/ldap',
+    {
+      schema: {
+        tags,
+        summary: 'Log in with the LDAP directory',
+        description:
+          'Bind-search-bind against the configured directory; sets the same `auth_token` session cookie as a ' +
+          'password login. Unknown user, wrong password and a disabled user give the same 401; failures count ' +
+          'with password logins (429); a user holding no role, directly or by group: 403; LDAP not configured: 404.',
+        security: PUBLIC,
+        body: LoginBody,
+        response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
+      },
+    },
+    async (request, reply) => {
+      if (!auth.ldap) throw new NotFoundError('LDAP sign-in is not configured');
+      const { username, password } = request.body;
+      if (username === '' || password === '') throw new BadRequestError('username and password are required');
+      const user = await auth.loginLdap(username, password, request.ip);
+      request.actor = user.spec.username;
+      setSession(request, reply, user);
+      return reply.code(204).send();
+    },
+  );
+
   const providersSchema = {
     tags,
     summary: 'The login providers',
+    description:
+      'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
+      '(with an LDAP directory configured, the password form signs its users in too).',
     security: PUBLIC,
     response: replies({ 200: objectOf({ providers: Type.Array(Type.String()) }) }),
   };
-  app.get('/api/auth/providers', { schema: providersSchema }, async () => ({ providers: ['password'] }));
+  // Not "ldap": Kite's login page shows every other entry as an OAuth button. Its password form
+  // signs directory users in (the password login falls back to the directory).
+  app.get('/api/auth/providers', { schema: providersSchema }, async () => ({
+    providers: [...oauthProviders.enabled().map(providerName), 'password'],
+  }));
 
-  // Kite's Settings → OAuth tab and its set-up hint read the configured OAuth providers. kiteline
-  // signs in with passwords and API keys only (OIDC and LDAP are not built yet): none is configured.
+  /** Where the provider sends the browser back: KITELINE_EXTERNAL_URL, else this request's origin. */
+  function callbackUrl(request: FastifyRequest): string {
+    const base = config.externalUrl ?? `${request.protocol}://${request.host}`;
+    return `${base}/api/auth/callback`;
+  }
+
+  function flowCookie(value: string, maxAge: number, secure: boolean): string {
+    return (
+      `${FLOW_COOKIE}=${value}; Path=/api/auth/callback; Max-Age=${maxAge}; HttpOnly; SameSite=Lax` +
+      (secure ? '; Secure' : '')
+    );
+  }
+
   app.get(
-    '/api/v1/admin/oauth-providers/',
+    '/api/auth/login',
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
-        summary: "The configured OAuth providers (Kite's shape): none, kiteline has no OAuth sign-in yet",
-        response: replies({ 200: objectOf({ providers: Type.Array(openObject()) }) }),
+        summary: 'Start a sign-in with an OAuth (OpenID Connect) provider',
+        description:
+          "Answers the provider's authorization URL (code flow with PKCE, state and nonce) and sets a short-lived " +
+          'HttpOnly cookie holding the flow, encrypted; the browser goes to `auth_url`. Unknown or disabled ' +
+          'provider: 400.',
+        security: PUBLIC,
+        querystring: LoginQuery,
+        response: replies({ 200: objectOf({ auth_url: Type.String(), provider: Type.String() }) }),
       },
     },
-    async () => ({ providers: [] }),
+    async (request, reply) => {
+      const name = request.query.provider;
+      if (name === LDAP_PROVIDER || name === 'password')
+        throw new BadRequestError(`${name} signs in with POST /api/auth/login/${name}`);
+      const started = await oidc.start(name, callbackUrl(request));
+      if (!started) throw new BadRequestError(`unknown provider: ${name.slice(0, 63)}`);
+      reply.header('set-cookie', flowCookie(started.flow, FLOW_SECONDS, wantsSecureCookie(app, request)));
+      return { auth_url: started.authUrl, provider: name };
+    },
+  );
+
+  app.get(
+    '/api/auth/callback',
+    {
+      schema: {
+        tags,
+        summary: 'Where the OAuth provider sends the browser back',
+        description:
+          'Redeems the code, validates the ID token, creates or updates the user (`provider` = the provider), ' +
+          'sets the `auth_token` session cookie and redirects to `/`. Any failure redirects to ' +
+          "`/login?error=<code>` (Kite's login page codes: callback_failed, token_exchange_failed, " +
+          'user_info_failed, user_disabled, callback_error, insufficient_permissions).',
+        security: PUBLIC,
+        querystring: CallbackQuery,
+        response: replies({ 302: noContent('to / (signed in) or /login?error=<code>') }),
+      },
+    },
+    async (request, reply) => {
+      const secure = wantsSecureCookie(app, request);
+      const cleared = flowCookie('', 0, secure);
+      const query: Record<string, string | undefined> = {};
+      for (const [name, value] of Object.entries(request.query as Record<string, unknown>))
+        if (typeof value === 'string') query[name] = value;
+      let user: UserResource;
+      try {
+        const identity = await oidc.finish(query, readCookie(request.headers.cookie, FLOW_COOKIE));
+        try {
+          user = await auth.signInExternal(identity);
+        } catch (err) {
+          if (err instanceof ForbiddenError)
+            throw new SignInFailure('insufficient_permissions', err.message, identity.provider, identity.username);
+          if (err instanceof UnauthorizedError)
+            throw new SignInFailure(
+              err.message === 'user is disabled' ? 'user_disabled' : 'callback_error',
+              err.message,
+              identity.provider,
+              identity.username,
+            );
+          throw err;
+        }
+      } catch (err) {
+        if (!(err instanceof SignInFailure)) throw err;
+        request.log.info({ provider: err.provider, code: err.code, reason: err.message }, 'OAuth sign-in failed');
+        const target = new URLSearchParams({ error: err.code, reason: err.message });
+        if (err.provider) target.set('provider', err.provider);
+        if (err.user) target.set('user', err.user);
+        reply.header('set-cookie', cleared);
+        return reply.redirect(`/login?${target.toString()}`, 302);
+      }
+      request.actor = user.spec.username;
+      reply.header('set-cookie', [cleared, auth.sessionSetCookie(user, secure)]);
+      return reply.redirect('/', 302);
+    },
   );
 }

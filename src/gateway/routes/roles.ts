@@ -15,8 +15,8 @@ const tags = ['roles'];
 const RoleReply = objectOf({ role: ref('Role') });
 const AssignmentReply = objectOf({ assignment: ref('RoleAssignment') });
 const subjectProperties = {
-  subjectType: Type.String({ description: 'only `user` (groups are not supported)' }),
-  subject: Type.String({ minLength: 1, maxLength: 256, description: 'the username' }),
+  subjectType: Type.String({ description: "`user`, or `group` (an identity provider's group)" }),
+  subject: Type.String({ minLength: 1, maxLength: 1024, description: 'the username, or the group' }),
 };
 /** Read-only members of the Role JSON: accepted and ignored, so a client can send back what it fetched. */
 const readOnlyRoleMembers = {
@@ -50,8 +50,10 @@ function checkRules(body: Static<typeof RoleChangeBody>): void {
   for (const field of RULE_FIELDS) if (body[field]) checkPatterns(field, body[field]);
 }
 
-function checkSubjectType(subjectType: string): void {
-  if (subjectType !== 'user') throw new BadRequestError('subjectType must be "user" (groups are not supported)');
+function checkSubjectType(subjectType: string): 'user' | 'group' {
+  if (subjectType !== 'user' && subjectType !== 'group')
+    throw new BadRequestError('subjectType must be "user" or "group"');
+  return subjectType;
 }
 
 export default async function roleRoutes(app: App) {
@@ -128,7 +130,7 @@ export default async function roleRoutes(app: App) {
       onRequest: app.requireAdmin,
       schema: {
         tags,
-        summary: 'Give the role to a user (201; 200 when the user already has it)',
+        summary: "Give the role to a user, or to an identity provider's group (201; 200 when already given)",
         params: idParams,
         body: AssignBody,
         response: replies({ 200: AssignmentReply, 201: AssignmentReply }),
@@ -136,10 +138,13 @@ export default async function roleRoutes(app: App) {
     },
     async (request, reply) => {
       const role = roleById(request.params.id);
-      checkSubjectType(request.body.subjectType);
-      const { roleId, subject, added } = await roles.assign(role, request.body.subject);
+      const subjectType = checkSubjectType(request.body.subjectType);
+      const { roleId, subject, added } =
+        subjectType === 'group'
+          ? await roles.assignGroup(role, request.body.subject)
+          : await roles.assign(role, request.body.subject);
       reply.code(added ? 201 : 200);
-      return { assignment: { roleId, subjectType: 'user' as const, subject } };
+      return { assignment: { roleId, subjectType, subject } };
     },
   );
 
@@ -149,7 +154,7 @@ export default async function roleRoutes(app: App) {
       onRequest: app.requireAdmin,
       schema: {
         tags,
-        summary: 'Take the role from a user (not admin from the last enabled admin: 409)',
+        summary: 'Take the role from a user or a group (not admin from the last enabled admin: 409)',
         params: idParams,
         querystring: AssignQuery,
         response: replies({ 200: ref('Success') }),
@@ -157,8 +162,9 @@ export default async function roleRoutes(app: App) {
     },
     async (request) => {
       const role = roleById(request.params.id);
-      checkSubjectType(request.query.subjectType);
-      await roles.unassign(role, request.query.subject);
+      if (checkSubjectType(request.query.subjectType) === 'group')
+        await roles.unassignGroup(role, request.query.subject);
+      else await roles.unassign(role, request.query.subject);
       return { success: true };
     },
   );

@@ -59,7 +59,7 @@ function sortKey(user: UserResource, field: SortField): string | number | null {
 
 export default async function userRoutes(app: App) {
   const { auth, users, roles } = app.services;
-  const view = (user: UserResource) => userView(user, (name) => roles.byName(name));
+  const view = (user: UserResource) => userView(user, (name) => roles.byName(name), auth.effectiveRoles(user));
   const userById = (raw: string) => users.getById(parseId(raw));
 
   /** The caller's user id (the store refuses to delete or disable the caller). */

@@ -6,15 +6,38 @@
 import type { Principal } from '../../auth/principal.js';
 import { creationTime } from '../../host/cache-index.js';
 import { apiKeyName } from '../../host/apikeys.js';
-import { isBuiltinRole, roleName } from '../../host/roles.js';
-import { resourceId, type APIKeyResource, type RoleResource, type UserResource } from '../../host/resources.js';
-import type { APIKeyView, RoleAssignmentView, RoleView, SessionUserView, UserView } from '../schemas.js';
+import { isBuiltinRole, roleGroups, roleName } from '../../host/roles.js';
+import { userGroups, userProvider } from '../../host/users.js';
+import { providerName } from '../../host/oauth-providers.js';
+import {
+  resourceId,
+  type APIKeyResource,
+  type OAuthProviderResource,
+  type RoleResource,
+  type UserResource,
+} from '../../host/resources.js';
+import type {
+  APIKeyView,
+  OAuthProviderView,
+  RoleAssignmentView,
+  RoleView,
+  SessionUserView,
+  UserView,
+} from '../schemas.js';
 
 export type RoleLookup = (name: string) => RoleResource | undefined;
 
-export function userView(user: UserResource, roleByName: RoleLookup): UserView {
+/**
+ * A user; `roleNames` are the roles it holds (by default those assigned to it; the caller passes
+ * the effective roles, group assignments included, where it has them).
+ */
+export function userView(
+  user: UserResource,
+  roleByName: RoleLookup,
+  roleNames: readonly string[] = user.spec.roles ?? [],
+): UserView {
   const roles: UserView['roles'] = [];
-  for (const name of user.spec.roles ?? []) {
+  for (const name of roleNames) {
     const role = roleByName(name);
     const id = role ? resourceId(role) : undefined;
     if (id !== undefined && !roles.some((r) => r.name === name)) roles.push({ id, name });
@@ -24,12 +47,13 @@ export function userView(user: UserResource, roleByName: RoleLookup): UserView {
     username: user.spec.username,
     name: user.spec.name ?? '',
     avatar_url: user.spec.avatarURL ?? '',
-    provider: 'password',
+    provider: userProvider(user),
     enabled: user.spec.enabled !== false,
     createdAt: creationTime(user),
     lastLoginAt: user.status?.lastLoginAt ?? null,
     roles,
     sidebar_preference: user.spec.sidebarPreference ?? '',
+    oidc_groups: userGroups(user),
   };
 }
 
@@ -46,9 +70,32 @@ export function roleView(role: RoleResource, holders: readonly UserResource[]): 
     resources: role.spec?.resources ?? [],
     verbs: role.spec?.verbs ?? [],
     createdAt: creationTime(role),
-    assignments: holders
-      .filter((u) => (u.spec.roles ?? []).includes(name))
-      .map((u): RoleAssignmentView => ({ roleId: id, subjectType: 'user', subject: u.spec.username })),
+    assignments: [
+      ...holders
+        .filter((u) => (u.spec.roles ?? []).includes(name))
+        .map((u): RoleAssignmentView => ({ roleId: id, subjectType: 'user', subject: u.spec.username })),
+      ...roleGroups(role).map((g): RoleAssignmentView => ({ roleId: id, subjectType: 'group', subject: g })),
+    ],
+  };
+}
+
+/** An OAuth provider: never its client secret ("***" when one is stored). */
+export function oauthProviderView(provider: OAuthProviderResource): OAuthProviderView {
+  const spec = provider.spec;
+  return {
+    id: resourceId(provider)!,
+    name: providerName(provider),
+    clientId: spec.clientId ?? '',
+    clientSecret: spec.clientSecretRef ? '***' : '',
+    issuer: spec.issuer ?? '',
+    authUrl: spec.authUrl ?? '',
+    tokenUrl: spec.tokenUrl ?? '',
+    userInfoUrl: spec.userInfoUrl ?? '',
+    scopes: spec.scopes ?? '',
+    usernameClaim: spec.usernameClaim ?? '',
+    groupsClaim: spec.groupsClaim ?? '',
+    enabled: spec.enabled !== false,
+    createdAt: creationTime(provider),
   };
 }
 
@@ -84,5 +131,6 @@ export function apiKeyCallerView(
       .filter((r) => r.role)
       .map((r) => ({ id: resourceId(r.role!)!, name: r.name })),
     sidebar_preference: '',
+    oidc_groups: [],
   };
 }

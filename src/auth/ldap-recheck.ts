@@ -1,0 +1,53 @@
+// The periodic re-check of directory users (LDAP): every interval, on the leader replica only,
+// each user of the directory is looked up with the service account. One the directory no longer
+// has (or has under another DN) is revoked: every session ends and their API keys stop. One it
+// still has gets the directory's groups now, so a group change reaches their roles without a new
+// sign-in. A directory that cannot be reached changes nothing (the round is tried again later).
+import { userProvider, userSubject, type UserStore } from '../host/users.js';
+import type { Logger } from '../log.js';
+import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
+
+export class LdapRecheck {
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+
+  constructor(
+    private readonly ldap: LdapAuthenticator,
+    private readonly users: UserStore,
+    private readonly intervalMs: number,
+    private readonly isLeader: () => boolean,
+    private readonly log: Logger,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One round (skipped when one is still running or this replica is not the leader). */
+  async runOnce(): Promise<void> {
+    if (this.running || !this.isLeader()) return;
+    this.running = true;
+    try {
+      for (const user of this.users.list()) {
+        if (userProvider(user) !== LDAP_PROVIDER) continue;
+        const entry = await this.ldap.entry(user.spec.username);
+        if (!entry || entry.subject !== userSubject(user)) {
+          await this.users.revokeExternal(user);
+          this.log.info({ user: user.spec.username }, 'directory user gone: sessions ended, API keys stopped');
+        } else {
+          await this.users.confirmExternal(user, entry.groups, this.intervalMs * 10);
+        }
+      }
+    } catch (err) {
+      this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'LDAP re-check failed; will retry');
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -1,0 +1,139 @@
+// Sign-in against an LDAP directory (ldapts): bind as the service account, find the user by the
+// configured filter, bind as the user with the password given (the directory checks it), bind as
+// the service account again and read the user's groups. ldaps:// or StartTLS with the configured
+// CA; certificates are always verified. The directory is asked on every sign-in, so a user removed
+// from it (or from a group) is refused (or loses the group's roles) at their next sign-in.
+import { Client, InvalidCredentialsError, type Entry } from 'ldapts';
+import type { LdapConfig } from '../config.js';
+import { ServiceUnavailableError } from '../errors.js';
+import type { ExternalIdentity } from '../host/users.js';
+
+export const LDAP_PROVIDER = 'ldap';
+
+const USERNAME = /^[A-Za-z0-9._@-]{1,63}$/;
+
+/** RFC 4515 escaping of a value put into a search filter. */
+export function escapeFilterValue(value: string): string {
+  return value.replace(/[\\*()\0]/g, (c) => `\\${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+function first(entry: Entry, attribute: string): string | undefined {
+  const value = entry[attribute] ?? entry[Object.keys(entry).find((k) => k.toLowerCase() === attribute.toLowerCase())!];
+  const one = Array.isArray(value) ? value[0] : value;
+  if (one === undefined) return undefined;
+  return Buffer.isBuffer(one) ? one.toString('utf8') : String(one);
+}
+
+export class LdapAuthenticator {
+  constructor(
+    private readonly config: LdapConfig,
+    /** The service account's password (Secret config.bindPasswordSecret, key `password`), read when needed. */
+    private readonly bindPassword: () => string | undefined,
+  ) {}
+
+  private client(): Client {
+    const tlsOptions = { ...(this.config.ca ? { ca: [this.config.ca] } : {}), minVersion: 'TLSv1.2' as const };
+    return new Client({
+      url: this.config.url,
+      timeout: this.config.timeoutMs,
+      connectTimeout: this.config.timeoutMs,
+      ...(this.config.url.startsWith('ldaps:') ? { tlsOptions } : {}),
+      strictDN: true,
+    });
+  }
+
+  /**
+   * The identity of the user when the directory accepts the password; undefined for an unknown
+   * user, a wrong password, or a name that cannot be a username. A directory that cannot be
+   * reached (or a service account it refuses) is a 503, not a failed login.
+   */
+  async authenticate(username: string, password: string): Promise<ExternalIdentity | undefined> {
+    // An empty password would be an "unauthenticated bind", which many directories accept.
+    if (password === '') return undefined;
+    return this.lookup(username, password);
+  }
+
+  /**
+   * The directory's entry for the username now (DN, name, groups) without the user's password:
+   * the periodic re-check of directory users. undefined: no such user (any more).
+   */
+  async entry(username: string): Promise<ExternalIdentity | undefined> {
+    return this.lookup(username, undefined);
+  }
+
+  private async lookup(username: string, password: string | undefined): Promise<ExternalIdentity | undefined> {
+    if (!USERNAME.test(username)) return undefined;
+    const client = this.client();
+    const serviceBind = async () => {
+      const secret = this.bindPassword();
+      if (!secret) throw new ServiceUnavailableError('the LDAP service account password is not configured');
+      try {
+        await client.bind(this.config.bindDn, secret);
+      } catch (err) {
+        throw new ServiceUnavailableError(`the LDAP directory refused the service account: ${errorText(err)}`);
+      }
+    };
+    try {
+      try {
+        if (this.config.startTls)
+          await client.startTLS({ ...(this.config.ca ? { ca: [this.config.ca] } : {}), minVersion: 'TLSv1.2' });
+      } catch (err) {
+        throw new ServiceUnavailableError(`LDAP StartTLS failed: ${errorText(err)}`);
+      }
+      await serviceBind();
+      const filter = this.config.userFilter.replaceAll('{username}', escapeFilterValue(username));
+      const { searchEntries: users } = await client.search(this.config.userBase, {
+        scope: 'sub',
+        filter,
+        sizeLimit: 2,
+        attributes: ['dn', this.config.usernameAttribute, this.config.nameAttribute, 'mail'],
+      });
+      // None, or an ambiguous filter: nobody signs in.
+      if (users.length !== 1) return undefined;
+      const user = users[0];
+      if (password !== undefined) {
+        try {
+          await client.bind(user.dn, password);
+        } catch (err) {
+          if (err instanceof InvalidCredentialsError) return undefined;
+          throw err;
+        }
+      }
+      const directoryName = first(user, this.config.usernameAttribute);
+      const name = first(user, this.config.nameAttribute);
+      const groups: string[] = [];
+      if (this.config.groupBase) {
+        if (password !== undefined) await serviceBind();
+        const groupFilter = this.config.groupFilter
+          .replaceAll('{dn}', escapeFilterValue(user.dn))
+          .replaceAll('{username}', escapeFilterValue(directoryName ?? username));
+        const { searchEntries } = await client.search(this.config.groupBase, {
+          scope: 'sub',
+          filter: groupFilter,
+          sizeLimit: 1000,
+          attributes: [this.config.groupAttribute],
+        });
+        for (const entry of searchEntries) {
+          const group = first(entry, this.config.groupAttribute);
+          if (group) groups.push(group);
+        }
+      }
+      return {
+        provider: LDAP_PROVIDER,
+        subject: user.dn,
+        username: directoryName && USERNAME.test(directoryName) ? directoryName : username,
+        ...(name ? { name } : {}),
+        groups,
+      };
+    } catch (err) {
+      if (err instanceof ServiceUnavailableError) throw err;
+      throw new ServiceUnavailableError(`the LDAP directory failed: ${errorText(err)}`);
+    } finally {
+      await client.unbind().catch(() => undefined);
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
