@@ -33,19 +33,30 @@ export class LdapRecheck {
   async runOnce(): Promise<void> {
     if (this.running || !this.isLeader()) return;
     this.running = true;
+    const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
     try {
       for (const user of this.users.list()) {
         if (userProvider(user) !== LDAP_PROVIDER) continue;
-        const entry = await this.ldap.entry(user.spec.username);
-        if (!entry || entry.subject !== userSubject(user)) {
-          await this.users.revokeExternal(user);
-          this.log.info({ user: user.spec.username }, 'directory user gone: sessions ended, API keys stopped');
-        } else {
-          await this.users.confirmExternal(user, entry.groups, this.intervalMs * 10);
+        let entry;
+        try {
+          entry = await this.ldap.entry(user.spec.username);
+        } catch (err) {
+          // The directory itself failed: the same for everyone after this one; the next round retries.
+          this.log.warn({ err: message(err) }, 'LDAP re-check failed; will retry');
+          return;
+        }
+        try {
+          if (!entry || entry.subject !== userSubject(user)) {
+            await this.users.revokeExternal(user);
+            this.log.info({ user: user.spec.username }, 'directory user gone: sessions ended, API keys stopped');
+          } else {
+            await this.users.confirmExternal(user, entry.groups, this.intervalMs * 10);
+          }
+        } catch (err) {
+          // One user's write failed: the others are still checked.
+          this.log.warn({ user: user.spec.username, err: message(err) }, 'LDAP re-check of a user failed; will retry');
         }
       }
-    } catch (err) {
-      this.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'LDAP re-check failed; will retry');
     } finally {
       this.running = false;
     }

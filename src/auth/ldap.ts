@@ -70,7 +70,7 @@ export class LdapAuthenticator {
       try {
         await client.bind(this.config.bindDn, secret);
       } catch (err) {
-        throw new ServiceUnavailableError(`the LDAP directory refused the service account: ${errorText(err)}`);
+        throw directoryError('the LDAP directory refused the service account', err);
       }
     };
     try {
@@ -78,10 +78,11 @@ export class LdapAuthenticator {
         if (this.config.startTls)
           await client.startTLS({ ...(this.config.ca ? { ca: [this.config.ca] } : {}), minVersion: 'TLSv1.2' });
       } catch (err) {
-        throw new ServiceUnavailableError(`LDAP StartTLS failed: ${errorText(err)}`);
+        throw directoryError('LDAP StartTLS failed', err);
       }
       await serviceBind();
-      const filter = this.config.userFilter.replaceAll('{username}', escapeFilterValue(username));
+      // Function replacers: a `$&` or `$'` in a value must not splice parts of the template in.
+      const filter = this.config.userFilter.replaceAll('{username}', () => escapeFilterValue(username));
       const { searchEntries: users } = await client.search(this.config.userBase, {
         scope: 'sub',
         filter,
@@ -105,8 +106,8 @@ export class LdapAuthenticator {
       if (this.config.groupBase) {
         if (password !== undefined) await serviceBind();
         const groupFilter = this.config.groupFilter
-          .replaceAll('{dn}', escapeFilterValue(user.dn))
-          .replaceAll('{username}', escapeFilterValue(directoryName ?? username));
+          .replaceAll('{dn}', () => escapeFilterValue(user.dn))
+          .replaceAll('{username}', () => escapeFilterValue(directoryName ?? username));
         const { searchEntries } = await client.search(this.config.groupBase, {
           scope: 'sub',
           filter: groupFilter,
@@ -127,13 +128,17 @@ export class LdapAuthenticator {
       };
     } catch (err) {
       if (err instanceof ServiceUnavailableError) throw err;
-      throw new ServiceUnavailableError(`the LDAP directory failed: ${errorText(err)}`);
+      throw directoryError('the LDAP directory failed', err);
     } finally {
       await client.unbind().catch(() => undefined);
     }
   }
 }
 
-function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+/**
+ * A 503 for a directory failure: the directory's own words (which can tell, say, that the service
+ * account's password is wrong) go to the gateway log as the error's cause, not to the caller.
+ */
+function directoryError(what: string, cause: unknown): ServiceUnavailableError {
+  return Object.assign(new ServiceUnavailableError(`${what} (the gateway log has the details)`), { cause });
 }

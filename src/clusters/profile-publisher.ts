@@ -187,7 +187,8 @@ export class ClusterProfilePublisher {
     }
     if (sameStatus(current.status, profile.status)) return;
     await this.api.patchNamespacedCustomObjectStatus(
-      { ...TARGET, namespace: this.namespace, name, body: { status: profile.status } },
+      // accessProviders: null removes one published before KITELINE_EXTERNAL_URL was unset.
+      { ...TARGET, namespace: this.namespace, name, body: { status: { accessProviders: null, ...profile.status } } },
       MERGE_PATCH,
     );
   }

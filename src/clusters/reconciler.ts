@@ -156,6 +156,24 @@ export class ClusterReconciler {
     this.registry.closeAll();
   }
 
+  /**
+   * A sourced cluster never serves a name a Cluster registered through the API or kubectl claims,
+   * whether or not that one is connected now (disabled, its Secret being replaced): otherwise
+   * whoever may write source objects could step into an admin's cluster name while it is down.
+   */
+  private nameHeldByAdmin(cr: ClusterResource): Unserved | undefined {
+    if (!sourceOf(cr)) return undefined;
+    const name = clusterDisplayName(cr);
+    const holder = this.host.clusters
+      .list()
+      .find(
+        (other) => !sourceOf(other) && other.metadata.name !== cr.metadata.name && clusterDisplayName(other) === name,
+      );
+    return holder
+      ? { reason: 'NameConflict', message: `the name "${name}" belongs to ${describeClaimant(holder)}` }
+      : undefined;
+  }
+
   /** Where to connect: the host's own config for inCluster, else the sanitized kubeconfig Secret. */
   private target(cr: ClusterResource): Served | Unserved {
     const sourceError = cr.metadata.annotations?.[SOURCE_ERROR_ANNOTATION];
@@ -278,7 +296,7 @@ export class ClusterReconciler {
       return;
     }
     const meta: ConnectionMeta = clusterOf(cr);
-    const target = this.target(cr);
+    const target = this.nameHeldByAdmin(cr) ?? this.target(cr);
     if ('reason' in target) {
       if (existing) this.registry.remove(objectName)?.close();
       this.fingerprints.delete(objectName);

@@ -162,11 +162,13 @@ export class ClusterSources {
   private async pass(): Promise<void> {
     if (this.stopped || !this.lease.isLeader || !this.store.cache.isSynced) return;
     const wanted = new Set<string>();
+    let failures = 0;
     for (const watch of this.watches) {
       if (!watch.caches.every((c) => c.isSynced)) continue;
       for (const desired of watch.desired()) {
         wanted.add(sourcedObjectName(desired.kind, desired.namespace, desired.objectName));
-        await this.store.applySource(desired);
+        const what = `${desired.kind} ${desired.namespace}/${desired.objectName}`;
+        if (!(await this.each(what, () => this.store.applySource(desired)))) failures++;
       }
     }
     for (const cr of this.store.sourced()) {
@@ -174,8 +176,21 @@ export class ClusterSources {
       const source = sourceOf(cr)!;
       // Gone from a source we have fully listed, or from a source no longer configured.
       if (this.synced(source.kind, source.namespace) || !this.configured(source.kind, source.namespace)) {
-        await this.store.removeSource(cr);
+        if (!(await this.each(cr.metadata.name, () => this.store.removeSource(cr)))) failures++;
       }
+    }
+    // The others are done; the pass is retried for these (onError).
+    if (failures > 0) throw new Error(`${failures} cluster source object(s) could not be applied`);
+  }
+
+  /** One object's step of a pass: a failure is logged and the pass goes on with the others. */
+  private async each(what: string, step: () => Promise<void>): Promise<boolean> {
+    try {
+      await step();
+      return true;
+    } catch (err) {
+      this.log.warn({ object: what, err: describeApiError(err) }, 'could not apply a cluster source object');
+      return false;
     }
   }
 }

@@ -164,7 +164,21 @@ function sanitizeServer(where: string, value: unknown): string {
   }
   if (url.username || url.password) throw new KubeconfigError(`${where}: server URL must not carry credentials`);
   if (url.search || url.hash) throw new KubeconfigError(`${where}: server URL must not carry a query or fragment`);
+  if (isLinkLocal(url.hostname)) {
+    throw new KubeconfigError(
+      `${where}: server must not be a link-local address (cloud metadata endpoints live there)`,
+    );
+  }
   return server.replace(/\/+$/, '');
+}
+
+/**
+ * 169.254.0.0/16, fe80::/10 and AWS's fd00:ec2::254: no API server lives there, but the node's
+ * cloud metadata (and its credentials) does. A cluster source's writer is not necessarily an admin.
+ */
+function isLinkLocal(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  return /^169\.254\.\d{1,3}\.\d{1,3}$/.test(host) || /^fe[89ab][0-9a-f]?:/.test(host) || host === 'fd00:ec2::254';
 }
 
 /**

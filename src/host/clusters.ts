@@ -275,6 +275,9 @@ function refuseSourced(cr: ClusterResource, verb: 'changed' | 'deleted'): void {
 
 const importClosed = () => new ForbiddenError('import not allowed when clusters exist');
 
+/** The longest source error kept on a sourced Cluster (annotation). */
+const MAX_SOURCE_ERROR = 1024;
+
 export class ClusterStore extends KindStore<ClusterResource> {
   private readonly log: Logger;
   private readonly importLock: ConfigMapLock;
@@ -578,7 +581,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
     }
     const annotations: Record<string, string | null> = {
       [SOURCE_OBJECT_ANNOTATION]: `${desired.namespace}/${desired.objectName}`,
-      [SOURCE_ERROR_ANNOTATION]: error || null,
+      // Bounded: a message may quote the source's own text, and an object has a size limit.
+      [SOURCE_ERROR_ANNOTATION]: error ? error.slice(0, MAX_SOURCE_ERROR) : null,
     };
     const usable = desired.kubeconfig !== undefined && !error;
     const existing = this.cache.get(objectName);

@@ -63,6 +63,9 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
       threw = true;
       this.onError(err);
     }
+    // Stopped while the first list was in flight (a gateway closed right after it started): the
+    // informer began its watch after that stop, so it is stopped again now.
+    if (this.stopped) return void (await this.informer.stop());
     // start() resolves even when the list failed (the failure goes to the error callback).
     if (!threw && this.failures === failuresBefore && !this.stopped) {
       if (!this.synced) this.log.debug('synced');

@@ -156,6 +156,9 @@ t.test('servers must be http(s) URLs without credentials', async (t) => {
   rejects(t, kubeconfig({ cluster: { server: 'not a url' } }), /not a URL/, 'garbage');
   rejects(t, kubeconfig({ cluster: { server: '' } }), /server is missing/, 'missing');
   rejects(t, kubeconfig({ cluster: { server: 'https://user:pw@h:6443' } }), /credentials/, 'userinfo');
+  rejects(t, kubeconfig({ cluster: { server: 'http://169.254.169.254' } }), /link-local/, 'cloud metadata (IPv4)');
+  rejects(t, kubeconfig({ cluster: { server: 'http://[fd00:ec2::254]' } }), /link-local/, 'cloud metadata (IPv6)');
+  rejects(t, kubeconfig({ cluster: { server: 'https://[fe80::1]:6443' } }), /link-local/, 'IPv6 link-local');
   t.equal(
     sanitizeKubeconfig(kubeconfig({ cluster: { server: 'https://rancher.example/k8s/clusters/c-1/' } })).credentials
       .server,

@@ -55,7 +55,15 @@ export default fp(
           .send({ error: `internal error (request id ${request.id})`, reason: 'InternalError', code: 500 });
       }
       if (known.status >= 500)
-        request.log.warn({ status: known.status, reason: known.reason, msg: known.message }, 'upstream error');
+        request.log.warn(
+          {
+            status: known.status,
+            reason: known.reason,
+            msg: known.message,
+            ...(known.cause instanceof Error ? { cause: known.cause.message } : {}),
+          },
+          'upstream error',
+        );
       if (known instanceof TooManyRequestsError) reply.header('retry-after', String(known.retryAfterSeconds));
       return reply.code(known.status).send(known.toBody());
     });
