@@ -556,7 +556,8 @@ async function main(): Promise<void> {
     const output = [
       `# kiteline benchmark ${new Date().toISOString()}`,
       '',
-      `connections ${s.connections} (LIST ${s.listConnections}), ${s.durationSeconds} s per row and path ` +
+      `connections ${s.connections} (LIST ${s.listConnections}, spread rows ${s.spreadConnections}), ` +
+        `${s.durationSeconds} s per row and path ` +
         `in ${s.rounds} alternating rounds after ${s.warmupSeconds} s warm-up, ` +
         `watch: median of ${s.watchRounds} rounds`,
       '',
