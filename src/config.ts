@@ -548,6 +548,12 @@ function ldapConfig(pick: (flag: string, envName: string) => string | undefined)
   const startTls = boolean('ldap-start-tls', pick('ldap-start-tls', 'KITELINE_LDAP_START_TLS'), false);
   if (startTls && parsed.protocol === 'ldaps:')
     throw new ConfigError('ldap-start-tls is for ldap:// URLs (ldaps is TLS already)');
+  // Every user's password is sent to the directory: never in clear text beyond this machine.
+  if (parsed.protocol === 'ldap:' && !startTls && !['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname))
+    throw new ConfigError(
+      'ldap-url: ldap:// without StartTLS would send passwords in clear text; use ldaps:// or ldap-start-tls=true ' +
+        '(only a directory on loopback may go without)',
+    );
   const bindDn = value('bind-dn');
   const userBase = value('user-base');
   if (!bindDn || !userBase) throw new ConfigError('ldap-url needs ldap-bind-dn and ldap-user-base too');

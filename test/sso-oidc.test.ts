@@ -196,6 +196,15 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
     "a provider's user has no password",
   );
 
+  // ---- a disabled provider suspends its users' sessions at once (a compromised client secret) ----
+  const corp = (await call(gw.url, 'GET', `${PROVIDERS}/`, admin)).body.providers[0];
+  const setEnabled = (enabled: boolean) =>
+    call(gw.url, 'PUT', `${PROVIDERS}/${corp.id}`, { ...admin, body: { ...corp, enabled } });
+  t.equal((await setEnabled(false)).status, 200);
+  t.equal((await call(gw.url, 'GET', '/api/auth/user', alice)).status, 401, "a disabled provider's session: 401");
+  t.equal((await setEnabled(true)).status, 200);
+  t.equal((await call(gw.url, 'GET', '/api/auth/user', alice)).status, 200, 'enabled again: the session is back');
+
   // ---- a changed group: the roles follow at the next sign-in, for every session ----
   op.accounts.set('alice-sub', { preferred_username: 'alice', name: 'Alice', groups: ['readers'] });
   const alice2 = withCookie(await signIn(gw, 'alice-sub'));
@@ -212,6 +221,12 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
   t.equal(bob.status, 302);
   t.equal(errorOf(bob.location), 'insufficient_permissions');
   t.notOk(bob.cookie, 'no session');
+
+  // ---- an e-mail address names a user only when the provider says it verified it ----
+  op.accounts.set('erin-sub', { email: 'erin@example.com', groups: ['readers'] });
+  const unverified = await finish(await attempt(gw, 'erin-sub'));
+  t.equal(errorOf(unverified.location), 'user_info_failed', 'no email_verified: refused');
+  t.notOk(unverified.cookie, 'no session');
 
   // ---- a replayed state, a foreign state, no flow cookie ----
   const once = await attempt(gw, 'alice-sub');

@@ -25,7 +25,7 @@ import type { Logger } from '../log.js';
 import { rolesAllow, rolesReachCluster } from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
-import type { LdapAuthenticator } from './ldap.js';
+import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
 import { LoginRateLimiter } from './login-limiter.js';
 import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
@@ -41,10 +41,11 @@ export class AuthService {
   private readonly roles: IdentityStores['roles'];
   private readonly apiKeys: IdentityStores['apiKeys'];
   private readonly sessionKey: IdentityStores['sessionKey'];
+  private readonly oauthProviders: IdentityStores['oauthProviders'];
   private readonly lastSeen: LastSeenRecorder;
 
   constructor(
-    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey'>,
+    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders'>,
     private readonly config: Config,
     log: Logger,
     /** Sign-in against the LDAP directory, when one is configured. */
@@ -54,6 +55,7 @@ export class AuthService {
     this.roles = identity.roles;
     this.apiKeys = identity.apiKeys;
     this.sessionKey = identity.sessionKey;
+    this.oauthProviders = identity.oauthProviders;
     this.limiter = new LoginRateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
     this.lastSeen = new LastSeenRecorder(log);
   }
@@ -112,7 +114,20 @@ export class AuthService {
    */
   private providerStillVouches(user: UserResource): boolean {
     if (isPasswordUser(user)) return true;
+    if (!this.providerInService(user)) return false;
     return providerVerifiedAt(user) + this.config.sessionMaxLifetimeSeconds * 1000 > Date.now();
+  }
+
+  /**
+   * An OpenID Connect user's provider still exists and is enabled: disabling or deleting a provider
+   * (a compromised client secret, a provider that is gone) ends its users' sessions and stops their
+   * keys at once. LDAP users answer to the re-check instead.
+   */
+  private providerInService(user: UserResource): boolean {
+    const provider = userProvider(user);
+    if (provider === 'password' || provider === LDAP_PROVIDER) return true;
+    const registered = this.oauthProviders.byName(provider);
+    return registered !== undefined && registered.spec.enabled !== false;
   }
 
   /**
@@ -134,6 +149,7 @@ export class AuthService {
     const user = this.users.byId(claims.uid);
     if (!user) return { failure: 'invalid or expired session' };
     if (user.spec.enabled === false) return { failure: 'user is disabled' };
+    if (!this.providerInService(user)) return { failure: "session ended (the user's sign-in provider is disabled)" };
     const credential = this.credentialOf(user);
     if (!credential || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, credential)))) {
       return { failure: 'session ended (password changed or user disabled)' };

@@ -259,8 +259,9 @@ function identityOf(
   if (typeof sub !== 'string' || sub === '') throw new SignInFailure('user_info_failed', 'no subject', provider);
   const claim = usernameClaims.find((c) => typeof claims[c] === 'string' && claims[c] !== '');
   const username = claim ? (claims[claim] as string) : sub;
-  // An address the provider has not verified names nobody: anyone could have typed it.
-  if (claim === 'email' && claims.email_verified === false)
+  // An address the provider does not say it verified names nobody: anyone could have typed it
+  // (a missing email_verified too: some providers send a mutable, unverified address without it).
+  if (claim === 'email' && claims.email_verified !== true)
     throw new SignInFailure('user_info_failed', 'the e-mail address is not verified', provider);
   if (!USERNAME.test(username))
     throw new SignInFailure(

@@ -380,14 +380,12 @@ export class ClusterReconciler {
       return {
         served: true,
         message:
-          `this cluster serves the name "${name}"; also claimed by ${rivals.map(describeClaimant).join(', ')}, ` +
+          `this cluster serves the name "${name}"; also claimed by ${describeClaimants(rivals)}, ` +
           'which is not served under it (rename or remove one)',
       };
     }
     const winner = rivals.find((r) => r.metadata.name === serving);
-    const holder = winner
-      ? `served by ${describeClaimant(winner)}`
-      : `claimed by ${rivals.map(describeClaimant).join(', ')}`;
+    const holder = winner ? `served by ${describeClaimant(winner)}` : `claimed by ${describeClaimants(rivals)}`;
     return {
       served: false,
       message: `the name "${name}" is ${holder}; this cluster is not served under it (rename or remove one)`,
@@ -594,6 +592,14 @@ function sanitizedTarget(base64: string): Served | Unserved {
     return { reason: 'KubeconfigInvalid', message };
   }
 }
+
+/** Claimants for a status message: the first few by name, then how many more (a status has a size limit). */
+function describeClaimants(rivals: ClusterResource[]): string {
+  const named = rivals.slice(0, MAX_NAMED_CLAIMANTS).map(describeClaimant).join(', ');
+  const more = rivals.length - MAX_NAMED_CLAIMANTS;
+  return more > 0 ? `${named} and ${more} more` : named;
+}
+const MAX_NAMED_CLAIMANTS = 5;
 
 /** A Cluster object in another one's status: its object name, id and where it comes from. */
 function describeClaimant(cr: ClusterResource): string {

@@ -127,4 +127,9 @@ t.test('LDAP: off by default, checked when on', async (t) => {
   t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_BIND_DN: '' }), /needs ldap-bind-dn/);
   t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_USER_FILTER: '(uid=alice)' }), /must contain \{username\}/);
   t.throws(() => loadConfig([], { ...base, KITELINE_LDAP_CA_FILE: '/nope/ca.pem' }), /not found/);
+  // Passwords never cross the network in clear text: ldap:// needs StartTLS, except on loopback.
+  const plain = { ...base, KITELINE_LDAP_URL: 'ldap://ldap.example.com:389' };
+  t.throws(() => loadConfig([], plain), /clear text/);
+  t.equal(loadConfig([], { ...plain, KITELINE_LDAP_START_TLS: 'true' }).ldap?.startTls, true);
+  t.equal(loadConfig([], { ...base, KITELINE_LDAP_URL: 'ldap://127.0.0.1:3389' }).ldap?.url, 'ldap://127.0.0.1:3389');
 });
