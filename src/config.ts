@@ -531,6 +531,14 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
   };
 }
 
+/**
+ * A loopback host (a URL's hostname): where plain connections are allowed, an http OIDC issuer or
+ * an ldap:// directory without StartTLS (a test, or a developer's own provider).
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
 /** KITELINE_LDAP_*: undefined unless KITELINE_LDAP_URL is set. */
 function ldapConfig(pick: (flag: string, envName: string) => string | undefined): LdapConfig | undefined {
   const value = (flag: string, fallback = '') =>
@@ -549,7 +557,7 @@ function ldapConfig(pick: (flag: string, envName: string) => string | undefined)
   if (startTls && parsed.protocol === 'ldaps:')
     throw new ConfigError('ldap-start-tls is for ldap:// URLs (ldaps is TLS already)');
   // Every user's password is sent to the directory: never in clear text beyond this machine.
-  if (parsed.protocol === 'ldap:' && !startTls && !['127.0.0.1', 'localhost', '[::1]'].includes(parsed.hostname))
+  if (parsed.protocol === 'ldap:' && !startTls && !isLoopbackHost(parsed.hostname))
     throw new ConfigError(
       'ldap-url: ldap:// without StartTLS would send passwords in clear text; use ldaps:// or ldap-start-tls=true ' +
         '(only a directory on loopback may go without)',

@@ -12,7 +12,8 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 import * as client from 'openid-client';
 import { ServiceUnavailableError } from '../errors.js';
-import { isLoopbackHost, providerName, type OAuthProviderStore } from '../host/oauth-providers.js';
+import { isLoopbackHost } from '../config.js';
+import { providerName, type OAuthProviderStore } from '../host/oauth-providers.js';
 import type { OAuthProviderResource } from '../host/resources.js';
 import type { ExternalIdentity } from '../host/users.js';
 import type { Logger } from '../log.js';

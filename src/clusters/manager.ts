@@ -21,7 +21,7 @@ import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import { FIRST_PROBE_GRACE_MS, type WarmConnection } from './connection.js';
 import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
-import { ClusterReconciler, connectionFingerprint } from './reconciler.js';
+import { ClusterReconciler, connectionFingerprint, type ReconcilerConfig } from './reconciler.js';
 import { ClusterRegistry } from './registry.js';
 import { ClusterProfilePublisher } from './profile-publisher.js';
 import { ClusterSources } from './sources.js';
@@ -43,16 +43,8 @@ export class ClusterManager implements ClusterConnections {
 
   constructor(
     readonly host: HostStore,
-    config: Pick<
-      Config,
-      | 'replicaId'
-      | 'clusterProbeIntervalMs'
-      | 'upstreamConnectTimeoutMs'
-      | 'coalesceReads'
-      | 'writeTurns'
-      | 'maxWatchesPerPrincipal'
-      | 'maxRequestsPerPrincipal'
-    > &
+    config: ReconcilerConfig &
+      Pick<Config, 'replicaId'> &
       Partial<Pick<Config, 'clusterSources' | 'publishClusterProfiles' | 'externalUrl'>>,
     log: Logger,
     leaseOptions: ConstructorParameters<typeof LeaderElector>[4] = {},

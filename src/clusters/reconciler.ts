@@ -49,6 +49,17 @@ export function connectionFingerprint(sanitizedKubeconfig: string | undefined): 
     : createHash('sha256').update(sanitizedKubeconfig).digest('hex');
 }
 
+/** What the reconciler reads of the configuration (and hands its connections). */
+export type ReconcilerConfig = Pick<
+  Config,
+  | 'clusterProbeIntervalMs'
+  | 'upstreamConnectTimeoutMs'
+  | 'coalesceReads'
+  | 'writeTurns'
+  | 'maxWatchesPerPrincipal'
+  | 'maxRequestsPerPrincipal'
+>;
+
 /** Reconciling work done per turn of the event loop before it yields (sync). */
 const SYNC_SLICE_MS = 10;
 
@@ -89,15 +100,7 @@ export class ClusterReconciler {
     private readonly registry: ClusterRegistry,
     private readonly store: ClusterStore,
     private readonly lease: LeaderElector,
-    private readonly config: Pick<
-      Config,
-      | 'clusterProbeIntervalMs'
-      | 'upstreamConnectTimeoutMs'
-      | 'coalesceReads'
-      | 'writeTurns'
-      | 'maxWatchesPerPrincipal'
-      | 'maxRequestsPerPrincipal'
-    >,
+    private readonly config: ReconcilerConfig,
     log: Logger,
   ) {
     this.log = log.child({ component: 'cluster-reconciler' });

@@ -6,6 +6,7 @@
 // client secret is kept when an update does not give a new one.
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
+import { isLoopbackHost } from '../config.js';
 import { BadRequestError } from '../errors.js';
 import type { IdAllocator } from './ids.js';
 import { KindStore } from './kind-store.js';
@@ -40,11 +41,6 @@ export interface OAuthProviderInput {
 
 export function providerName(provider: OAuthProviderResource): string {
   return provider.spec?.name || provider.metadata.name;
-}
-
-/** A loopback host: where an http issuer is allowed (a test or a developer's own provider). */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
 function checkUrl(field: string, value: string, required: boolean): void {
