@@ -377,6 +377,14 @@ t.test('a clash with a REST-registered cluster: the REST one keeps the name, bot
   t.equal((await namespaceThrough(name, onlyOnA)).status, 200, 'the name still reaches the REST cluster (target-a)');
   t.equal((await adminList()).filter((c) => c.name === name).length, 2, 'both are listed, by id');
 
+  // The REST cluster disabled (no connection now): the source still does not step into its name.
+  const setEnabled = (enabled: boolean) =>
+    call(gw.url, 'PUT', `${ADMIN_PREFIX}/${restId}`, { headers: admin.headers, body: { enabled } });
+  t.equal((await setEnabled(false)).status, 200);
+  t.equal((await namespaceThrough(name)).status, 404, 'a disabled REST cluster: its name is served by nobody');
+  t.equal((await setEnabled(true)).status, 200);
+  await waitClusterReady(gw, admin, name);
+
   // The REST cluster goes: the source's cluster takes the name, the conflict is cleared.
   const del = await call(gw.url, 'DELETE', `${ADMIN_PREFIX}/${restId}`, { headers: admin.headers });
   t.equal(del.status, 200, del.text);
