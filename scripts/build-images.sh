@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the node's container images locally, without a registry or a daemon, as OCI archives:
-#   kiteline.local/pause:3.4    the sandbox ("pause") image: build/pause/linux/pause.c of the same
-#                               Kubernetes source tree as the binaries, compiled statically
+#   kiteline.local/pause:<tag>  the sandbox ("pause") image: build/pause/linux/pause.c of the
+#                               Kubernetes release the control plane runs, compiled statically
 #   kiteline.local/busybox:1    a tools image for tests and the README tour: Debian's
 #                               busybox-static (sh, sleep, nc, httpd, wget, ...)
 # Each image is assembled with umoci (layer + config in an OCI layout) and written as an
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 cache="${KITELINE_CACHE_DIR:-$HOME/.cache/kiteline}"
 out="${1:-$cache/images}"
 # Bump when the recipe changes, so cached archives from an older recipe are rebuilt.
-recipe=1
+recipe=2
 images=(pause busybox)
 have_all() {
   for i in "${images[@]}"; do [ -s "$out/$i.tar" ] || return 1; done
@@ -32,15 +32,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# pause.c comes from the Kubernetes source tree that build-kubernetes.sh unpacks.
-tree=$(find "$cache/kubernetes/src" -maxdepth 1 -type d -name 'kubernetes-*' 2>/dev/null | head -n1)
-if [ -z "$tree" ] || [ ! -f "$tree/build/pause/linux/pause.c" ]; then
-  bash scripts/build-kubernetes.sh
-  tree=$(find "$cache/kubernetes/src" -maxdepth 1 -type d -name 'kubernetes-*' | head -n1)
-fi
+# pause.c comes from the Kubernetes release the control plane runs (its module, in Go's module cache).
+# shellcheck source=kubernetes/versions
+source scripts/kubernetes/versions
+export PATH="/usr/local/go/bin:$PATH" GOFLAGS=-mod=mod GOTOOLCHAIN=local
+tree="$(go env GOMODCACHE)/k8s.io/kubernetes@$CURRENT"
+[ -f "$tree/build/pause/linux/pause.c" ] || (cd "$(mktemp -d)" && go mod download k8s.io/kubernetes@"$CURRENT")
 pause_c="$tree/build/pause/linux/pause.c"
-# The version the tree's build/pause/Makefile gives its image.
-pause_tag=$(sed -n 's/^TAG = //p' "$tree/build/pause/Makefile")
+# The version the release's build/pause/Makefile gives its image.
+pause_tag=$(sed -nE 's/^TAG \??= //p' "$tree/build/pause/Makefile")
+[ -n "$pause_tag" ] || { echo "build-images.sh: no TAG in $tree/build/pause/Makefile" >&2; exit 1; }
 
 echo "kiteline: building the node's images into $out" >&2
 work=$(mktemp -d)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole suite: starts the shared test control planes (a host and two targets; the host
-# and target-a with a node, as in test/helpers/clusters.ts), runs every compiled test file with
+# and target-a with a node and the current Kubernetes release, target-b without a node on the older
+# minor of scripts/kubernetes/versions, as in test/helpers/clusters.ts), runs every compiled test file with
 # tap, stops the control planes (and their nodes), and prints one summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,8 @@ mkdir -p "$dir/logs"
 # The gateways' logs of this run only: scan-logs.js checks them at the end.
 rm -f "$dir"/logs/*.log
 clusters=(host target-a target-b)
-declare -A with_node=([host]=--node [target-a]=--node [target-b]=)
+source scripts/kubernetes/versions
+declare -A start_flags=([host]=--node [target-a]=--node [target-b]="--kubernetes-version $OLDER")
 
 stop_all() {
   for c in "${clusters[@]}"; do node bin/kiteline.js controlplane stop --dir "$dir/$c" >/dev/null 2>&1; done
@@ -18,7 +20,7 @@ trap stop_all EXIT
 
 pids=()
 for c in "${clusters[@]}"; do
-  node bin/kiteline.js controlplane start --dir "$dir/$c" --name "$c" ${with_node[$c]} &
+  node bin/kiteline.js controlplane start --dir "$dir/$c" --name "$c" ${start_flags[$c]} &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p" || { echo "a test control plane failed to start" >&2; exit 1; }; done

@@ -1,15 +1,19 @@
 // Echoes tap's raw TAP output and ends with one plain closing line, "tests: N passed, N failed",
 // taken from tap's own final count ("# { total: N, pass: N, fail: N, skip: N }"). Above that line
 // it repeats every failure (its path of subtests and the first lines of its diagnostics), so the
-// tail of a long CI log says what failed without scrolling through thousands of lines.
+// tail of a long CI log says what failed without scrolling through thousands of lines. It also
+// lists the ten slowest test files with their times, so a suite that starts starving (a plane
+// falling behind the tests' load) shows in a green run's tail before it fails one.
 import { createInterface } from 'node:readline';
 
 const MAX_DIAGNOSTIC_LINES = 14;
 const MAX_FAILURES = 12;
+const SLOWEST_FILES = 10;
 
 let summary;
 const subtests = []; // the open "# Subtest: name" titles, by indentation depth
 const failures = []; // { path, diagnostics: string[] }
+const files = []; // { name, ms }: each test file's result line at the top level
 let diagnosticsOf; // the failure whose YAML block is being read, and its indentation
 let diagnosticsIndent = 0;
 
@@ -28,6 +32,8 @@ lines.on('line', (line) => {
       diagnosticsOf.diagnostics.push(text);
     if (diagnosticsOf) return;
   }
+  const file = /^(?:not )?ok \d+ - (.*?) # time=([\d.]+)(ms|s)$/.exec(line);
+  if (file) files.push({ name: file[1], ms: Number(file[2]) * (file[3] === 's' ? 1000 : 1) });
   const subtest = /^( *)# Subtest: (.*)$/.exec(line);
   if (subtest) {
     subtests.length = depthOf(line);
@@ -51,6 +57,11 @@ lines.on('line', (line) => {
   }
 });
 lines.on('close', () => {
+  if (files.length > 0) {
+    process.stdout.write(`\nslowest test files (of ${files.length}):\n`);
+    for (const f of [...files].sort((a, b) => b.ms - a.ms).slice(0, SLOWEST_FILES))
+      process.stdout.write(`  ${(f.ms / 1000).toFixed(1).padStart(7)} s  ${f.name}\n`);
+  }
   if (failures.length > 0) {
     process.stdout.write(`\nfailures (${failures.length}):\n`);
     for (const f of failures.slice(0, MAX_FAILURES)) {

@@ -8,7 +8,7 @@ import { runTerminal } from './terminal-client.js';
 
 const USAGE = `usage:
   kiteline serve [--kubeconfig FILE] [--port N] [--host ADDR] [--namespace NS] [--log-level LEVEL]
-  kiteline controlplane start --dir DIR [--name NAME] [--node]
+  kiteline controlplane start --dir DIR [--name NAME] [--node] [--kubernetes-version vX.Y.Z]
   kiteline controlplane stop --dir DIR
   kiteline terminal --server URL [--key API_KEY] [--cluster NAME] [--container NAME] [--shell NAME] NAMESPACE/POD
     (the key may come from KITELINE_API_KEY instead, which keeps it out of ps)`;
@@ -44,8 +44,16 @@ async function controlplane(argv: string[]): Promise<void> {
     if (flags.node !== undefined && flags.node !== 'true' && flags.node !== 'false')
       throw new ConfigError(`--node takes no value\n${USAGE}`);
     const node = flags.node === 'true';
-    const cp = await startControlPlane({ dir: flags.dir, node, ...(flags.name ? { name: flags.name } : {}) });
-    process.stdout.write(`control plane "${cp.name}" ready at ${cp.server}\n`);
+    const version = flags['kubernetes-version'];
+    if (version !== undefined && !/^v1\.\d+\.\d+$/.test(version))
+      throw new ConfigError(`--kubernetes-version takes a release such as v1.35.4\n${USAGE}`);
+    const cp = await startControlPlane({
+      dir: flags.dir,
+      node,
+      ...(flags.name ? { name: flags.name } : {}),
+      ...(version ? { version } : {}),
+    });
+    process.stdout.write(`control plane "${cp.name}" (Kubernetes ${cp.version}) ready at ${cp.server}\n`);
     if (cp.node) process.stdout.write(`node "${cp.node.name}" Ready\n`);
     process.stdout.write(`kubeconfig: ${cp.kubeconfigPath}\n`);
   } else if (action === 'stop') {

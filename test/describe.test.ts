@@ -165,7 +165,7 @@ const objects = [
     spec: { backoffLimit: 1, template: { spec: { ...simple, restartPolicy: 'Never' } } },
   },
   {
-    apiVersion: 'batch/v1beta1',
+    apiVersion: 'batch/v1',
     kind: 'CronJob',
     metadata: { name: 'nightly' },
     spec: {

@@ -70,7 +70,7 @@ function writeOverlay(ref: string): string {
   const kustomization = {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
-    bases: [relative(dir, join(PACKAGE_ROOT, 'deploy'))],
+    resources: [relative(dir, join(PACKAGE_ROOT, 'deploy'))],
     images: [{ name: 'kiteline', newName: ref.slice(0, at), newTag: ref.slice(at + 1) }],
   };
   writeFileSync(join(dir, 'kustomization.yaml'), stringify(kustomization));

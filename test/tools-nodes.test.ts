@@ -3,7 +3,7 @@
 // always uncordoned afterwards (teardown too); taints use PreferNoSchedule (never keeps anyone's
 // pod off the node) and a key of our own, removed afterwards; drain is scoped with podSelector
 // (kubectl drain --pod-selector) to this file's own pods, so no other test's pod is ever evicted.
-// target-a runs Kubernetes 1.20: PodDisruptionBudgets and Evictions are policy/v1beta1 there.
+// PodDisruptionBudgets and Evictions are policy/v1 (Kubernetes 1.21 and later).
 import t from 'tap';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
@@ -75,7 +75,7 @@ k(
         spec: { selector: { matchLabels: { app: 'everywhere' } }, template: podTemplate('everywhere') },
       },
       {
-        apiVersion: 'policy/v1beta1',
+        apiVersion: 'policy/v1',
         kind: 'PodDisruptionBudget',
         metadata: { name: 'guarded' },
         spec: { minAvailable: 1, selector: { matchLabels: { app: 'guarded' } } },

@@ -34,6 +34,11 @@ export interface AuditEntry {
   result: 'success' | 'failure';
   status: number;
   dryRun?: boolean;
+  /**
+   * Sessions through the kubectl proxy: the stream protocol the cluster agreed to, as its 101 answer
+   * names it, e.g. `websocket v5.channel.k8s.io` (kubectl 1.31+ exec) or `SPDY/3.1 portforward.k8s.io`.
+   */
+  protocol?: string;
   /** Bytes from the client to the cluster, and back (sessions). */
   bytesIn?: number;
   bytesOut?: number;

@@ -1,10 +1,11 @@
-// Finds etcd, kube-apiserver, kube-controller-manager and kubectl, and for a node kubelet,
-// kube-scheduler, kube-proxy and Debian's containerd and runc: KUBEBUILDER_ASSETS first (the
-// envtest convention), then kiteline's cache, then PATH. When one is missing everywhere the cache
-// is filled once by scripts/build-kubernetes.sh (Debian's kubernetes source, etcd-server, and the
-// node's runtime packages).
+// Finds the binaries of the embedded control plane and its node. The Kubernetes ones (kube-apiserver,
+// kube-controller-manager, kubectl; for a node kubelet, kube-scheduler, kube-proxy) are of one
+// release: KUBEBUILDER_ASSETS first (the envtest convention), then kiteline's cache of that
+// release, ~/.cache/kiteline/kubernetes/<version>/bin, built there once from Go modules by
+// scripts/kubernetes/build.sh. The rest (etcd, containerd, ctr, the runc shim, runc) are Debian's
+// packages, found on PATH and installed once by scripts/install-packages.sh.
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { PACKAGE_ROOT } from '../config.js';
@@ -29,6 +30,16 @@ export interface NodeBinaries {
   runc: string;
 }
 
+/** Binaries of one Kubernetes release, by the command's name. */
+const KUBERNETES_COMMANDS = new Set([
+  'kube-apiserver',
+  'kube-controller-manager',
+  'kubectl',
+  'kubelet',
+  'kube-scheduler',
+  'kube-proxy',
+]);
+
 const NAMES: Record<keyof Binaries, string> = {
   etcd: 'etcd',
   kubeApiserver: 'kube-apiserver',
@@ -46,14 +57,32 @@ const NODE_NAMES: Record<keyof NodeBinaries, string> = {
   runc: 'runc',
 };
 
+const VERSIONS_FILE = join(PACKAGE_ROOT, 'scripts', 'kubernetes', 'versions');
+
+/** The releases of scripts/kubernetes/versions: CURRENT (the default) and OLDER (the suite's skew). */
+export function kubernetesVersions(): { current: string; older: string } {
+  const text = readFileSync(VERSIONS_FILE, 'utf8');
+  const value = (key: string) => {
+    const m = new RegExp(`^${key}=(v1\\.\\d+\\.\\d+)$`, 'm').exec(text);
+    if (!m) throw new Error(`${VERSIONS_FILE} has no ${key}=v1.Y.Z line`);
+    return m[1];
+  };
+  return { current: value('CURRENT'), older: value('OLDER') };
+}
+
+/** The release a control plane runs when its start names none: KITELINE_KUBERNETES_VERSION, or CURRENT. */
+export function defaultKubernetesVersion(env: NodeJS.ProcessEnv = process.env): string {
+  return env.KITELINE_KUBERNETES_VERSION || kubernetesVersions().current;
+}
+
 /** kiteline's cache: outside the repository, kept across checkouts. */
 export function cacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return env.KITELINE_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'kiteline');
 }
 
-/** Where built binaries are cached. */
-export function binaryCacheDir(env: NodeJS.ProcessEnv = process.env): string {
-  return join(cacheDir(env), 'kubernetes', 'bin');
+/** Where one release's binaries are cached. */
+export function binaryCacheDir(version: string, env: NodeJS.ProcessEnv = process.env): string {
+  return join(cacheDir(env), 'kubernetes', version, 'bin');
 }
 
 function executable(path: string): boolean {
@@ -66,48 +95,53 @@ function executable(path: string): boolean {
 }
 
 /**
- * The directories searched, in order. The cache comes before PATH for the Kubernetes binaries so
- * that a kubectl of another era on PATH does not shadow the one matching our API server; an
- * explicit KUBEBUILDER_ASSETS still wins over both.
+ * The directories searched for one command, in order. A Kubernetes command comes from
+ * KUBEBUILDER_ASSETS or the release's cache only, never PATH, so that a kubectl or kubelet of
+ * another release on PATH cannot stand in for the one asked for; the others come from PATH.
  */
-function searchDirs(env: NodeJS.ProcessEnv): string[] {
+function searchDirs(name: string, version: string, env: NodeJS.ProcessEnv): string[] {
   const dirs: string[] = [];
   if (env.KUBEBUILDER_ASSETS) dirs.push(env.KUBEBUILDER_ASSETS);
-  dirs.push(binaryCacheDir(env));
+  if (KUBERNETES_COMMANDS.has(name)) return [...dirs, binaryCacheDir(version, env)];
   dirs.push(...(env.PATH ?? '').split(delimiter).filter(Boolean));
-  dirs.push('/usr/bin', '/usr/local/bin');
+  dirs.push('/usr/bin', '/usr/local/bin', '/usr/sbin');
   return dirs;
 }
 
-function find<T>(names: Record<keyof T, string>, env: NodeJS.ProcessEnv): { found: Partial<T>; missing: string[] } {
+function find<T>(
+  names: Record<keyof T, string>,
+  version: string,
+  env: NodeJS.ProcessEnv,
+): { found: Partial<T>; missing: string[] } {
   const found: Partial<Record<keyof T, string>> = {};
   const missing: string[] = [];
-  const dirs = searchDirs(env);
   for (const [key, name] of Object.entries(names) as [keyof T, string][]) {
-    const dir = dirs.find((d) => executable(join(d, name)));
+    const dir = searchDirs(name, version, env).find((d) => executable(join(d, name)));
     if (dir) found[key] = join(dir, name);
     else missing.push(name);
   }
   return { found: found as Partial<T>, missing };
 }
 
-export function findBinaries(env: NodeJS.ProcessEnv = process.env): { found: Partial<Binaries>; missing: string[] } {
-  return find<Binaries>(NAMES, env);
+/** Returns every control plane binary of a release, building or installing the missing ones once. */
+export function ensureBinaries(
+  env: NodeJS.ProcessEnv = process.env,
+  version: string = defaultKubernetesVersion(env),
+): Binaries {
+  return ensure<Binaries>(NAMES, version, env);
 }
 
-/** Returns every control plane binary, building the missing ones into the cache once. */
-export function ensureBinaries(env: NodeJS.ProcessEnv = process.env): Binaries {
-  return ensure<Binaries>(NAMES, env);
+/** Returns every binary a node of a release needs, building or installing the missing ones once. */
+export function ensureNodeBinaries(
+  env: NodeJS.ProcessEnv = process.env,
+  version: string = defaultKubernetesVersion(env),
+): NodeBinaries {
+  return ensure<NodeBinaries>(NODE_NAMES, version, env);
 }
 
-/** Returns every binary a node needs, building or installing the missing ones once. */
-export function ensureNodeBinaries(env: NodeJS.ProcessEnv = process.env): NodeBinaries {
-  return ensure<NodeBinaries>(NODE_NAMES, env);
-}
-
-/** Throws a clear error when a binary is still missing after the build script ran. */
-function ensure<T>(names: Record<keyof T, string>, env: NodeJS.ProcessEnv): T {
-  let { found, missing } = find<T>(names, env);
+/** Throws a clear error when a binary is still missing after the build and install scripts ran. */
+function ensure<T>(names: Record<keyof T, string>, version: string, env: NodeJS.ProcessEnv): T {
+  let { found, missing } = find<T>(names, version, env);
   if (missing.length === 0) return found as T;
 
   if (env.KITELINE_NO_BUILD === '1') {
@@ -116,15 +150,21 @@ function ensure<T>(names: Record<keyof T, string>, env: NodeJS.ProcessEnv): T {
         '(set KUBEBUILDER_ASSETS or PATH, or unset KITELINE_NO_BUILD to build them)',
     );
   }
-  const script = join(PACKAGE_ROOT, 'scripts', 'build-kubernetes.sh');
-  const built = spawnSync('bash', [script, binaryCacheDir(env)], { stdio: ['ignore', 'inherit', 'inherit'], env });
-  ({ found, missing } = find<T>(names, env));
-  if (built.status !== 0 || missing.length > 0) {
-    throw new Error(
-      `cannot provide ${missing.join(', ') || 'the Kubernetes binaries'}: none in KUBEBUILDER_ASSETS or PATH, ` +
-        `and building them from Debian's kubernetes source package (or installing Debian's packages) failed ` +
-        `(exit ${built.status}). Run ${script} by hand as root to see why.`,
-    );
+  const scripts = join(PACKAGE_ROOT, 'scripts');
+  const kube = missing.filter((name) => KUBERNETES_COMMANDS.has(name));
+  const steps: [string, string[]][] = [];
+  if (kube.length < missing.length) steps.push([join(scripts, 'install-packages.sh'), []]);
+  if (kube.length > 0) steps.push([join(scripts, 'kubernetes', 'build.sh'), [version, ...kube]]);
+  for (const [script, args] of steps) {
+    const res = spawnSync('bash', [script, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env });
+    ({ found, missing } = find<T>(names, version, env));
+    if (res.status !== 0) {
+      throw new Error(
+        `cannot provide ${missing.join(', ')} of Kubernetes ${version}: ${script} ${args.join(' ')} failed ` +
+          `(exit ${res.status}); run it by hand as root to see why.`,
+      );
+    }
   }
+  if (missing.length > 0) throw new Error(`cannot provide ${missing.join(', ')} of Kubernetes ${version}`);
   return found as T;
 }

@@ -8,14 +8,15 @@
 //                   certificate and its client certificate for the kubelet (pki.ts)
 //   tokens.csv      the admin token (group system:masters)
 //   kubeconfig      admin kubeconfig with the real CA inlined
-//   state.json      name, ports, the pids of the running processes (0 once stopped), the node
+//   state.json      name, Kubernetes version, ports, the pids of the running processes (0 once
+//                   stopped), the node
 //   logs/*.log      each process's output
 //   node/           the node's data (node.ts)
 import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ensureBinaries, ensureNodeBinaries, type Binaries } from './binaries.js';
+import { defaultKubernetesVersion, ensureBinaries, ensureNodeBinaries, type Binaries } from './binaries.js';
 import { get } from './http.js';
 import { ensureImages } from './images.js';
 import { kubeconfigYaml } from './kubeconfig.js';
@@ -24,10 +25,12 @@ import { claimSlot, networkFor } from './network.js';
 import { startNode, stopNode, STOPPED_NODE_PIDS, type NodeState } from './node.js';
 import { ensureCa, ensureClientCert, ensureServingCert } from './pki.js';
 import { freePort, portIsFree } from './ports.js';
-import { isAlive, launch, terminate, waitFor } from './processes.js';
+import { CONTROLLER_CLIENT_RATE, isAlive, launch, terminate, waitFor } from './processes.js';
 
 export interface ControlPlaneState {
   name: string;
+  /** The Kubernetes release it runs, e.g. v1.35.4. */
+  version: string;
   dir: string;
   server: string;
   ports: { etcdClient: number; etcdPeer: number; apiserver: number };
@@ -54,6 +57,12 @@ export interface StartOptions {
    * control plane is returned as it is, node or not.
    */
   node?: boolean;
+  /**
+   * The Kubernetes release to run (default: KITELINE_KUBERNETES_VERSION, else CURRENT of
+   * scripts/kubernetes/versions). A control plane keeps its data across releases as Kubernetes does
+   * on upgrade; a running one of another release is restarted with this one.
+   */
+  version?: string;
 }
 
 const SERVICE_ACCOUNT_ISSUER = 'https://kubernetes.default.svc.cluster.local';
@@ -183,10 +192,13 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   const env = options.env ?? process.env;
   const p = paths(dir);
   const previous = readState(dir);
-  if (previous && isRunning(dir) && (previous.node || !options.node)) return handle(dir, previous);
-  if (previous) await stopControlPlane(dir); // half-dead, or a node is wanted: clean up first
+  const version = options.version ?? defaultKubernetesVersion(env);
+  const sameRelease = previous?.version === version;
+  if (previous && isRunning(dir) && sameRelease && (previous.node || !options.node)) return handle(dir, previous);
+  // Half-dead, another release, or a node is wanted: clean up first.
+  if (previous) await stopControlPlane(dir);
 
-  const bins: Binaries = ensureBinaries(env);
+  const bins: Binaries = ensureBinaries(env, version);
   const name = options.name ?? previous?.name ?? 'kiteline';
   const deadline = Date.now() + (options.timeoutMs ?? (options.node ? START_WITH_NODE_TIMEOUT_MS : START_TIMEOUT_MS));
   mkdirSync(p.logs, { recursive: true });
@@ -216,7 +228,10 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
   const pids = { etcd: 0, apiserver: 0, controllerManager: 0 };
   let node: NodeState | undefined;
   const saveState = () =>
-    writeFileSync(p.state, JSON.stringify({ name, dir, server, ports, pids, ...(node ? { node } : {}) }, null, 2));
+    writeFileSync(
+      p.state,
+      JSON.stringify({ name, version, dir, server, ports, pids, ...(node ? { node } : {}) }, null, 2),
+    );
 
   try {
     const etcdLog = join(p.logs, 'etcd.log');
@@ -260,7 +275,6 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
         `--bind-address=${link ? '0.0.0.0' : '127.0.0.1'}`,
         `--advertise-address=${link ? link.hostAddress : '127.0.0.1'}`,
         `--secure-port=${ports.apiserver}`,
-        '--insecure-port=0',
         `--tls-cert-file=${serving.cert}`,
         `--tls-private-key-file=${serving.key}`,
         `--token-auth-file=${p.tokens}`,
@@ -302,9 +316,9 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
         `--service-account-private-key-file=${p.saKey}`,
         `--root-ca-file=${ca.cert}`,
         '--leader-elect=false',
-        '--port=0',
         '--secure-port=0',
         '--controllers=*',
+        ...CONTROLLER_CLIENT_RATE,
         '--v=1',
       ],
       kcmLog,
@@ -321,6 +335,7 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
       grantKubeletAccess(bins.kubectl, p.kubeconfig);
       await ensureKubernetesEndpoint(bins.kubectl, p.kubeconfig, link.hostAddress, ports.apiserver, deadline);
       const { images, archives } = ensureImages(env);
+      const nodeBins = ensureNodeBinaries(env, version);
       node = await startNode(
         {
           dir,
@@ -329,7 +344,7 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
           apiserverPort: ports.apiserver,
           ca,
           adminToken: token,
-          bins: ensureNodeBinaries(env),
+          bins: nodeBins,
           images,
           archives,
           env,
@@ -343,7 +358,7 @@ async function startLocked(dir: string, options: StartOptions): Promise<ControlP
       );
       saveState();
     }
-    return handle(dir, { name, dir, server, ports, pids, ...(node ? { node } : {}) });
+    return handle(dir, { name, version, dir, server, ports, pids, ...(node ? { node } : {}) });
   } catch (err) {
     await stopControlPlane(dir);
     throw err;

@@ -9,6 +9,7 @@
 //   containerd.toml, containerd/{root,state,runc}, containerd/containerd.sock
 //   cni/net.d/     the pods' bridge network     cni/ipam/   host-local's address leases
 //   kubelet/       the kubelet's --root-dir (pods, volumes, its serving certificate)
+//   kubelet.yaml   the kubelet's configuration (KubeletConfiguration)
 //   log/           the node's /var/log/pods and /var/log/containers (container logs)
 //   pki/           client certificates of the kubelet, kube-proxy and the scheduler
 //   *.kubeconfig   one per component, each with its own identity
@@ -25,7 +26,7 @@ import { unmountUnder } from './mounts.js';
 import { createMountNamespace, removeMountNamespace } from './mount-namespace.js';
 import { createNetwork, networkFor, ownsSlot, removeNetwork, type NodeNetwork } from './network.js';
 import { ensureClientCert, type CertFiles } from './pki.js';
-import { isAlive, launch, processesMentioning, terminate, waitFor } from './processes.js';
+import { CONTROLLER_CLIENT_RATE, isAlive, launch, processesMentioning, terminate, waitFor } from './processes.js';
 
 export interface NodeState {
   /** The Node object's name. */
@@ -68,6 +69,7 @@ function nodePaths(dir: string) {
     cniConf: join(root, 'cni', 'net.d'),
     ipam: join(root, 'cni', 'ipam'),
     kubeletRoot: join(root, 'kubelet'),
+    kubeletConfig: join(root, 'kubelet.yaml'),
     /** The node's own /var/log/pods and /var/log/containers (mount-namespace.ts). */
     logRoot: join(root, 'log'),
     pki: join(root, 'pki'),
@@ -150,6 +152,39 @@ function cniConfig(p: ReturnType<typeof nodePaths>, net: NodeNetwork): string {
   );
 }
 
+/** The kubelet's configuration (kubelet.config.k8s.io/v1beta1, written as JSON, which is YAML). */
+function kubeletConfiguration(p: ReturnType<typeof nodePaths>, net: NodeNetwork, ca: CertFiles): object {
+  return {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    // These machines have cgroup v1, which a kubelet from 1.35 on refuses unless told otherwise.
+    failCgroupV1: false,
+    containerRuntimeEndpoint: `unix://${p.socket}`,
+    cgroupDriver: 'cgroupfs',
+    cgroupRoot: `/${cgroupRoot(net)}`,
+    volumePluginDir: join(p.kubeletRoot, 'volume-plugins'),
+    // Only the API server may use the kubelet's API: its client certificate (signed by the
+    // control plane's CA), checked by a webhook against RBAC; no anonymous access.
+    authentication: {
+      anonymous: { enabled: false },
+      webhook: { enabled: true },
+      x509: { clientCAFile: ca.cert },
+    },
+    authorization: { mode: 'Webhook' },
+    readOnlyPort: 0,
+    // No DNS server runs, and pods must not reach the host's resolvers.
+    resolvConf: '',
+    failSwapOn: false,
+    // Images cannot be pulled again, so never collect them; evict only when really out of space.
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%' },
+    // A pod whose kill raced with the removal of its container is retried at the next sync
+    // (default every minute): deletions then take a minute instead of seconds.
+    syncFrequency: '5s',
+  };
+}
+
 /** A kubeconfig with a client certificate of its own, for one node component. */
 function componentKubeconfig(
   p: ReturnType<typeof nodePaths>,
@@ -220,38 +255,17 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
   });
 
   const kubeletLog = join(ctx.logs, 'kubelet.log');
+  writeFileSync(p.kubeletConfig, JSON.stringify(kubeletConfiguration(p, net, ctx.ca), null, 2));
   node.pids.kubelet = launch(
     [
       ...inNode,
       ctx.bins.kubelet,
+      `--config=${p.kubeletConfig}`,
       `--kubeconfig=${kubeletConfig}`,
       `--root-dir=${p.kubeletRoot}`,
       `--cert-dir=${join(p.kubeletRoot, 'pki')}`,
-      '--container-runtime=remote',
-      `--container-runtime-endpoint=unix://${p.socket}`,
-      `--containerd=${p.socket}`,
       `--hostname-override=${node.name}`,
       `--node-ip=${net.nodeAddress}`,
-      '--cgroup-driver=cgroupfs',
-      `--cgroup-root=/${cgroupRoot(net)}`,
-      `--volume-plugin-dir=${join(p.kubeletRoot, 'volume-plugins')}`,
-      // Only the API server may use the kubelet's API: its client certificate (signed by the
-      // control plane's CA), checked by a webhook against RBAC; no anonymous access.
-      '--anonymous-auth=false',
-      `--client-ca-file=${ctx.ca.cert}`,
-      '--authentication-token-webhook',
-      '--authorization-mode=Webhook',
-      '--read-only-port=0',
-      // No DNS server runs, and pods must not reach the host's resolvers.
-      '--resolv-conf=',
-      '--fail-swap-on=false',
-      // Images cannot be pulled again, so never collect them; evict only when really out of space.
-      '--image-gc-high-threshold=100',
-      '--image-gc-low-threshold=99',
-      '--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%',
-      // A pod whose kill raced with the removal of its container is retried at the next sync
-      // (default every minute): deletions then take a minute instead of seconds.
-      '--sync-frequency=5s',
       '--v=1',
     ],
     kubeletLog,
@@ -269,6 +283,8 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
       `--hostname-override=${node.name}`,
       `--bind-address=${net.nodeAddress}`,
       `--cluster-cidr=${net.podCidr}`,
+      // NodePorts on the node's own address only (the default, every local address, is warned about).
+      '--nodeport-addresses=primary',
       '--healthz-bind-address=127.0.0.1:10256',
       '--metrics-bind-address=127.0.0.1:10249',
       // conntrack limits are machine-wide sysctls: leave them alone.
@@ -288,8 +304,8 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
       ctx.bins.kubeScheduler,
       `--kubeconfig=${schedulerConfig}`,
       '--leader-elect=false',
-      '--port=0',
       '--secure-port=0',
+      ...CONTROLLER_CLIENT_RATE,
       '--v=1',
     ],
     schedulerLog,

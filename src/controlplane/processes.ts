@@ -91,3 +91,13 @@ export async function terminate(pid: number, marker?: string, graceMs = 10_000):
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/**
+ * The client rate of the controller manager and the scheduler. A plane shared by a test suite (or
+ * a busy dashboard) deletes thousands of objects with foreground propagation, kiteline's default:
+ * the garbage collector then removes a finalizer from each, and every controller of the manager
+ * shares one client-side rate limiter. At the default 20 QPS (burst 30) those calls queue for
+ * minutes and unrelated foreground deletions time out behind them; an API server on loopback with
+ * its own etcd takes ten times that easily.
+ */
+export const CONTROLLER_CLIENT_RATE = ['--kube-api-qps=200', '--kube-api-burst=400'];

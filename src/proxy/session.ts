@@ -70,6 +70,7 @@ export async function runUpgradeSession(
       );
     }
     record.result = answer.statusCode === 101 ? 'success' : 'failure';
+    if (answer.statusCode === 101) record.protocol = streamProtocol(answer.headers);
     await splice(client, head, answer, record);
   } catch (err) {
     const known = err instanceof HttpError ? err : undefined;
@@ -87,6 +88,16 @@ export async function runUpgradeSession(
     // Only what names an action is audited: an anonymous refusal or a malformed path is not one.
     if (admitted || record.who !== 'anonymous') services.audit.record(record, log);
   }
+}
+
+/** The transport and subprotocol of an upgraded answer, e.g. `websocket v5.channel.k8s.io`. */
+function streamProtocol(headers: UpgradeAnswer['headers']): string {
+  const one = (name: string) => {
+    const value = headers[name];
+    return (Array.isArray(value) ? value[0] : value)?.slice(0, 64) ?? '';
+  };
+  const sub = one('sec-websocket-protocol') || one('x-stream-protocol-version');
+  return [one('upgrade'), sub].filter(Boolean).join(' ');
 }
 
 function authenticate(services: SessionServices, req: IncomingMessage): Principal {

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PACKAGE_ROOT } from '../../src/config.js';
-import { ensureBinaries } from '../../src/controlplane/binaries.js';
+import { ensureBinaries, kubernetesVersions } from '../../src/controlplane/binaries.js';
 import { startControlPlane, type ControlPlaneHandle } from '../../src/controlplane/controlplane.js';
 
 // By its real path: git worktrees that share one .kiteline through a symlink share the planes too
@@ -28,9 +28,24 @@ export type TestClusterName = 'host' | 'target-a' | 'target-b';
  */
 export const PLANES_WITH_NODE: readonly TestClusterName[] = ['host', 'target-a'];
 
+/**
+ * The Kubernetes release of each shared plane: the current one, except target-b on the older minor
+ * (version skew: every multi-cluster path meets two API server versions). Keep in step with
+ * scripts/run-tests.sh.
+ */
+export function testPlaneVersion(name: TestClusterName): string {
+  const { current, older } = kubernetesVersions();
+  return name === 'target-b' ? older : current;
+}
+
 /** A shared test control plane; starts it (with its node, if it has one) when no run-tests.sh did. */
 export function testControlPlane(name: TestClusterName): Promise<ControlPlaneHandle> {
-  return startControlPlane({ dir: join(TEST_DIR, name), name, node: PLANES_WITH_NODE.includes(name) });
+  return startControlPlane({
+    dir: join(TEST_DIR, name),
+    name,
+    node: PLANES_WITH_NODE.includes(name),
+    version: testPlaneVersion(name),
+  });
 }
 
 /** A fresh DNS-label name, e.g. for a test file's own install namespace. */

@@ -1,5 +1,7 @@
 // The resource gateway (CONTRACT section 7): /api/v1/<resource>/<namespace|_all>[/<name>] for
-// GET (list, get, watch), POST, PUT, PATCH and DELETE on any resource the selected cluster serves.
+// GET (list, get, watch), POST, PUT, PATCH and DELETE on any resource the selected cluster serves,
+// and GET and PATCH of an object's subresources that read or write it (/<name>/status, scale, resize,
+// ephemeralcontainers), authorized as what they are ("pods/resize"), not as the object.
 // Registered last with prefix /api/v1 so admin, auth and cluster routes win. The logic lives in
 // src/resources/; this file wires each route to it: authenticate, pick the cluster, resolve the
 // resource, authorize, send upstream, stream the answer back.
@@ -52,6 +54,24 @@ const name = Type.String({ maxLength: 253, pattern: NAME_PATTERN });
 const ResourceParams = Type.Object({ resource });
 const CollectionParams = Type.Object({ resource, namespace });
 const ObjectParams = Type.Object({ resource, namespace, name });
+/**
+ * The subresources that read or write an object (the connect ones, exec, attach, portforward and
+ * proxy, have routes of their own): `status` (every kind with one), `scale` (workloads), `resize`
+ * (in-place pod resize, Kubernetes 1.33+) and `ephemeralcontainers` (kubectl debug).
+ */
+const OBJECT_SUBRESOURCES = ['status', 'scale', 'resize', 'ephemeralcontainers'] as const;
+const SubresourceParams = Type.Object({
+  resource,
+  namespace,
+  name,
+  subresource: Type.Unsafe<(typeof OBJECT_SUBRESOURCES)[number]>({
+    type: 'string',
+    enum: [...OBJECT_SUBRESOURCES],
+    description: 'a subresource that reads or writes the object',
+  }),
+});
+/** The query of a subresource read: only the cluster (as a query parameter, like the header). */
+const ClusterQuery = Type.Object({ 'x-cluster-name': Type.Optional(Type.String()) });
 /** What a handler reads of any of the three. */
 type Params = Static<typeof ResourceParams> & Partial<Static<typeof ObjectParams>>;
 
@@ -96,6 +116,12 @@ const docs = {
   patch: documented(
     'Patch an object: patchType absent = strategic merge, merge, json, apply (server-side apply, needs fieldManager)',
     [200, 201],
+    patchBody,
+  ),
+  getSubresource: documented('Get a subresource of an object (status, scale, resize, ephemeralcontainers)', [200]),
+  patchSubresource: documented(
+    'Patch a subresource of an object, e.g. pods/resize (in-place resize); authorized as <resource>/<subresource>',
+    [200],
     patchBody,
   ),
   remove: documented(
@@ -286,6 +312,54 @@ export default async function resourceRoutes(app: App) {
     return streamToClient(reply, res);
   }
 
+  /** A request to /<name>/<subresource>: the object's path plus the subresource, and its own access rule. */
+  async function prepareSubresource(
+    request: RequestWith<{ params: Params & { subresource: string } }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ): Promise<Prepared & { path: string }> {
+    const p = await prepare(request, reply, signal);
+    const { resolved, namespace, name, resource } = p.target;
+    const sub = request.params.subresource;
+    return {
+      ...p,
+      target: { ...p.target, resource: `${resource}/${sub}` },
+      path: `${objectPath(resolved, namespace, name!)}/${sub}`,
+    };
+  }
+
+  async function getSubresource(
+    request: RequestWith<{ params: Params & { subresource: string } }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
+    const p = await prepareSubresource(request, reply, signal);
+    await authorize(request, p, 'get', p.target.namespace, p.target.name);
+    const headers = upstreamHeaders(JSON_HEADERS, p.impersonation);
+    return sendObject(reply, await p.conn.readObject({ path: p.path, headers, signal: p.signal }));
+  }
+
+  async function patchSubresource(
+    request: RequestWith<{ params: Params & { subresource: string }; query: Static<typeof PatchQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
+    const p = await prepareSubresource(request, reply, signal);
+    const { resource, namespace, name } = p.target;
+    const { query } = request;
+    const type = patchTypeOf(query.patchType, request.headers['content-type']);
+    const body = preparePatch(type, request.body, {
+      resource,
+      namespace,
+      name: name!,
+      fieldManager: query.fieldManager,
+    });
+    await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
+    const search = writeSearch(query, { apply: type === 'apply' });
+    const res = await send(p, 'PATCH', withSearch(p.path, search), PATCH_CONTENT_TYPES[type], body, p.path);
+    return streamToClient(reply, res);
+  }
+
   async function remove(
     request: RequestWith<{ params: Params; query: DeleteQuery }>,
     reply: FastifyReply,
@@ -356,6 +430,16 @@ export default async function resourceRoutes(app: App) {
     '/:resource/:namespace/:name',
     { onRequest, schema: { ...docs.patch, params: ObjectParams, querystring: PatchQuery } },
     guarded(patch),
+  );
+  app.get(
+    '/:resource/:namespace/:name/:subresource',
+    { onRequest, schema: { ...docs.getSubresource, params: SubresourceParams, querystring: ClusterQuery } },
+    guarded(getSubresource),
+  );
+  app.patch(
+    '/:resource/:namespace/:name/:subresource',
+    { onRequest, schema: { ...docs.patchSubresource, params: SubresourceParams, querystring: PatchQuery } },
+    guarded(patchSubresource),
   );
   app.delete(
     '/:resource/:namespace/:name',
