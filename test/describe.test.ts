@@ -7,8 +7,9 @@
 // and after kiteline's answer and kiteline must equal one of them; a few rounds are allowed.
 // Then the attacks: a viewer describes a Pod but not a Secret, anonymous 401, unknown resource
 // 404, bad name 400; a role without `list` on events, ReplicaSets or pods gets the text kubectl
-// shows such a user (no Events section, no ReplicaSet lines, "Pods: not authorized"), and
-// kiteline's own namespace on the host cluster stays out of reach (403).
+// shows such a user ("Events: <none>", no ReplicaSet lines, "Pods: not authorized"; a Deployment's
+// text equals kubectl's run as a ServiceAccount with the same rights), and kiteline's own
+// namespace on the host cluster stays out of reach (403).
 import t, { type Test } from 'tap';
 import { installWidgetCrd, kubectl, kubectlInBackground, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
@@ -228,22 +229,36 @@ function firstDifference(kiteline: string, kubectlText: string): string | undefi
   return undefined;
 }
 
-async function kubectlDescribe(kind: string, name: string, namespaced: boolean): Promise<string> {
-  const res = await kubectlInBackground(kc, ['describe', kind, name, ...(namespaced ? ['-n', ns] : [])]);
+/** Who describes: kiteline's caller, and the identity kubectl runs as (none: the cluster admin). */
+interface Describer {
+  headers: Record<string, string>;
+  kubectlAs?: string;
+}
+
+async function kubectlDescribe(kind: string, name: string, namespaced: boolean, as?: string): Promise<string> {
+  const args = ['describe', kind, name, ...(namespaced ? ['-n', ns] : []), ...(as ? [`--as=${as}`] : [])];
+  const res = await kubectlInBackground(kc, args);
   if (res.status !== 0) throw new Error(`kubectl describe ${kind} ${name}: ${res.stderr}`);
   return res.stdout;
 }
 
 /** kiteline's text equals kubectl's (before or after it), within a few rounds. */
-async function compare(t: Test, resource: string, kind: string, name: string, namespaced = true): Promise<void> {
+async function compare(
+  t: Test,
+  resource: string,
+  kind: string,
+  name: string,
+  namespaced = true,
+  by: Describer = { headers: admin.headers },
+): Promise<void> {
   let difference = '';
   for (let round = 0; round < 4; round++) {
-    const before = await kubectlDescribe(kind, name, namespaced);
+    const before = await kubectlDescribe(kind, name, namespaced, by.kubectlAs);
     const res = await call(gw.url, 'GET', `/api/v1/${resource}/${namespaced ? ns : '_all'}/${name}/describe`, {
-      headers: admin.headers,
+      headers: by.headers,
     });
     t.equal(res.status, 200, `describe ${kind} ${name}: ${res.status === 200 ? 'answered' : res.text}`);
-    const after = await kubectlDescribe(kind, name, namespaced);
+    const after = await kubectlDescribe(kind, name, namespaced, by.kubectlAs);
     const text = res.body.result as string;
     const diffBefore = firstDifference(text, before);
     if (!diffBefore || !firstDifference(text, after)) {
@@ -383,7 +398,21 @@ t.test('related objects only as far as the caller may list them', async (t) => {
   t.equal(d.status, 200, d.text);
   t.match(d.body.result, /^Name:\s+web\n/);
   t.notMatch(d.body.result, /NewReplicaSet:|OldReplicaSets:/, 'no ReplicaSet lines without list on replicasets');
-  t.notMatch(d.body.result, /\nEvents:/, 'no Events section without list on events');
+  t.match(d.body.result, /\nEvents:\s+<none>\n$/, 'no events without list on events: "Events: <none>", as kubectl');
+  // The same rights in the cluster's RBAC, for a ServiceAccount kubectl runs as.
+  k(['create', 'serviceaccount', 'describe-limited']);
+  k(['create', 'role', 'describe-limited', '--verb=get,list', '--resource=deployments,pods']);
+  k([
+    'create',
+    'rolebinding',
+    'describe-limited',
+    '--role=describe-limited',
+    `--serviceaccount=${ns}:describe-limited`,
+  ]);
+  await compare(t, 'deployments', 'deployment', 'web', true, {
+    headers: limited.headers,
+    kubectlAs: `system:serviceaccount:${ns}:describe-limited`,
+  });
   const n = await call(gw.url, 'GET', `/api/v1/nodes/_all/${nodeName}/describe`, { headers: limited.headers });
   t.equal(n.status, 200, n.text);
   t.match(n.body.result, /\nPods:\s+not authorized\n/, "the node's pods need list on pods in all namespaces");

@@ -1,5 +1,5 @@
-// kubectl describe for Jobs (parallelism, completions, times, pod counts, template) and CronJobs
-// (schedule, policies, the job template, the last schedule and the active jobs).
+// kubectl describe for Jobs (parallelism, completions, policies, times, pod counts, template) and
+// CronJobs (schedule, policies, the job template, the last schedule and the active jobs).
 import { describeEvents } from './events.js';
 import {
   arr,
@@ -20,7 +20,14 @@ import { tabbed, type DescribeWriter } from './text.js';
 
 const isSet = (value: unknown) => value !== undefined && value !== null;
 
-export function describeJob(job: Json, events: Json[] | undefined): string {
+/** kubectl's capIndexesListOrNone: the completed indexes, cut after the first comma past `softLimit` bytes. */
+function capIndexes(indexes: string, softLimit: number): string {
+  if (!indexes) return '<none>';
+  const comma = indexes.indexOf(',', softLimit);
+  return comma === -1 ? indexes : `${indexes.slice(0, comma + 1)}...`;
+}
+
+export function describeJob(job: Json, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(job.metadata);
     const spec = obj(job.spec);
@@ -34,6 +41,11 @@ export function describeJob(job: Json, events: Json[] | undefined): string {
     if (controlledBy) w.write(0, `Controlled By:\t${controlledBy}\n`);
     if (isSet(spec.parallelism)) w.write(0, `Parallelism:\t${goValue(spec.parallelism)}\n`);
     w.write(0, `Completions:\t${isSet(spec.completions) ? goValue(spec.completions) : '<unset>'}\n`);
+    if (isSet(spec.completionMode)) w.write(0, `Completion Mode:\t${str(spec.completionMode)}\n`);
+    if (isSet(spec.suspend)) w.write(0, `Suspend:\t${goValue(spec.suspend)}\n`);
+    if (isSet(spec.backoffLimit)) w.write(0, `Backoff Limit:\t${goValue(spec.backoffLimit)}\n`);
+    if (isSet(spec.ttlSecondsAfterFinished))
+      w.write(0, `TTL Seconds After Finished:\t${goValue(spec.ttlSecondsAfterFinished)}\n`);
     if (status.startTime) w.write(0, `Start Time:\t${rfc1123z(status.startTime)}\n`);
     if (status.completionTime) w.write(0, `Completed At:\t${rfc1123z(status.completionTime)}\n`);
     if (status.startTime && status.completionTime) {
@@ -42,7 +54,10 @@ export function describeJob(job: Json, events: Json[] | undefined): string {
     if (isSet(spec.activeDeadlineSeconds))
       w.write(0, `Active Deadline Seconds:\t${goValue(spec.activeDeadlineSeconds)}s\n`);
     const [active, succeeded, failed] = [status.active, status.succeeded, status.failed].map((n) => goValue(n ?? 0));
-    w.write(0, `Pods Statuses:\t${active} Running / ${succeeded} Succeeded / ${failed} Failed\n`);
+    const ready = isSet(status.ready) ? ` (${goValue(status.ready)} Ready)` : '';
+    w.write(0, `Pods Statuses:\t${active} Active${ready} / ${succeeded} Succeeded / ${failed} Failed\n`);
+    if (spec.completionMode === 'Indexed')
+      w.write(0, `Completed Indexes:\t${capIndexes(str(status.completedIndexes), 50)}\n`);
     describePodTemplate(w, obj(spec.template));
     describeEvents(w, events);
   });
@@ -58,7 +73,7 @@ function describeJobTemplate(w: DescribeWriter, template: Json): void {
   describePodTemplate(w, obj(spec.template));
 }
 
-export function describeCronJob(cronJob: Json, events: Json[] | undefined): string {
+export function describeCronJob(cronJob: Json, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(cronJob.metadata);
     const spec = obj(cronJob.spec);

@@ -1,6 +1,5 @@
 // kubectl describe for ConfigMaps, Secrets (sizes only, never a value) and PersistentVolumeClaims.
-// A Go map has no order, so kubectl lists ConfigMap and Secret keys in a random order; kiteline
-// lists them sorted (the same lines, in a stable order).
+// ConfigMap and Secret keys are listed sorted, as kubectl lists them.
 import { describeEvents } from './events.js';
 import {
   arr,
@@ -18,7 +17,7 @@ import {
 import { Quantity } from './quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
-export function describeConfigMap(cm: Json, events: Json[] | undefined): string {
+export function describeConfigMap(cm: Json, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(cm.metadata);
     w.write(0, `Name:\t${str(meta.name)}\n`);
@@ -30,7 +29,13 @@ export function describeConfigMap(cm: Json, events: Json[] | undefined): string 
     for (const key of Object.keys(data).sort(byteOrder)) {
       w.write(0, `${key}:\n----\n`);
       w.write(0, `${str(data[key])}\n`);
+      w.write(0, '\n');
     }
+    w.write(0, '\nBinaryData\n====\n');
+    const binaryData = obj(cm.binaryData);
+    for (const key of Object.keys(binaryData).sort(byteOrder))
+      w.write(0, `${key}: ${base64Length(binaryData[key])} bytes\n`);
+    w.write(0, '\n');
     describeEvents(w, events);
   });
 }
@@ -73,6 +78,7 @@ function accessModesString(modes: unknown): string {
     ['ReadWriteOnce', 'RWO'],
     ['ReadOnlyMany', 'ROX'],
     ['ReadWriteMany', 'RWX'],
+    ['ReadWriteOncePod', 'RWOP'],
   ];
   return short
     .filter(([mode]) => list.includes(mode))
@@ -116,18 +122,27 @@ export function printPersistentVolumeClaim(w: DescribeWriter, pvc: Json, isFullP
   }
 }
 
-/** Pods of the namespace that mount the claim (kubectl's getPodsForPVC). */
-export function podsUsingClaim(pods: Json[], claimName: string): Json[] {
+/**
+ * The pods using the claim (kubectl's getPodsForPVC): those of the namespace that mount it, then the
+ * pod that owns it (an ephemeral volume's claim) if that one does not mount it by name.
+ */
+export function podsUsingClaim(pods: Json[], claim: Json): Json[] {
+  const claimName = str(claim.metadata?.name);
   const using: Json[] = [];
   for (const pod of pods) {
     for (const volume of arr(pod.spec?.volumes)) {
       if (volume.persistentVolumeClaim && volume.persistentVolumeClaim.claimName === claimName) using.push(pod);
     }
   }
+  for (const owner of arr(claim.metadata?.ownerReferences)) {
+    if (owner.kind !== 'Pod') continue;
+    const pod = pods.find((p) => p.metadata?.uid === owner.uid);
+    if (pod && !using.some((p) => p.metadata?.uid === owner.uid)) using.push(pod);
+  }
   return using;
 }
 
-export function describePersistentVolumeClaim(pvc: Json, events: Json[] | undefined, pods: Json[]): string {
+export function describePersistentVolumeClaim(pvc: Json, events: Json[], pods: Json[]): string {
   return tabbed((w) => {
     printPersistentVolumeClaim(w, pvc, true);
     printPodsMultiline(w, 'Used By', pods);

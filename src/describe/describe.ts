@@ -5,13 +5,13 @@
 import { HttpError } from '../errors.js';
 import { describeConfigMap, describePersistentVolumeClaim, describeSecret, podsUsingClaim } from './config.js';
 import { describeCronJob, describeJob } from './batch.js';
-import { eventsOrNothing, refOf, searchEvents } from './events.js';
+import { eventsOrNone, refOf, searchEvents } from './events.js';
 import { obj, selectorString, str, type Json } from './format.js';
 import { describeGeneric } from './generic.js';
 import { describeNamespace, describeNode, type LeaseResult } from './nodes.js';
 import { describePod, podEventRef } from './pods.js';
 import type { RelatedReader } from './related.js';
-import { describeIngress, describeService } from './services.js';
+import { describeIngress, describeService, serviceSliceSelector } from './services.js';
 import {
   countPods,
   describeDaemonSet,
@@ -38,7 +38,7 @@ async function controllerPods(object: Json, related: RelatedReader): Promise<Pod
   return countPods(pods, str(object.metadata?.uid));
 }
 
-const events = (object: Json, related: RelatedReader) => eventsOrNothing(related, refOf(object));
+const events = (object: Json, related: RelatedReader) => eventsOrNone(related, refOf(object));
 
 /** A list that a cluster may not serve: undefined on 404 (kubectl leaves the section out). */
 async function listUnlessMissing(
@@ -54,10 +54,10 @@ async function listUnlessMissing(
   }
 }
 
-const pod: Describer = async (p, related) => describePod(p, await eventsOrNothing(related, podEventRef(p)));
+const pod: Describer = async (p, related) => describePod(p, await eventsOrNone(related, podEventRef(p)));
 
 const deployment: Describer = async (d, related) => {
-  let replicaSets: Json[] | undefined;
+  let replicaSets: Json[] = [];
   try {
     replicaSets = await related.list('replicasets', str(d.metadata?.namespace), {
       labelSelector: selectorString(d.spec?.selector),
@@ -84,14 +84,17 @@ const statefulSet: Describer = async (s, related) =>
 const daemonSet: Describer = async (d, related) =>
   describeDaemonSet(d, await controllerPods(d, related), await events(d, related));
 
+/** A Service's EndpointSlices; none when they cannot be listed (kubectl ignores that error). */
 const service: Describer = async (svc, related) => {
-  let endpoints: Json = {};
+  let slices: Json[] = [];
   try {
-    endpoints = await related.get('endpoints', str(svc.metadata?.namespace), str(svc.metadata?.name));
+    slices = await related.list('endpointslices', str(svc.metadata?.namespace), {
+      labelSelector: serviceSliceSelector(str(svc.metadata?.name)),
+    });
   } catch (err) {
     rethrowIfAborted(related, err);
   }
-  return describeService(svc, endpoints, await events(svc, related));
+  return describeService(svc, slices, await events(svc, related));
 };
 
 const node: Describer = async (n, related) => {
@@ -111,8 +114,13 @@ const node: Describer = async (n, related) => {
     rethrowIfAborted(related, err);
     lease = { error: errorText(err) };
   }
-  // kubectl: "We haven't decided the namespace for Node object yet": its events carry the name as UID.
-  const nodeEvents = await eventsOrNothing(related, { kind: str(n.kind) || 'Node', name, namespace: '', uid: name });
+  // A Node's events are in any namespace, some with the node's UID (controllers), some with its name
+  // as UID (the kubelet): kubectl searches both and lists them together.
+  const ref = { kind: str(n.kind) || 'Node', name, namespace: '' };
+  const nodeEvents = [
+    ...(await eventsOrNone(related, { ...ref, uid: str(n.metadata?.uid) })),
+    ...(await eventsOrNone(related, { ...ref, uid: name })),
+  ];
   return describeNode(n, pods, lease, nodeEvents);
 };
 
@@ -129,7 +137,7 @@ const configMap: Describer = async (cm, related) => describeConfigMap(cm, await 
 const secret: Describer = async (s) => describeSecret(s);
 
 const persistentVolumeClaim: Describer = async (pvc, related) => {
-  const pods = podsUsingClaim(await related.list('pods', str(pvc.metadata?.namespace)), str(pvc.metadata?.name));
+  const pods = podsUsingClaim(await related.list('pods', str(pvc.metadata?.namespace)), pvc);
   return describePersistentVolumeClaim(pvc, await events(pvc, related), pods);
 };
 
@@ -175,6 +183,6 @@ export async function describe(group: string, object: Json, related: RelatedRead
   const ref = refOf(object);
   return describeGeneric(
     object,
-    await eventsOrNothing(related, { ...ref, namespace: str(obj(object.metadata).namespace) }),
+    await eventsOrNone(related, { ...ref, namespace: str(obj(object.metadata).namespace) }),
   );
 }

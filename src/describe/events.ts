@@ -1,6 +1,6 @@
 // The "Events:" section of kubectl describe: the object's core/v1 Events, found as kubectl's
-// Events(namespace).Search finds them (a field selector on the involved object's name,
-// namespace, kind and UID), printed oldest first with their age, count and source.
+// searchEvents finds them (a field selector on the involved object's name, namespace, kind and UID),
+// printed oldest first with their age, count, source and the involved field.
 import { num, str, since, type Json } from './format.js';
 import type { RelatedReader } from './related.js';
 import type { DescribeWriter } from './text.js';
@@ -44,13 +44,16 @@ export async function searchEvents(related: RelatedReader, ref: EventRef): Promi
   return related.list('events', ref.namespace || undefined, { fieldSelector });
 }
 
-/** Like searchEvents, but a failed search is no Events section at all (kubectl ignores the error). */
-export async function eventsOrNothing(related: RelatedReader, ref: EventRef): Promise<Json[] | undefined> {
+/**
+ * Like searchEvents, but a failed search is an empty list: kubectl ignores the error and prints
+ * "Events: <none>" (its search hands back the list it had started, empty, with the error).
+ */
+export async function eventsOrNone(related: RelatedReader, ref: EventRef): Promise<Json[]> {
   try {
     return await searchEvents(related, ref);
   } catch (err) {
     if (related.isAborted()) throw err;
-    return undefined;
+    return [];
   }
 }
 
@@ -59,9 +62,17 @@ function lastTimestampMs(e: Json): number {
   return Number.isNaN(ms) ? -Infinity : ms;
 }
 
+/** The Age column: since the first sighting, with the count and the last one for a repeated event. */
+function eventAge(e: Json): string {
+  const first = e.eventTime ? since(e.eventTime) : since(e.firstTimestamp);
+  if (e.series) return `${since(e.series.lastObservedTime)} (x${num(e.series.count)} over ${first})`;
+  const count = num(e.count);
+  if (count > 1) return `${since(e.lastTimestamp)} (x${count} over ${first})`;
+  return first;
+}
+
 /** kubectl's DescribeEvents (oldest last-seen first; the sort is stable for the short lists it sorts). */
-export function describeEvents(w: DescribeWriter, events: Json[] | undefined): void {
-  if (events === undefined) return;
+export function describeEvents(w: DescribeWriter, events: Json[]): void {
   if (events.length === 0) {
     w.write(0, 'Events:\t<none>\n');
     return;
@@ -74,14 +85,9 @@ export function describeEvents(w: DescribeWriter, events: Json[] | undefined): v
   w.write(0, 'Events:\n  Type\tReason\tAge\tFrom\tMessage\n');
   w.write(1, '----\t------\t----\t----\t-------\n');
   for (const e of sorted) {
-    let interval: string;
-    const count = num(e.count);
-    if (count > 1) {
-      interval = `${since(e.lastTimestamp)} (x${count} over ${since(e.firstTimestamp)})`;
-    } else {
-      interval = e.firstTimestamp ? since(e.firstTimestamp) : since(e.eventTime);
-    }
     const source = str(e.source?.component) || str(e.reportingComponent);
-    w.write(1, `${str(e.type)}\t${str(e.reason)}\t${interval}\t${source}\t${str(e.message).trim()}\n`);
+    const fieldPath = str(e.involvedObject?.fieldPath);
+    const message = fieldPath ? `${fieldPath}: ${str(e.message).trim()}` : str(e.message).trim();
+    w.write(1, `${str(e.type)}\t${str(e.reason)}\t${eventAge(e)}\t${source}\t${message}\n`);
   }
 }

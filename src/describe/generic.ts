@@ -1,7 +1,7 @@
 // kubectl's generic describer, for every kind without a describer of its own (custom resources
-// included): name, namespace, labels and annotations, then every other field of the object as
-// kubectl's printUnstructuredContent prints it (keys sorted, nested objects indented, field names
-// turned into labels such as "API Version"), then the events.
+// included): name, namespace, labels and annotations, then every other field of the object (its
+// managed fields aside) as kubectl's printUnstructuredContent prints it (keys sorted, nested objects
+// indented, field names turned into labels such as "API Version"), then the events.
 import { describeEvents } from './events.js';
 import { byteOrder, goValue, obj, printAnnotationsMultiline, printLabelsMultiline, str, type Json } from './format.js';
 import { tabbed, type DescribeWriter } from './text.js';
@@ -34,6 +34,12 @@ export function camelcaseSplit(src: string): string[] {
   return runs.filter((r) => r.length > 0).map((r) => r.join(''));
 }
 
+/** x/text's cases.Title of one word: the first letter upper case, the others lower case ("IP" → "Ip"). */
+function titleCase(word: string): string {
+  const [first = '', ...rest] = [...word];
+  return first.toUpperCase() + rest.join('').toLowerCase();
+}
+
 /** kubectl's smartLabelFor: "apiVersion" → "API Version"; names with other characters stay as they are. */
 export function smartLabelFor(field: string): string {
   if ([...field].some((ch) => !/\p{L}/u.test(ch) && ch !== '-')) return field;
@@ -41,7 +47,7 @@ export function smartLabelFor(field: string): string {
   for (const part of camelcaseSplit(field)) {
     if (part === '_') continue;
     if (ACRONYMS.has(part.toUpperCase())) parts.push(part.toUpperCase());
-    else parts.push(part.charAt(0).toUpperCase() + part.slice(1));
+    else parts.push(titleCase(part));
   }
   return parts.join(' ');
 }
@@ -75,9 +81,15 @@ export function printUnstructuredContent(
   }
 }
 
-const SKIPPED = new Set(['.metadata.name', '.metadata.namespace', '.metadata.labels', '.metadata.annotations']);
+const SKIPPED = new Set([
+  '.metadata.managedFields',
+  '.metadata.name',
+  '.metadata.namespace',
+  '.metadata.labels',
+  '.metadata.annotations',
+]);
 
-export function describeGeneric(object: Json, events: Json[] | undefined): string {
+export function describeGeneric(object: Json, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(object.metadata);
     w.write(0, `Name:\t${str(meta.name)}\n`);

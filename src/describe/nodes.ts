@@ -1,6 +1,6 @@
 // kubectl describe for Nodes (conditions, addresses, capacity, the non-terminated pods on the
-// node and what they request, the node's Lease) and Namespaces (with their resource quotas and
-// limit ranges).
+// node and what they request, the node's Lease) and Namespaces (with their conditions, resource
+// quotas and limit ranges).
 import { describeEvents } from './events.js';
 import {
   arr,
@@ -37,12 +37,7 @@ function nodeRoles(node: Json): string[] {
 export type LeaseResult = { lease: Json } | { error: string };
 
 /** The pods on the node, or undefined when the caller may not list them. */
-export function describeNode(
-  node: Json,
-  pods: Json[] | undefined,
-  lease: LeaseResult,
-  events: Json[] | undefined,
-): string {
+export function describeNode(node: Json, pods: Json[] | undefined, lease: LeaseResult, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(node.metadata);
     const spec = obj(node.spec);
@@ -126,7 +121,7 @@ function describeNodeResource(w: DescribeWriter, pods: Json[], allocatable: Reso
   const memAlloc = allocatable.get('memory') ?? Quantity.zero('BinarySI');
   const storageAlloc = allocatable.get('ephemeral-storage') ?? Quantity.zero('BinarySI');
   w.write(0, `Non-terminated Pods:\t(${pods.length} in total)\n`);
-  w.write(1, 'Namespace\tName\t\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAGE\n');
+  w.write(1, 'Namespace\tName\t\tCPU Requests\tCPU Limits\tMemory Requests\tMemory Limits\tAge\n');
   w.write(1, '---------\t----\t\t------------\t----------\t---------------\t-------------\t---\n');
   const totalRequests: ResourceList = new Map();
   const totalLimits: ResourceList = new Map();
@@ -186,20 +181,20 @@ function describeResourceQuotas(w: DescribeWriter, quotas: Json[]): void {
     w.write(0, 'No resource quota.\n');
     return;
   }
-  w.write(0, 'Resource Quotas');
+  w.write(0, 'Resource Quotas\n');
   for (const q of [...quotas].sort((a, b) => byteOrder(str(a.metadata?.name), str(b.metadata?.name)))) {
-    w.write(0, `\n Name:\t${str(q.metadata?.name)}\n`);
+    w.write(1, `Name:\t${str(q.metadata?.name)}\n`);
     const scopes = arr(q.spec?.scopes).map(str).sort(byteOrder);
     if (scopes.length > 0) {
-      w.write(0, ` Scopes:\t${scopes.join(', ')}\n`);
-      for (const scope of scopes) if (SCOPE_HELP[scope]) w.write(0, `  * ${SCOPE_HELP[scope]}\n`);
+      w.write(1, `Scopes:\t${scopes.join(', ')}\n`);
+      for (const scope of scopes) if (SCOPE_HELP[scope]) w.write(1, `* ${SCOPE_HELP[scope]}\n`);
     }
-    w.write(0, ' Resource\tUsed\tHard\n');
-    w.write(0, ' --------\t---\t---\n');
+    w.write(1, 'Resource\tUsed\tHard\n');
+    w.write(1, '--------\t---\t---\n');
     const hard = resourceList(q.status?.hard);
     const used = resourceList(q.status?.used);
     for (const name of [...hard.keys()].sort(byteOrder))
-      w.write(0, ` ${name}\t${used.get(name) ?? Quantity.zero()}\t${hard.get(name)}\n`);
+      w.write(1, `${name}\t${used.get(name) ?? Quantity.zero()}\t${hard.get(name)}\n`);
   }
 }
 
@@ -236,6 +231,16 @@ export function describeNamespace(
     printLabelsMultiline(w, 'Labels', meta.labels);
     printAnnotationsMultiline(w, 'Annotations', meta.annotations);
     w.write(0, `Status:\t${str(namespace.status?.phase)}\n`);
+    const conditions = arr(namespace.status?.conditions);
+    if (conditions.length > 0) {
+      w.write(0, 'Conditions:\n');
+      w.write(1, 'Type\tStatus\tLastTransitionTime\tReason\tMessage\n');
+      w.write(1, '----\t------\t------------------\t------\t-------\n');
+      for (const c of conditions) {
+        const time = rfc1123z(c.lastTransitionTime);
+        w.write(1, `${str(c.type)}\t${str(c.status)}\t${time}\t${str(c.reason)}\t${str(c.message)}\n`);
+      }
+    }
     if (quotas) {
       w.write(0, '\n');
       describeResourceQuotas(w, quotas);

@@ -1,11 +1,13 @@
 // kubectl describe for Pods, and the pod parts other describers reuse: containers (image, ports,
-// command, state, resources, probes, environment, mounts), volumes, and the "Pod Template" block
-// of Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
+// command, state, resources, probes, environment, mounts), volumes, scheduling (node selectors,
+// tolerations, topology spread constraints), and the "Pod Template" block of Deployments,
+// ReplicaSets, StatefulSets, DaemonSets, Jobs and CronJobs.
 import { describeEvents, type EventRef } from './events.js';
 import { printPersistentVolumeClaim } from './config.js';
 import {
   arr,
   controllerOf,
+  formatLabelSelector,
   goList,
   goValue,
   obj,
@@ -35,7 +37,7 @@ export function podEventRef(pod: Json): EventRef {
   };
 }
 
-export function describePod(pod: Json, events: Json[] | undefined): string {
+export function describePod(pod: Json, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(pod.metadata);
     const spec = obj(pod.spec);
@@ -43,13 +45,15 @@ export function describePod(pod: Json, events: Json[] | undefined): string {
     w.write(0, `Name:\t${str(meta.name)}\n`);
     w.write(0, `Namespace:\t${str(meta.namespace)}\n`);
     if (typeof spec.priority === 'number') w.write(0, `Priority:\t${spec.priority}\n`);
-    if (str(spec.priorityClassName)) w.write(0, `Priority Class Name:\t${stringOrNone(spec.priorityClassName)}\n`);
+    if (str(spec.priorityClassName)) w.write(0, `Priority Class Name:\t${str(spec.priorityClassName)}\n`);
+    if (str(spec.runtimeClassName)) w.write(0, `Runtime Class Name:\t${str(spec.runtimeClassName)}\n`);
+    if (str(spec.serviceAccountName)) w.write(0, `Service Account:\t${str(spec.serviceAccountName)}\n`);
     if (!str(spec.nodeName)) w.write(0, 'Node:\t<none>\n');
     else w.write(0, `Node:\t${str(spec.nodeName)}/${str(status.hostIP)}\n`);
     if (status.startTime) w.write(0, `Start Time:\t${rfc1123z(status.startTime)}\n`);
     printLabelsMultiline(w, 'Labels', meta.labels);
     printAnnotationsMultiline(w, 'Annotations', meta.annotations);
-    if (meta.deletionTimestamp) {
+    if (meta.deletionTimestamp && status.phase !== 'Failed' && status.phase !== 'Succeeded') {
       w.write(0, `Status:\tTerminating (lasts ${since(meta.deletionTimestamp)})\n`);
       w.write(0, `Termination Grace Period:\t${goValue(meta.deletionGracePeriodSeconds ?? 0)}s\n`);
     } else {
@@ -57,11 +61,16 @@ export function describePod(pod: Json, events: Json[] | undefined): string {
     }
     if (str(status.reason)) w.write(0, `Reason:\t${str(status.reason)}\n`);
     if (str(status.message)) w.write(0, `Message:\t${str(status.message)}\n`);
+    describeSeccompProfile(w, 0, spec.securityContext?.seccompProfile);
     w.write(0, `IP:\t${str(status.podIP)}\n`);
     describePodIPs(w, pod, '');
     const controlledBy = controllerOf(pod);
     if (controlledBy) w.write(0, `Controlled By:\t${controlledBy}\n`);
     if (str(status.nominatedNodeName)) w.write(0, `NominatedNodeName:\t${str(status.nominatedNodeName)}\n`);
+    if (spec.resources) {
+      w.write(0, 'Resources:\n');
+      describeResources(w, obj(spec.resources), 1);
+    }
 
     const resolve = envValueResolver(pod);
     if (arr(spec.initContainers).length > 0)
@@ -97,11 +106,44 @@ export function describePod(pod: Json, events: Json[] | undefined): string {
       for (const c of conditions) w.write(1, `${str(c.type)} \t${str(c.status)} \n`);
     }
     describeVolumes(w, arr(spec.volumes), '');
-    w.write(0, `QoS Class:\t${str(status.qosClass) || podQosClass(pod)}\n`);
+    w.write(0, `QoS Class:\t${str(status.qosClass) || computePodQos(pod)}\n`);
     printLabelsMultiline(w, 'Node-Selectors', spec.nodeSelector);
     printTolerationsMultiline(w, 'Tolerations', spec.tolerations);
+    describeTopologySpreadConstraints(w, arr(spec.topologySpreadConstraints), '');
+    if (spec.workloadRef) describeWorkloadReference(w, obj(spec.workloadRef), '');
     describeEvents(w, events);
   });
+}
+
+/** The pod's or a container's seccomp profile (`level` 0: the pod's, 2: a container's). */
+function describeSeccompProfile(w: DescribeWriter, level: number, profile: unknown): void {
+  if (!profile) return;
+  const type = str(obj(profile).type);
+  w.write(level, `SeccompProfile:\t${type}\n`);
+  if (type === 'Localhost') w.write(level + 1, `LocalhostProfile:\t${str(obj(profile).localhostProfile)}\n`);
+}
+
+/** kubectl's describeTopologySpreadConstraints (sorted by topology key). */
+function describeTopologySpreadConstraints(w: DescribeWriter, constraints: Json[], space: string): void {
+  if (constraints.length === 0) return;
+  w.write(0, `${space}Topology Spread Constraints:\t`);
+  [...constraints]
+    .sort((a, b) => byteOrder(str(a.topologyKey), str(b.topologyKey)))
+    .forEach((c, i) => {
+      if (i !== 0) w.write(0, `${space}\t`);
+      const skew = goValue(c.maxSkew ?? 0);
+      let text = `${str(c.topologyKey)}:${str(c.whenUnsatisfiable)} when max skew ${skew} is exceeded`;
+      if (c.labelSelector) text += ` for selector ${formatLabelSelector(c.labelSelector)}`;
+      w.write(0, `${text}\n`);
+    });
+}
+
+/** The pod's workload and pod group (spec.workloadRef). */
+function describeWorkloadReference(w: DescribeWriter, ref: Json, space: string): void {
+  w.write(0, `${space}WorkloadRef:\n`);
+  w.write(1, `Name:\t${str(ref.name)}\n`);
+  w.write(1, `PodGroup:\t${str(ref.podGroup)}\n`);
+  if (str(ref.podGroupReplicaKey)) w.write(1, `PodGroupReplicaKey:\t${str(ref.podGroupReplicaKey)}\n`);
 }
 
 function describePodIPs(w: DescribeWriter, pod: Json, space: string): void {
@@ -114,24 +156,47 @@ function describePodIPs(w: DescribeWriter, pod: Json, space: string): void {
   for (const ip of ips) w.write(1, `IP:\t${str(ip.ip)}\n`);
 }
 
-/** qos.GetPodQOS, for a pod whose status does not say (the API server normally fills it in). */
-function podQosClass(pod: Json): string {
-  const containers = [...arr(pod.spec?.containers), ...arr(pod.spec?.initContainers)];
-  let anyRequest = false;
+/** The cpu and memory quantities above zero of a resource list. */
+function qosQuantities(list: unknown): Array<[string, Quantity]> {
+  const named = ['cpu', 'memory'].map((name) => [name, obj(list)[name]] as const);
+  return named
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => [name, Quantity.parse(value)] as [string, Quantity])
+    .filter(([, q]) => q.cmp(Quantity.zero()) > 0);
+}
+
+/** kubectl's qos.ComputePodQOS, for a pod whose status does not say (the API server normally fills it in). */
+function computePodQos(pod: Json): string {
+  const requests = new Map<string, Quantity>();
+  const limits = new Map<string, Quantity>();
+  const add = (sum: Map<string, Quantity>, list: unknown) => {
+    for (const [name, q] of qosQuantities(list)) sum.set(name, sum.get(name)?.add(q) ?? q);
+  };
   let guaranteed = true;
-  for (const c of containers) {
-    const requests = obj(c.resources?.requests);
-    const limits = obj(c.resources?.limits);
-    for (const r of ['cpu', 'memory']) {
-      const req = requests[r] !== undefined ? Quantity.parse(requests[r]) : undefined;
-      const lim = limits[r] !== undefined ? Quantity.parse(limits[r]) : undefined;
-      if ((req && !req.isZero()) || (lim && !lim.isZero())) anyRequest = true;
-      if (!lim || lim.isZero()) guaranteed = false;
-      else if (req && req.cmp(lim) !== 0) guaranteed = false;
+  const needsBothLimits = (list: unknown) => {
+    if (qosQuantities(list).length < 2) guaranteed = false;
+  };
+  const podResources = pod.spec?.resources;
+  if (podResources) {
+    add(requests, podResources.requests);
+    if (podResources.limits) {
+      add(limits, podResources.limits);
+      needsBothLimits(podResources.limits);
+    }
+  } else {
+    for (const c of [...arr(pod.spec?.containers), ...arr(pod.spec?.initContainers)]) {
+      add(requests, c.resources?.requests);
+      add(limits, c.resources?.limits);
+      needsBothLimits(c.resources?.limits);
     }
   }
-  if (!anyRequest) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
+  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+  if (guaranteed) {
+    for (const [name, q] of requests) {
+      if (limits.get(name)?.cmp(q) !== 0) guaranteed = false;
+    }
+  }
+  return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
 }
 
 // ---- containers -----------------------------------------------------------------------------
@@ -153,12 +218,22 @@ export function describeContainers(
     describeContainerBasicInfo(w, container, status, space);
     describeContainerCommand(w, container);
     if (status) describeContainerState(w, status);
-    describeContainerResource(w, container);
+    describeResources(w, obj(container.resources), 2);
     describeContainerProbe(w, container);
     if (arr(container.envFrom).length > 0) describeContainerEnvFrom(w, container);
     describeContainerEnvVars(w, container, resolve);
     describeContainerVolumes(w, container);
   }
+}
+
+/** "8080/TCP (http), 8443/TCP (https)": the container's or the host's port of each port, with its name. */
+function portsString(ports: Json[], field: 'containerPort' | 'hostPort'): string {
+  return ports
+    .map((p) => {
+      const port = `${goValue(p[field] ?? 0)}/${str(p.protocol)}`;
+      return str(p.name) ? `${port} (${str(p.name)})` : port;
+    })
+    .join(', ');
 }
 
 function describeContainerBasicInfo(w: DescribeWriter, container: Json, status: Json | undefined, space: string): void {
@@ -167,12 +242,13 @@ function describeContainerBasicInfo(w: DescribeWriter, container: Json, status: 
   w.write(2, `Image:\t${str(container.image)}\n`);
   if (status) w.write(2, `Image ID:\t${str(status.imageID)}\n`);
   const ports = arr(container.ports);
-  const portString = ports.map((p) => `${goValue(p.containerPort ?? 0)}/${str(p.protocol)}`).join(', ');
+  const portString = portsString(ports, 'containerPort');
   if (portString.includes(',')) w.write(2, `Ports:\t${portString}\n`);
   else w.write(2, `Port:\t${stringOrNone(portString)}\n`);
-  const hostPortString = ports.map((p) => `${goValue(p.hostPort ?? 0)}/${str(p.protocol)}`).join(', ');
+  const hostPortString = portsString(ports, 'hostPort');
   if (hostPortString.includes(',')) w.write(2, `Host Ports:\t${hostPortString}\n`);
   else w.write(2, `Host Port:\t${stringOrNone(hostPortString)}\n`);
+  describeSeccompProfile(w, 2, container.securityContext?.seccompProfile);
 }
 
 function describeContainerCommand(w: DescribeWriter, container: Json): void {
@@ -186,14 +262,15 @@ function describeContainerCommand(w: DescribeWriter, container: Json): void {
   }
 }
 
-function describeContainerResource(w: DescribeWriter, container: Json): void {
+/** kubectl's describeResources: the limits, then the requests, each sorted by name (pod-level too). */
+function describeResources(w: DescribeWriter, resources: Json, level: number): void {
   for (const [title, list] of [
-    ['Limits', obj(container.resources?.limits)],
-    ['Requests', obj(container.resources?.requests)],
+    ['Limits', obj(resources.limits)],
+    ['Requests', obj(resources.requests)],
   ] as const) {
     const names = Object.keys(list).sort(byteOrder);
-    if (names.length > 0) w.write(2, `${title}:\n`);
-    for (const name of names) w.write(3, `${name}:\t${Quantity.parse(list[name]).toString()}\n`);
+    if (names.length > 0) w.write(level, `${title}:\n`);
+    for (const name of names) w.write(level + 1, `${name}:\t${Quantity.parse(list[name]).toString()}\n`);
   }
 }
 
@@ -253,6 +330,7 @@ export function describeProbe(probe: Json): string {
     return `http-get ${url} ${attrs}`;
   }
   if (probe.tcpSocket) return `tcp-socket ${str(probe.tcpSocket.host)}:${intOrString(probe.tcpSocket.port)} ${attrs}`;
+  if (probe.grpc) return `grpc <pod>:${goValue(probe.grpc.port ?? 0)} ${str(probe.grpc.service)} ${attrs}`;
   return `unknown ${attrs}`;
 }
 
@@ -288,7 +366,9 @@ function containerResourceValue(ref: Json, container: Json): string {
       : kind === 'requests'
         ? obj(container.resources?.requests)
         : undefined;
-  if (!list || !name || !['cpu', 'memory', 'ephemeral-storage'].includes(name)) return '';
+  const known =
+    name !== undefined && (['cpu', 'memory', 'ephemeral-storage'].includes(name) || name.startsWith('hugepages-'));
+  if (!list || !known) return '';
   const quantity = Quantity.parse(list[name]);
   // An absent or zero divisor means 1 (the API server defaults it to "0").
   const given = Quantity.parse(ref.divisor);
@@ -357,32 +437,19 @@ function describeContainerEnvFrom(w: DescribeWriter, container: Json): void {
   }
 }
 
-/** The value of a fieldRef env var in a pod (kubectl's EnvValueRetriever), "" when unknown. */
+/**
+ * The value of a fieldRef env var in a pod (kubectl's EnvValueRetriever), "" when kubectl does not know
+ * it: kubectl's scheme converts only the metadata.name and metadata.namespace field labels, so every
+ * other path (metadata.uid, spec.nodeName, status.podIP, labels, ...) prints empty.
+ */
 function envValueResolver(pod: Json): (env: Json) => string {
   return (env) => {
-    const path = str(env.valueFrom?.fieldRef?.fieldPath);
     const meta = obj(pod.metadata);
-    const subscript = /^metadata\.(labels|annotations)\['(.*)'\]$/.exec(path);
-    if (subscript) return str(obj(meta[subscript[1]])[subscript[2]]);
-    switch (path) {
+    switch (str(env.valueFrom?.fieldRef?.fieldPath)) {
       case 'metadata.name':
         return str(meta.name);
       case 'metadata.namespace':
         return str(meta.namespace);
-      case 'metadata.uid':
-        return str(meta.uid);
-      case 'spec.nodeName':
-        return str(pod.spec?.nodeName);
-      case 'spec.serviceAccountName':
-        return str(pod.spec?.serviceAccountName);
-      case 'status.hostIP':
-        return str(pod.status?.hostIP);
-      case 'status.podIP':
-        return str(pod.status?.podIP);
-      case 'status.podIPs':
-        return arr(pod.status?.podIPs)
-          .map((ip) => str(ip.ip))
-          .join(',');
       default:
         return '';
     }
@@ -390,8 +457,6 @@ function envValueResolver(pod: Json): (env: Json) => string {
 }
 
 // ---- volumes --------------------------------------------------------------------------------
-
-const ptrValue = (value: unknown) => (value === undefined || value === null ? '<nil>' : goValue(value));
 
 export function describeVolumes(w: DescribeWriter, volumes: Json[], space: string): void {
   if (volumes.length === 0) {
@@ -502,7 +567,6 @@ function describeVolumeSource(w: DescribeWriter, v: Json): void {
         { metadata: obj(template.metadata), spec: obj(template.spec) },
         false,
       );
-    w.write(2, `ReadOnly:\t${v.ephemeral.readOnly === true}\n`);
   } else if (v.downwardAPI) {
     w.write(2, 'Type:\tDownwardAPI (a volume populated by information about the pod)\n    Items:\n');
     for (const item of arr(v.downwardAPI.items)) {
@@ -513,17 +577,13 @@ function describeVolumeSource(w: DescribeWriter, v: Json): void {
     w.write(2, 'Type:\tProjected (a volume that contains injected data from multiple sources)\n');
     for (const source of arr(v.projected.sources)) {
       if (source.secret) {
-        w.write(
-          2,
-          `SecretName:\t${str(source.secret.name)}\n    SecretOptionalName:\t${ptrValue(source.secret.optional)}\n`,
-        );
+        w.write(2, `SecretName:\t${str(source.secret.name)}\n    Optional:\t${source.secret.optional === true}\n`);
       } else if (source.downwardAPI) {
         w.write(2, 'DownwardAPI:\ttrue\n');
       } else if (source.configMap) {
         w.write(
           2,
-          `ConfigMapName:\t${str(source.configMap.name)}\n` +
-            `    ConfigMapOptional:\t${ptrValue(source.configMap.optional)}\n`,
+          `ConfigMapName:\t${str(source.configMap.name)}\n    Optional:\t${source.configMap.optional === true}\n`,
         );
       } else if (source.serviceAccountToken) {
         w.write(2, `TokenExpirationSeconds:\t${goValue(source.serviceAccountToken.expirationSeconds ?? 0)}\n`);
@@ -551,6 +611,14 @@ function describeVolumeSource(w: DescribeWriter, v: Json): void {
       const line = `${key}=${str(attributes[key])}`;
       w.write(2, line.length > 140 ? `${line.slice(0, 140)}...\n` : `${line}\n`);
     });
+  } else if (v.image) {
+    w.write(
+      2,
+      `Type:\tImage (a container image or OCI artifact)\n${f([
+        ['Reference', str(v.image.reference)],
+        ['PullPolicy', str(v.image.pullPolicy)],
+      ])}`,
+    );
   } else {
     w.write(1, '<unknown>\n');
   }
@@ -572,5 +640,9 @@ export function describePodTemplate(w: DescribeWriter, template: Json | undefine
     describeContainers(w, 'Init Containers', arr(spec.initContainers), [], undefined, '  ');
   describeContainers(w, 'Containers', arr(spec.containers), [], undefined, '  ');
   describeVolumes(w, arr(spec.volumes), '  ');
+  describeTopologySpreadConstraints(w, arr(spec.topologySpreadConstraints), '  ');
   if (str(spec.priorityClassName)) w.write(1, `Priority Class Name:\t${str(spec.priorityClassName)}\n`);
+  printLabelsMultiline(w, '  Node-Selectors', spec.nodeSelector);
+  printTolerationsMultiline(w, '  Tolerations', spec.tolerations);
+  if (spec.workloadRef) describeWorkloadReference(w, obj(spec.workloadRef), '  ');
 }

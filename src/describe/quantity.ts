@@ -2,6 +2,8 @@
 // nano-units, BigInt), added, compared, and printed in Go's canonical form (resource.Quantity's
 // String: "1500m", "2", "1k", "128Mi"), keeping the format (decimal or binary suffix) of the
 // quantity that was first, as Go's Quantity.Add does.
+import { arr, obj, str, type Json } from './format.js';
+
 type Format = 'DecimalSI' | 'BinarySI' | 'DecimalExponent';
 
 const NANO = 1_000_000_000n;
@@ -136,25 +138,77 @@ function maxInto(target: ResourceList, other: ResourceList): void {
   }
 }
 
-/** kubectl's resourcehelper.PodRequestsAndLimits: containers summed, init containers as minimum, plus overhead. */
-export function podRequestsAndLimits(pod: { spec?: any }): { requests: ResourceList; limits: ResourceList } {
-  const requests: ResourceList = new Map();
-  const limits: ResourceList = new Map();
-  const spec = pod.spec ?? {};
-  for (const c of Array.isArray(spec.containers) ? spec.containers : []) {
-    addInto(requests, resourceList(c?.resources?.requests));
-    addInto(limits, resourceList(c?.resources?.limits));
-  }
-  for (const c of Array.isArray(spec.initContainers) ? spec.initContainers : []) {
-    maxInto(requests, resourceList(c?.resources?.requests));
-    maxInto(limits, resourceList(c?.resources?.limits));
-  }
+function sumOf(...lists: ResourceList[]): ResourceList {
+  const sum: ResourceList = new Map();
+  for (const list of lists) addInto(sum, list);
+  return sum;
+}
+
+function maxOf(...lists: ResourceList[]): ResourceList {
+  const max: ResourceList = new Map();
+  for (const list of lists) maxInto(max, list);
+  return max;
+}
+
+const isRestartable = (container: Json) => container.restartPolicy === 'Always';
+
+/**
+ * A container's requests as the kubelet holds them: after an in-place resize, the larger of the spec's,
+ * the status's and the allocated ones (the spec's left out when the resize is infeasible).
+ */
+function containerRequests(pod: Json, container: Json, statuses: Map<string, Json>): ResourceList {
+  const specRequests = resourceList(container.resources?.requests);
+  const status = statuses.get(str(container.name));
+  if (!status?.resources) return specRequests;
+  const conditions = arr(pod.status?.conditions);
+  const pending = conditions.find((c) => c.type === 'PodResizePending');
+  const infeasible = pending?.reason === 'Infeasible';
+  const statusRequests = resourceList(status.resources.requests);
+  const allocated = resourceList(status.allocatedResources);
+  return infeasible ? maxOf(statusRequests, allocated) : maxOf(specRequests, statusRequests, allocated);
+}
+
+/**
+ * kubectl's resourcehelper.PodRequestsAndLimits: containers and sidecars (restartable init containers)
+ * summed; each other init container with the sidecars started before it, the largest of them as a
+ * minimum; plus the pod's overhead (on limits only where a limit is set).
+ */
+export function podRequestsAndLimits(pod: Json): {
+  requests: ResourceList;
+  limits: ResourceList;
+} {
+  const spec = obj(pod.spec);
+  const containers = arr(spec.containers);
+  const initContainers = arr(spec.initContainers);
+  const statuses = new Map<string, Json>();
+  for (const list of [pod.status?.containerStatuses, pod.status?.initContainerStatuses])
+    for (const status of arr(list)) statuses.set(str(status.name), status);
+
+  const total = (of: (container: Json) => ResourceList): ResourceList => {
+    const sum = sumOf(...containers.map(of));
+    const sidecars: ResourceList = new Map();
+    const initMax: ResourceList = new Map();
+    for (const container of initContainers) {
+      const own = of(container);
+      if (isRestartable(container)) {
+        addInto(sum, own);
+        addInto(sidecars, own);
+        maxInto(initMax, sidecars);
+      } else {
+        maxInto(initMax, sumOf(own, sidecars));
+      }
+    }
+    maxInto(sum, initMax);
+    return sum;
+  };
+  const requests = total((c) => containerRequests(pod, c, statuses));
+  const limits = total((c) => resourceList(c.resources?.limits));
   if (spec.overhead && typeof spec.overhead === 'object') {
     const overhead = resourceList(spec.overhead);
     addInto(requests, overhead);
     for (const [name, q] of overhead) {
       const known = limits.get(name);
-      if (known) limits.set(name, known.add(q));
+      if (known && !known.isZero()) limits.set(name, known.add(q));
     }
   }
   return { requests, limits };

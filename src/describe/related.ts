@@ -1,6 +1,6 @@
 // What a describer reads besides the object itself: events, a Deployment's ReplicaSets, a
-// controller's or a Node's pods, a Service's Endpoints, a Node's Lease, a Namespace's quotas and
-// limit ranges. `kubectl describe` reads them with the caller's own credentials; kiteline reads
+// controller's or a Node's pods, a Service's EndpointSlices, a Node's Lease, a Namespace's quotas
+// and limit ranges. `kubectl describe` reads them with the caller's own credentials; kiteline reads
 // them with its own connection, but only after asking kiteline's roles whether the caller may
 // read them too (`list` for lists, `get` for single objects), and through the host guard. A read
 // the caller may not do fails as the API server would fail it for the caller (403 Forbidden), and
@@ -22,7 +22,14 @@ import type { Json } from './format.js';
 export const RELATED = {
   pods: { group: '', version: 'v1', resource: 'pods', kind: 'Pod', namespaced: true, verbs: [] },
   events: { group: '', version: 'v1', resource: 'events', kind: 'Event', namespaced: true, verbs: [] },
-  endpoints: { group: '', version: 'v1', resource: 'endpoints', kind: 'Endpoints', namespaced: true, verbs: [] },
+  endpointslices: {
+    group: 'discovery.k8s.io',
+    version: 'v1',
+    resource: 'endpointslices',
+    kind: 'EndpointSlice',
+    namespaced: true,
+    verbs: [],
+  },
   services: { group: '', version: 'v1', resource: 'services', kind: 'Service', namespaced: true, verbs: [] },
   resourcequotas: {
     group: '',

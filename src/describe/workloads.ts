@@ -95,7 +95,11 @@ function byCreation(a: Json, b: Json): number {
   return byteOrder(str(a.metadata?.name), str(b.metadata?.name));
 }
 
-/** deploymentutil.GetAllReplicaSets: the old ReplicaSets still scaled up, and the new one. */
+/**
+ * deploymentutil.GetAllReplicaSetsInChunks as kubectl's describer uses it: the new ReplicaSet (the
+ * oldest one with the Deployment's template) and every other one the Deployment controls, scaled
+ * down or not.
+ */
 export function splitReplicaSets(deployment: Json, replicaSets: Json[]): { old: Json[]; current: Json | undefined } {
   const uid = str(deployment.metadata?.uid);
   const owned = replicaSets
@@ -103,7 +107,7 @@ export function splitReplicaSets(deployment: Json, replicaSets: Json[]): { old: 
     .sort(byCreation);
   const wanted = templateKey(deployment.spec?.template);
   const current = owned.find((rs) => templateKey(rs.spec?.template) === wanted);
-  const old = owned.filter((rs) => rs !== current && (rs.spec?.replicas ?? 1) !== 0);
+  const old = owned.filter((rs) => rs !== current);
   return { old, current };
 }
 
@@ -114,8 +118,8 @@ function replicaSetsByLabels(list: Json[]): string {
   return text || '<none>';
 }
 
-/** `replicaSets` undefined: they could not be listed (kubectl then leaves both lines out). */
-export function describeDeployment(d: Json, replicaSets: Json[] | undefined, events: Json[] | undefined): string {
+/** `replicaSets`: none when they could not be listed (kubectl then leaves both lines out, as when there are none). */
+export function describeDeployment(d: Json, replicaSets: Json[], events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(d.metadata);
     const spec = obj(d.spec);
@@ -136,13 +140,13 @@ export function describeDeployment(d: Json, replicaSets: Json[] | undefined, eve
     w.write(0, `MinReadySeconds:\t${int(spec.minReadySeconds)}\n`);
     const ru = spec.strategy?.rollingUpdate;
     if (ru) {
-      const [maxUnavailable, maxSurge] = [goValue(ru.maxUnavailable ?? 0), goValue(ru.maxSurge ?? 0)];
+      const [maxUnavailable, maxSurge] = [goValue(ru.maxUnavailable), goValue(ru.maxSurge)];
       w.write(0, `RollingUpdateStrategy:\t${maxUnavailable} max unavailable, ${maxSurge} max surge\n`);
     }
     describePodTemplate(w, obj(spec.template));
     describeConditions(w, arr(status.conditions));
-    if (replicaSets) {
-      const { old, current } = splitReplicaSets(d, replicaSets);
+    const { old, current } = splitReplicaSets(d, replicaSets);
+    if (old.length > 0 || current) {
       w.write(0, `OldReplicaSets:\t${replicaSetsByLabels(old)}\n`);
       w.write(0, `NewReplicaSet:\t${replicaSetsByLabels(current ? [current] : [])}\n`);
     }
@@ -153,7 +157,7 @@ export function describeDeployment(d: Json, replicaSets: Json[] | undefined, eve
 // ---- ReplicaSet, StatefulSet, DaemonSet -----------------------------------------------------
 
 /** `pods` is the counts, or the error message when the pods could not be listed. */
-export function describeReplicaSet(rs: Json, pods: PodCounts | string, events: Json[] | undefined): string {
+export function describeReplicaSet(rs: Json, pods: PodCounts | string, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(rs.metadata);
     w.write(0, `Name:\t${str(meta.name)}\n`);
@@ -196,7 +200,7 @@ function describeVolumeClaimTemplates(w: DescribeWriter, templates: Json[]): voi
   }
 }
 
-export function describeStatefulSet(ps: Json, pods: PodCounts, events: Json[] | undefined): string {
+export function describeStatefulSet(ps: Json, pods: PodCounts, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(ps.metadata);
     const spec = obj(ps.spec);
@@ -208,8 +212,12 @@ export function describeStatefulSet(ps: Json, pods: PodCounts, events: Json[] | 
     printAnnotationsMultiline(w, 'Annotations', meta.annotations);
     w.write(0, `Replicas:\t${int(spec.replicas)} desired | ${int(ps.status?.replicas)} total\n`);
     w.write(0, `Update Strategy:\t${str(spec.updateStrategy?.type)}\n`);
-    const partition = spec.updateStrategy?.rollingUpdate?.partition;
-    if (partition !== undefined && partition !== null) w.write(1, `Partition:\t${goValue(partition)}\n`);
+    const ru = obj(spec.updateStrategy?.rollingUpdate);
+    if (ru.partition !== undefined && ru.partition !== null) {
+      w.write(1, `Partition:\t${goValue(ru.partition)}\n`);
+      if (ru.maxUnavailable !== undefined && ru.maxUnavailable !== null)
+        w.write(1, `MaxUnavailable:\t${goValue(ru.maxUnavailable)}\n`);
+    }
     w.write(0, `Pods Status:\t${podsStatus(pods)}\n`);
     describePodTemplate(w, obj(spec.template));
     describeVolumeClaimTemplates(w, arr(spec.volumeClaimTemplates));
@@ -217,11 +225,12 @@ export function describeStatefulSet(ps: Json, pods: PodCounts, events: Json[] | 
   });
 }
 
-export function describeDaemonSet(daemon: Json, pods: PodCounts, events: Json[] | undefined): string {
+export function describeDaemonSet(daemon: Json, pods: PodCounts, events: Json[]): string {
   return tabbed((w) => {
     const meta = obj(daemon.metadata);
     const status = obj(daemon.status);
     w.write(0, `Name:\t${str(meta.name)}\n`);
+    w.write(0, `Namespace:\t${str(meta.namespace)}\n`);
     w.write(0, `Selector:\t${selectorString(daemon.spec?.selector)}\n`);
     w.write(0, `Node-Selector:\t${formatLabels(daemon.spec?.template?.spec?.nodeSelector)}\n`);
     printLabelsMultiline(w, 'Labels', meta.labels);
