@@ -5,13 +5,14 @@ HOST_DIR := .kiteline/host
 
 .PHONY: deps node-deps build lint image run test test-only bench bench-search soak clean stop
 
-# Everything the project needs on a fresh Debian machine: etcd, containerd, runc and the CNI
-# plugins (Debian's packages), the Kubernetes binaries of the current release and the API server and
+# Everything the project needs on a fresh Debian machine: containerd, runc and the CNI plugins
+# (Debian's packages), etcd, the Kubernetes binaries of the current release and the API server and
 # controller manager of the older one the suite's target-b runs (scripts/kubernetes/versions; built
 # once from Go modules into ~/.cache/kiteline/kubernetes/<version>), the node's images and the npm
 # packages.
 deps: node-deps
 	bash scripts/install-packages.sh
+	bash scripts/kubernetes/build-etcd.sh
 	bash scripts/kubernetes/build.sh
 	source scripts/kubernetes/versions && bash scripts/kubernetes/build.sh $$OLDER kube-apiserver kube-controller-manager kubectl
 	bash scripts/build-images.sh

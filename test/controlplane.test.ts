@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { parse } from 'yaml';
 import { PACKAGE_ROOT } from '../src/config.js';
+import { kubernetesVersions } from '../src/controlplane/binaries.js';
 import { readState } from '../src/controlplane/controlplane.js';
 import { isAlive } from '../src/controlplane/processes.js';
 import { kitelineCli, kubectl } from './helpers/clusters.js';
@@ -82,7 +83,11 @@ spec: {name: ci, roles: [ops], secretRef: {name: ci-key}}
 t.test('start through the CLI writes a kubeconfig with the real CA', async (t) => {
   const res = kitelineCli(['controlplane', 'start', '--dir', dir, '--name', 'cp-test', '--node']);
   t.equal(res.status, 0, res.stderr);
-  t.match(res.stdout, /control plane "cp-test" ready at https:\/\/127\.0\.0\.1:\d+/);
+  const { current } = kubernetesVersions();
+  t.match(
+    res.stdout,
+    new RegExp(`control plane "cp-test" \\(Kubernetes ${current}\\) ready at https://127\\.0\\.0\\.1:\\d+`),
+  );
   t.match(res.stdout, /node "cp-test-node" Ready/);
   const config = parse(readFileSync(kubeconfig, 'utf8'));
   const cluster = config.clusters[0].cluster;
@@ -90,7 +95,20 @@ t.test('start through the CLI writes a kubeconfig with the real CA', async (t) =
   t.notOk(cluster['insecure-skip-tls-verify'], 'TLS is verified');
   const version = kubectl(kubeconfig, ['version', '-o', 'json']);
   t.equal(version.status, 0, version.stderr);
-  t.equal(JSON.parse(version.stdout).serverVersion.gitVersion.startsWith('v1.'), true);
+  const versions = JSON.parse(version.stdout) as {
+    serverVersion: { gitVersion: string };
+    clientVersion: { gitVersion: string };
+  };
+  t.equal(versions.serverVersion.gitVersion, current, 'kubectl version: the server is the current release');
+  t.equal(versions.clientVersion.gitVersion, current, 'and so is kubectl');
+  t.equal(readState(dir)?.version, current, 'state.json names the release');
+  const nodes = JSON.parse(kubectl(kubeconfig, ['get', 'nodes', '-o', 'json']).stdout) as {
+    items: { status: { nodeInfo: { kubeletVersion: string } } }[];
+  };
+  t.equal(nodes.items[0].status.nodeInfo.kubeletVersion, current, 'the kubelet too');
+  const wrong = kitelineCli(['controlplane', 'start', '--dir', dir, '--kubernetes-version', '1.35']);
+  t.equal(wrong.status, 2, 'a malformed --kubernetes-version is refused');
+  t.match(wrong.stderr, /--kubernetes-version takes a release such as v1\.35\.4/);
   const pids = readState(dir)?.pids;
   const nodePids = readState(dir)?.node?.pids;
   const again = kitelineCli(['controlplane', 'start', '--dir', dir]);

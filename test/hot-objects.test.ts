@@ -180,7 +180,11 @@ t.test('concurrent PATCHes and PUTs of one object take turns, and each gets the 
 
 /** The target's etcd update transactions on ConfigMaps so far (one per attempt, conflicts included). */
 const configMapUpdates = () =>
-  apiserverMetric(targetCp, 'etcd_request_duration_seconds_count', { operation: 'update', type: '*core.ConfigMap' });
+  apiserverMetric(targetCp, 'etcd_request_duration_seconds_count', {
+    operation: 'update',
+    group: '',
+    resource: 'configmaps',
+  });
 
 /** Transactions the target's API server needed for `count` concurrent merge patches of the object. */
 async function transactionsFor(base: string, count: number): Promise<number> {

@@ -151,7 +151,8 @@ for (const plane of [host, targetA]) {
 }
 
 t.test('kubectl apply -k of an overlay that sets only the image: two replicas Ready, as shipped', async (t) => {
-  t.equal(kubectl(kc, ['apply', '-k', overlay]).status, 0, 'kubectl apply -k');
+  const applied = kubectl(kc, ['apply', '-k', overlay]);
+  t.equal(applied.status, 0, `kubectl apply -k: ${applied.stderr}`);
   const started = Date.now();
   await rolledOut();
   t.comment(`rollout of 2 replicas: ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -235,7 +235,7 @@ t.test('server-side apply: a second manager conflicts, --force-conflicts takes o
   t.not(conflict.status, 0, 'a conflicting apply fails');
   t.match(conflict.stderr, /conflict/i, 'with the conflict named');
   await ok(['apply', '--server-side', '--field-manager=bob', '--force-conflicts', '-f', '-'], cm('two'));
-  const got = JSON.parse(await ok(['-n', ns, 'get', 'configmap', 'ssa', '-o', 'json'])) as {
+  const got = JSON.parse(await ok(['-n', ns, 'get', 'configmap', 'ssa', '-o', 'json', '--show-managed-fields'])) as {
     data: { k: string };
     metadata: { managedFields: { manager: string; operation: string }[] };
   };
@@ -286,10 +286,21 @@ t.test('get -w, events, wait and rollout', async (t) => {
   t.match(events, /ScalingReplicaSet/, 'kubectl events for the Deployment');
 });
 
-t.test('impersonation by the user is refused: auth can-i --as', async (t) => {
-  const res = await k(['auth', 'can-i', 'get', 'pods', '--as', 'system:admin']);
-  t.not(res.status, 0, 'kubectl auth can-i --as fails');
-  t.match(res.stderr + res.stdout, /forbidden|Forbidden|impersonat/, 'refused');
+t.test('impersonation by the user is refused: auth can-i --as, get --as', async (t) => {
+  // Without this refusal kiteline dropped the headers and answered as itself: "yes".
+  const canI = await k(['auth', 'can-i', 'get', 'pods', '--as', 'system:admin']);
+  t.not(canI.status, 0, 'kubectl auth can-i --as fails');
+  t.match(canI.stderr, /impersonate-user is not allowed through kiteline: requests run as you \(admin\)/);
+  t.notMatch(canI.stdout, /yes/, 'never "yes" about someone else');
+  const get = await k(['-n', ns, 'get', 'pods', '--as', 'nobody', '--as-group', 'system:masters']);
+  t.not(get.status, 0, 'kubectl get --as fails');
+  t.match(get.stderr, /Forbidden|forbidden/);
+  const exec = await k(['-n', ns, 'exec', 'shell', '--as', 'system:admin', '--', 'true']);
+  t.not(exec.status, 0, 'kubectl exec --as fails too (an upgrade)');
+  const audit = await eventually('the refused exec audit line', () =>
+    sessionAudits('pods/exec', 'shell').find((a) => a.status === 403),
+  );
+  t.match(audit, { who: 'admin', result: 'failure' }, 'the refusal is audited');
 });
 
 t.test('roles hold on the newer subresources: ephemeralcontainers and resize are their own', async (t) => {

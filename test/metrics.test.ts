@@ -2,7 +2,7 @@
 // route/method/status/cluster, the upstream latency histogram, cluster readiness, cache sizes and
 // login failures (issue 6 point 2, CONTRACT section 8).
 import t from 'tap';
-import { uniqueName } from './helpers/clusters.js';
+import { testPlaneVersion, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -131,7 +131,10 @@ t.test('cluster readiness and cache sizes are read at scrape time', async (t) =>
   t.equal(sample(text, 'kiteline_cluster_ready', { cluster: CLUSTER }), 1, 'the ready cluster shows 1');
   t.match(
     text,
-    new RegExp(`^kiteline_cluster_info\\{cluster="${CLUSTER}",version="v1\\.20[^"]*",enabled="true"\\} 1$`, 'm'),
+    new RegExp(
+      `^kiteline_cluster_info\\{cluster="${CLUSTER}",version="${testPlaneVersion('target-a').replaceAll('.', '\\.')}",enabled="true"\\} 1$`,
+      'm',
+    ),
   );
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'users' }), 1, 'one user');
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'apikeys' }), 2, 'two API keys');

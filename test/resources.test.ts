@@ -5,6 +5,7 @@ import t from 'tap';
 import { installWidgetCrd, kubectl, uniqueName } from './helpers/clusters.js';
 import { call, startGateway } from './helpers/gateway.js';
 import { eventually } from './helpers/eventually.js';
+import { LONG_RUNNING_GAUGE } from './helpers/faults.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig } from './helpers/fixtures.js';
 
 const gw = await startGateway(t, { logName: 'resources' });
@@ -222,7 +223,7 @@ function namespacedConfigMapWatchers(): number {
   let total = 0;
   for (const line of metrics.split('\n')) {
     if (
-      line.startsWith('apiserver_longrunning_gauge{') &&
+      line.startsWith(`${LONG_RUNNING_GAUGE}{`) &&
       line.includes('resource="configmaps"') &&
       line.includes('scope="namespace"') &&
       line.includes('verb="WATCH"')

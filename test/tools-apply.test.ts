@@ -140,7 +140,9 @@ t.test('a CRD, its custom resource, an Ingress and a ConfigMap in one file', asy
     ],
     'each document resolved through discovery (ingresses, not "ingresss") and created',
   );
-  const g = JSON.parse(kubectl(kc, ['get', `gadgets.${group}`, 'g1', '-n', ns, '-o', 'json']).stdout);
+  const g = JSON.parse(
+    kubectl(kc, ['get', `gadgets.${group}`, 'g1', '-n', ns, '-o', 'json', '--show-managed-fields']).stdout,
+  );
   t.equal(g.spec.size, 3);
   t.ok(
     g.metadata.managedFields.some(

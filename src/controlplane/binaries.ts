@@ -2,8 +2,10 @@
 // kube-controller-manager, kubectl; for a node kubelet, kube-scheduler, kube-proxy) are of one
 // release: KUBEBUILDER_ASSETS first (the envtest convention), then kiteline's cache of that
 // release, ~/.cache/kiteline/kubernetes/<version>/bin, built there once from Go modules by
-// scripts/kubernetes/build.sh. The rest (etcd, containerd, ctr, the runc shim, runc) are Debian's
-// packages, found on PATH and installed once by scripts/install-packages.sh.
+// scripts/kubernetes/build.sh. etcd likewise, of the version scripts/kubernetes/versions names, in
+// ~/.cache/kiteline/etcd/<version>/bin (scripts/kubernetes/build-etcd.sh). The rest (containerd,
+// ctr, the runc shim, runc) are Debian's packages, found on PATH and installed once by
+// scripts/install-packages.sh.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -59,15 +61,18 @@ const NODE_NAMES: Record<keyof NodeBinaries, string> = {
 
 const VERSIONS_FILE = join(PACKAGE_ROOT, 'scripts', 'kubernetes', 'versions');
 
-/** The releases of scripts/kubernetes/versions: CURRENT (the default) and OLDER (the suite's skew). */
-export function kubernetesVersions(): { current: string; older: string } {
+/**
+ * The releases of scripts/kubernetes/versions: CURRENT (the default), OLDER (the suite's skew) and
+ * the etcd every plane runs.
+ */
+export function kubernetesVersions(): { current: string; older: string; etcd: string } {
   const text = readFileSync(VERSIONS_FILE, 'utf8');
   const value = (key: string) => {
-    const m = new RegExp(`^${key}=(v1\\.\\d+\\.\\d+)$`, 'm').exec(text);
-    if (!m) throw new Error(`${VERSIONS_FILE} has no ${key}=v1.Y.Z line`);
+    const m = new RegExp(`^${key}=(v\\d+\\.\\d+\\.\\d+)$`, 'm').exec(text);
+    if (!m) throw new Error(`${VERSIONS_FILE} has no ${key}=vX.Y.Z line`);
     return m[1];
   };
-  return { current: value('CURRENT'), older: value('OLDER') };
+  return { current: value('CURRENT'), older: value('OLDER'), etcd: value('ETCD') };
 }
 
 /** The release a control plane runs when its start names none: KITELINE_KUBERNETES_VERSION, or CURRENT. */
@@ -85,6 +90,11 @@ export function binaryCacheDir(version: string, env: NodeJS.ProcessEnv = process
   return join(cacheDir(env), 'kubernetes', version, 'bin');
 }
 
+/** Where the etcd of scripts/kubernetes/versions is cached. */
+function etcdCacheDir(env: NodeJS.ProcessEnv): string {
+  return join(cacheDir(env), 'etcd', kubernetesVersions().etcd, 'bin');
+}
+
 function executable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK);
@@ -95,14 +105,15 @@ function executable(path: string): boolean {
 }
 
 /**
- * The directories searched for one command, in order. A Kubernetes command comes from
- * KUBEBUILDER_ASSETS or the release's cache only, never PATH, so that a kubectl or kubelet of
- * another release on PATH cannot stand in for the one asked for; the others come from PATH.
+ * The directories searched for one command, in order. A Kubernetes command and etcd come from
+ * KUBEBUILDER_ASSETS or the cache only, never PATH, so that a kubectl or an etcd of another release
+ * on PATH (Debian's etcd 3.4, say) cannot stand in for the one asked for; the others come from PATH.
  */
 function searchDirs(name: string, version: string, env: NodeJS.ProcessEnv): string[] {
   const dirs: string[] = [];
   if (env.KUBEBUILDER_ASSETS) dirs.push(env.KUBEBUILDER_ASSETS);
   if (KUBERNETES_COMMANDS.has(name)) return [...dirs, binaryCacheDir(version, env)];
+  if (name === 'etcd') return [...dirs, etcdCacheDir(env)];
   dirs.push(...(env.PATH ?? '').split(delimiter).filter(Boolean));
   dirs.push('/usr/bin', '/usr/local/bin', '/usr/sbin');
   return dirs;
@@ -152,8 +163,10 @@ function ensure<T>(names: Record<keyof T, string>, version: string, env: NodeJS.
   }
   const scripts = join(PACKAGE_ROOT, 'scripts');
   const kube = missing.filter((name) => KUBERNETES_COMMANDS.has(name));
+  const packages = missing.filter((name) => !KUBERNETES_COMMANDS.has(name) && name !== 'etcd');
   const steps: [string, string[]][] = [];
-  if (kube.length < missing.length) steps.push([join(scripts, 'install-packages.sh'), []]);
+  if (packages.length > 0) steps.push([join(scripts, 'install-packages.sh'), []]);
+  if (missing.includes('etcd')) steps.push([join(scripts, 'kubernetes', 'build-etcd.sh'), []]);
   if (kube.length > 0) steps.push([join(scripts, 'kubernetes', 'build.sh'), [version, ...kube]]);
   for (const [script, args] of steps) {
     const res = spawnSync('bash', [script, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env });

@@ -1,9 +1,14 @@
 // The one admission of a proxied request, for plain requests and upgrades alike: the cluster from
 // the path (the same 404 for a missing cluster and one the caller may not use), the request info,
 // kiteline's roles and the host guard, and the upstream path: the client's, unchanged, except that
-// a list or watch across all namespaces of the host cluster gets the guard's field selector.
+// a list or watch across all namespaces of the host cluster gets the guard's field selector. A
+// request that asks to impersonate someone (kubectl --as, --as-group: Impersonate-* headers) is
+// refused: through kiteline a caller acts as themselves, and silently dropping the headers would
+// answer a question about someone else (`kubectl auth can-i --as X`) as if it were about X.
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Principal } from '../auth/principal.js';
 import type { ClusterConnection, ClusterDirectory, ResolvedResource } from '../clusters/types.js';
+import { ForbiddenError } from '../errors.js';
 import type { Authorizer } from '../resources/access.js';
 import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js';
 import type { HostGuard } from '../resources/host-guard.js';
@@ -44,7 +49,7 @@ export async function admitProxyRequest(
   principal: Principal,
   method: string,
   url: string,
-  contentType: string | undefined,
+  headers: IncomingHttpHeaders,
   named?: (request: NamedRequest) => void,
 ): Promise<AdmittedRequest> {
   const parsed = parseProxyUrl(url);
@@ -56,7 +61,14 @@ export async function admitProxyRequest(
   const info = parseRequestInfo(method, parsed.path, parsed.query);
   const dryRun = new URLSearchParams(parsed.query).has('dryRun');
   named?.({ conn, info, access: namedAccess(info), dryRun });
-  const access = await authorizeProxyRequest(services, principal, conn, info, contentType);
+  const impersonating = Object.keys(headers).find((name) => name.startsWith('impersonate-'));
+  if (impersonating) {
+    throw new ForbiddenError(
+      `${impersonating} is not allowed through kiteline: requests run as you (${principal.name}); ` +
+        'drop --as, --as-group and --as-uid',
+    );
+  }
+  const access = await authorizeProxyRequest(services, principal, conn, info, headers['content-type']);
   let query = parsed.query;
   if (
     LIST_VERBS.has(info.verb) &&

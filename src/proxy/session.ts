@@ -48,13 +48,8 @@ export async function runUpgradeSession(
   try {
     const principal = authenticate(services, req);
     Object.assign(record, { who: principal.name, whoKind: principal.kind, whoId: principal.id });
-    admitted = await admitProxyRequest(
-      services,
-      principal,
-      req.method ?? 'GET',
-      req.url ?? '/',
-      req.headers['content-type'],
-      (named) => describe(record, named),
+    admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers, (named) =>
+      describe(record, named),
     );
     release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
     const answer = await admitted.conn.upgrade({

@@ -38,7 +38,7 @@ export async function killControlPlane(cp: ControlPlaneHandle): Promise<void> {
 
 /** Starts a killed control plane again (same dir: same ports, same etcd data). */
 export function restartControlPlane(cp: ControlPlaneHandle): Promise<ControlPlaneHandle> {
-  return startControlPlane({ dir: cp.dir });
+  return startControlPlane({ dir: cp.dir, version: cp.version });
 }
 
 /** A gateway call that gives up after timeoutMs: status 0 means it hung. */
@@ -88,12 +88,15 @@ export function apiserverMetric(cp: ControlPlaneHandle, name: string, labels: Re
 }
 
 /**
- * The API server's in-flight long-running requests (apiserver_longrunning_gauge, Kubernetes 1.20)
- * whose labels include all of `labels`, e.g. { verb: 'WATCH', resource: 'configmaps', scope: 'namespace' }.
+ * The API server's in-flight long-running requests (the gauge apiserver_longrunning_requests; it was
+ * apiserver_longrunning_gauge until Kubernetes 1.23) whose labels include all of `labels`, e.g.
+ * { verb: 'WATCH', resource: 'configmaps', scope: 'namespace' }.
  */
 export function apiserverLongRunning(cp: ControlPlaneHandle, labels: Record<string, string>): Promise<number> {
-  return apiserverMetric(cp, 'apiserver_longrunning_gauge', labels);
+  return apiserverMetric(cp, LONG_RUNNING_GAUGE, labels);
 }
+
+export const LONG_RUNNING_GAUGE = 'apiserver_longrunning_requests';
 
 export { openSockets } from '../../bench/children.js';
 

@@ -68,7 +68,7 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
       principal,
       request.method,
       request.raw.url ?? request.url,
-      request.headers['content-type'],
+      request.headers,
       ({ conn, info, access, dryRun }) => {
         request.clusterName = conn.name;
         if (access && WRITE_VERBS.has(access.verb) && isWriteMethod(request.method)) {
