@@ -11,6 +11,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import WebSocket from 'ws';
+import { parse } from 'yaml';
 import { ensureBinaries, kubernetesVersions } from '../src/controlplane/binaries.js';
 import { login } from './helpers/auth-session.js';
 import { kubectl, kubectlInBackground, TEST_DIR, uniqueName } from './helpers/clusters.js';
@@ -296,7 +298,25 @@ t.test('impersonation by the user is refused: auth can-i --as, get --as', async 
   t.not(get.status, 0, 'kubectl get --as fails');
   t.match(get.stderr, /Forbidden|forbidden/);
   const exec = await k(['-n', ns, 'exec', 'shell', '--as', 'system:admin', '--', 'true']);
-  t.not(exec.status, 0, 'kubectl exec --as fails too (an upgrade)');
+  t.not(exec.status, 0, 'kubectl exec --as fails');
+
+  // The exec upgrade itself, with the header kubectl would send: refused before the cluster, audited.
+  const config = parse(readFileSync(kc, 'utf8')) as {
+    clusters: { cluster: { server: string; 'certificate-authority-data': string } }[];
+    users: { user: { token: string } }[];
+  };
+  const { server, 'certificate-authority-data': ca } = config.clusters[0].cluster;
+  const url = `${server.replace(/^https/, 'wss')}/api/v1/namespaces/${ns}/pods/shell/exec?command=true&stdout=true`;
+  const status = await new Promise<number>((resolve, reject) => {
+    const socket = new WebSocket(url, ['v5.channel.k8s.io'], {
+      ca: Buffer.from(ca, 'base64'),
+      headers: { authorization: `Bearer ${config.users[0].user.token}`, 'impersonate-user': 'system:admin' },
+    });
+    socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    socket.on('open', () => reject(new Error('the exec opened')));
+    socket.on('error', () => undefined);
+  });
+  t.equal(status, 403, 'an exec upgrade with Impersonate-User: 403');
   const audit = await eventually('the refused exec audit line', () =>
     sessionAudits('pods/exec', 'shell').find((a) => a.status === 403),
   );

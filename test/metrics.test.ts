@@ -129,13 +129,8 @@ t.test('upstream latency histogram per cluster', async (t) => {
 t.test('cluster readiness and cache sizes are read at scrape time', async (t) => {
   const text = await scrape();
   t.equal(sample(text, 'kiteline_cluster_ready', { cluster: CLUSTER }), 1, 'the ready cluster shows 1');
-  t.match(
-    text,
-    new RegExp(
-      `^kiteline_cluster_info\\{cluster="${CLUSTER}",version="${testPlaneVersion('target-a').replaceAll('.', '\\.')}",enabled="true"\\} 1$`,
-      'm',
-    ),
-  );
+  const info = `kiteline_cluster_info{cluster="${CLUSTER}",version="${testPlaneVersion('target-a')}",enabled="true"} 1`;
+  t.ok(text.split('\n').includes(info), info);
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'users' }), 1, 'one user');
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'apikeys' }), 2, 'two API keys');
   t.equal(sample(text, 'kiteline_cache_objects', { cache: 'clusters' }), 1, 'one cluster');

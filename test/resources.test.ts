@@ -225,7 +225,8 @@ function namespacedConfigMapWatchers(): number {
     if (
       line.startsWith(`${LONG_RUNNING_GAUGE}{`) &&
       line.includes('resource="configmaps"') &&
-      line.includes('scope="namespace"') &&
+      // A watch narrowed to one name counts as scope "resource" from Kubernetes 1.33 on, "namespace" before.
+      (line.includes('scope="namespace"') || line.includes('scope="resource"')) &&
       line.includes('verb="WATCH"')
     ) {
       total += Number(line.split(' ').pop());
