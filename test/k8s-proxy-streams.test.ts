@@ -86,7 +86,10 @@ t.test('attach over SPDY (kubectl attach -i): stdin in, stdout out', async (t) =
   };
   await ok(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pod));
   await ok(['-n', ns, 'wait', '--for=condition=Ready', 'pod/echoer', '--timeout=120s']);
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc.path, '-n', ns, 'attach', '-i', 'echoer']);
+  // kubectl 1.31+ attaches over WebSocket (test/kubectl-current.test.ts); this is its SPDY fallback.
+  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc.path, '-n', ns, 'attach', '-i', 'echoer'], {
+    env: { ...process.env, KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false' },
+  });
   t.teardown(() => child.kill());
   let out = '';
   child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

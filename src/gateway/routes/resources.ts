@@ -288,7 +288,23 @@ export default async function resourceRoutes(app: App) {
     signal: AbortSignal,
   ) {
     const p = await prepare(request, reply, signal);
-    const { resolved, resource, namespace, name } = p.target;
+    const { resolved, namespace, name } = p.target;
+    // Server-side apply creates a missing object: it needs create as well.
+    return sendPatch(request, reply, p, objectPath(resolved, namespace, name!), true);
+  }
+
+  /**
+   * A PATCH of the object or subresource at `path`, the patch checked before anything is sent; with
+   * `applyCreates`, an apply patch (which creates a missing object) needs create as well.
+   */
+  async function sendPatch(
+    request: RequestWith<{ query: Static<typeof PatchQuery> }>,
+    reply: FastifyReply,
+    p: Prepared,
+    path: string,
+    applyCreates: boolean,
+  ) {
+    const { resource, namespace, name } = p.target;
     const { query } = request;
     const type = patchTypeOf(query.patchType, request.headers['content-type']);
     const body = preparePatch(type, request.body, {
@@ -298,17 +314,10 @@ export default async function resourceRoutes(app: App) {
       fieldManager: query.fieldManager,
     });
     await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
-    // Server-side apply creates a missing object: it needs create as well.
-    if (type === 'apply') requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
-    const object = objectPath(resolved, namespace, name!);
-    const res = await send(
-      p,
-      'PATCH',
-      withSearch(object, writeSearch(query, { apply: type === 'apply' })),
-      PATCH_CONTENT_TYPES[type],
-      body,
-      object,
-    );
+    if (applyCreates && type === 'apply')
+      requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
+    const search = writeSearch(query, { apply: type === 'apply' });
+    const res = await send(p, 'PATCH', withSearch(path, search), PATCH_CONTENT_TYPES[type], body, path);
     return streamToClient(reply, res);
   }
 
@@ -345,19 +354,7 @@ export default async function resourceRoutes(app: App) {
     signal: AbortSignal,
   ) {
     const p = await prepareSubresource(request, reply, signal);
-    const { resource, namespace, name } = p.target;
-    const { query } = request;
-    const type = patchTypeOf(query.patchType, request.headers['content-type']);
-    const body = preparePatch(type, request.body, {
-      resource,
-      namespace,
-      name: name!,
-      fieldManager: query.fieldManager,
-    });
-    await authorize(request, p, 'patch', namespace, name, !!query.dryRun);
-    const search = writeSearch(query, { apply: type === 'apply' });
-    const res = await send(p, 'PATCH', withSearch(p.path, search), PATCH_CONTENT_TYPES[type], body, p.path);
-    return streamToClient(reply, res);
+    return sendPatch(request, reply, p, p.path, false);
   }
 
   async function remove(
