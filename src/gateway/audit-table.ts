@@ -79,6 +79,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },
   'PATCH /api/v1/:resource/:namespace/:name': { verb: 'patch', ...RESOURCE, name: 'params.name' },
   'DELETE /api/v1/:resource/:namespace/:name': { verb: 'delete', ...RESOURCE, name: 'params.name' },
+  // The resource route names the subresource itself ("pods/resize") in the request's audit detail.
+  'PATCH /api/v1/:resource/:namespace/:name/:subresource': { verb: 'patch', ...RESOURCE, name: 'params.name' },
   // Resource tools (routes/tools.ts): apply adds one line per document, drain one per pod.
   'POST /api/v1/resources/apply': { verb: 'apply', resource: 'documents', clusterScoped: true },
   'POST /api/v1/:resource/:namespace/:name/rollback': { verb: 'rollback', ...RESOURCE, name: 'params.name' },

@@ -27,7 +27,15 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
   private readonly namespace: string | undefined;
   private synced = false;
   private stopped = false;
+  /** Failures in a row, for the back-off; a successful connect resets it. */
   private failures = 0;
+  /**
+   * Every failure ever, never reset: whether a start failed is told by this count, not by
+   * `failures`, which the start's own successful connect may have reset meanwhile (a restart after
+   * one failure then never counted as synced: a CRD whose storage was still initializing answered
+   * the first watch 429, the retry connected, and the cache waited for ever).
+   */
+  private errorCount = 0;
   private restartTimer: NodeJS.Timeout | undefined;
   private firstSync: Promise<void>;
   private resolveFirstSync!: () => void;
@@ -55,7 +63,7 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
 
   private async run(): Promise<void> {
     if (this.stopped) return;
-    const failuresBefore = this.failures;
+    const errorsBefore = this.errorCount;
     let threw = false;
     try {
       await this.informer.start();
@@ -67,7 +75,7 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
     // informer began its watch after that stop, so it is stopped again now.
     if (this.stopped) return void (await this.informer.stop());
     // start() resolves even when the list failed (the failure goes to the error callback).
-    if (!threw && this.failures === failuresBefore && !this.stopped) {
+    if (!threw && this.errorCount === errorsBefore && !this.stopped) {
       if (!this.synced) this.log.debug('synced');
       this.synced = true;
       this.resolveFirstSync();
@@ -77,6 +85,7 @@ export class WatchedCache<T extends k8s.KubernetesObject> {
   private onError(err: unknown): void {
     if (this.stopped) return;
     this.failures++;
+    this.errorCount++;
     const delay = Math.min(30_000, 250 * 2 ** Math.min(this.failures - 1, 7));
     this.log.warn({ err: describeApiError(err), retryInMs: delay }, 'watch failed; restarting');
     clearTimeout(this.restartTimer);
