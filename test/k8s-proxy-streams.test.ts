@@ -2,7 +2,6 @@
 // `make run` serves it), and the proxy's streams not covered by k8s-proxy.test.ts: attach over
 // SPDY (kubectl), port-forward over WebSocket (@kubernetes/client-node), and impersonation as the
 // target cluster sees it (its own RBAC answers to "kiteline:<user>").
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -10,12 +9,12 @@ import { PassThrough, Writable } from 'node:stream';
 import * as k8s from '@kubernetes/client-node';
 import t from 'tap';
 import { parse } from 'yaml';
-import { ensureBinaries } from '../src/controlplane/binaries.js';
 import { kubectl, kubectlInBackground, TEST_DIR, uniqueName } from './helpers/clusters.js';
 import { login } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, bootstrapAdmin, createRole, testKubeconfig } from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
+import { attachRoundTrip } from './helpers/workload-streams.js';
 
 const BUSYBOX = 'kiteline.local/busybox:1';
 const gw = await startGateway(t, { logName: 'k8s-proxy-streams', env: { KITELINE_TLS_PORT: '0' } });
@@ -87,23 +86,7 @@ t.test('attach over SPDY (kubectl attach -i): stdin in, stdout out', async (t) =
   await ok(['-n', ns, 'apply', '-f', '-'], JSON.stringify(pod));
   await ok(['-n', ns, 'wait', '--for=condition=Ready', 'pod/echoer', '--timeout=120s']);
   // kubectl 1.31+ attaches over WebSocket (test/kubectl-current.test.ts); this is its SPDY fallback.
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc.path, '-n', ns, 'attach', '-i', 'echoer'], {
-    env: { ...process.env, KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false' },
-  });
-  t.teardown(() => child.kill());
-  let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  // The first lines may arrive before the stream is up: keep writing until one comes back.
-  await eventually(
-    'the attached container to echo stdin',
-    () => {
-      child.stdin.write('through-kiteline\n');
-      return out.includes('got through-kiteline');
-    },
-    60_000,
-    500,
-  );
+  await attachRoundTrip(kc.path, ns, 'echoer', { KUBECTL_REMOTE_COMMAND_WEBSOCKETS: 'false' });
   t.pass('attach -i streams both ways');
 });
 

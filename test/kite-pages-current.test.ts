@@ -224,6 +224,12 @@ t.test('subresources are authorized as what they are', async (t) => {
   t.equal(after.body.spec.containers[0].resources.limits.cpu, '200m', 'nothing changed');
   t.equal((await call(gw.url, 'GET', `/api/v1/deployments/${ns}/web`, on('a'))).body.spec.replicas, 2);
 
+  const anonymous = await call(gw.url, 'PATCH', `/api/v1/pods/${ns}/resizable/resize`, {
+    body: resize,
+    headers: { 'x-cluster-name': 'a' },
+  });
+  t.equal(anonymous.status, 401, 'an anonymous caller: 401');
+  t.equal((await call(gw.url, 'GET', `/api/v1/deployments/${ns}/web/scale`)).status, 401, 'anonymous read: 401');
   const unknown = await call(gw.url, 'PATCH', `/api/v1/pods/${ns}/resizable/exec`, { ...on('a'), body: {} });
   t.equal(unknown.status, 400, 'a subresource that is not an object subresource: 400');
   await addReadyCluster(gw, admin, { name: 'h', config: testKubeconfig('host') });

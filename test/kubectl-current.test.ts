@@ -19,6 +19,7 @@ import { kubectl, kubectlInBackground, TEST_DIR, uniqueName } from './helpers/cl
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, bootstrapAdmin, testKubeconfig } from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
+import { attachRoundTrip } from './helpers/workload-streams.js';
 
 const BUSYBOX = 'kiteline.local/busybox:1';
 const LOG = 'kubectl-current';
@@ -131,21 +132,7 @@ t.test('exec over WebSocket (the default), and over SPDY when kubectl is told to
 });
 
 t.test('attach -i and cp over WebSocket', async (t) => {
-  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kc, '-n', ns, 'attach', '-i', 'echoer']);
-  t.teardown(() => child.kill());
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => (out += c.toString()));
-  child.stderr.on('data', (c: Buffer) => (out += c.toString()));
-  await eventually(
-    'the attached container to echo stdin',
-    () => {
-      child.stdin.write('through-kiteline\n');
-      return out.includes('got through-kiteline');
-    },
-    60_000,
-    500,
-  );
-  child.kill();
+  await attachRoundTrip(kc, ns, 'echoer');
   const attach = await eventually('the attach audit line', () => sessionAudits('pods/attach', 'echoer')[0]);
   t.match(attach, { protocol: /^websocket v5\.channel\.k8s\.io$/ }, 'attach went over WebSocket');
 

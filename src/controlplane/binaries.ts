@@ -66,14 +66,18 @@ const VERSIONS_FILE = join(PACKAGE_ROOT, 'scripts', 'kubernetes', 'versions');
  * the etcd every plane runs.
  */
 export function kubernetesVersions(): { current: string; older: string; etcd: string } {
+  // Read once per process: every ensureBinaries() asks (the tests' kubectl calls, thousands).
+  if (versions) return versions;
   const text = readFileSync(VERSIONS_FILE, 'utf8');
   const value = (key: string) => {
     const m = new RegExp(`^${key}=(v\\d+\\.\\d+\\.\\d+)$`, 'm').exec(text);
     if (!m) throw new Error(`${VERSIONS_FILE} has no ${key}=vX.Y.Z line`);
     return m[1];
   };
-  return { current: value('CURRENT'), older: value('OLDER'), etcd: value('ETCD') };
+  versions = { current: value('CURRENT'), older: value('OLDER'), etcd: value('ETCD') };
+  return versions;
 }
+let versions: { current: string; older: string; etcd: string } | undefined;
 
 /** The release a control plane runs when its start names none: KITELINE_KUBERNETES_VERSION, or CURRENT. */
 export function defaultKubernetesVersion(env: NodeJS.ProcessEnv = process.env): string {

@@ -2,7 +2,9 @@
 // in a namespace of the test's own, kubectl that does not block the event loop (the gateway runs
 // in this process and must keep streaming meanwhile), a server-sent-events reader over fetch, and
 // a WebSocket client (`ws`) that collects JSON messages.
+import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
+import { ensureBinaries } from '../../src/controlplane/binaries.js';
 import { kubectlInBackground } from './clusters.js';
 import { eventually } from './eventually.js';
 
@@ -24,6 +26,38 @@ export function busyboxPod(
       containers: [{ name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command, ...extra }],
     },
   };
+}
+
+/**
+ * `kubectl attach -i` to a pod that echoes each stdin line as "got <line>" (env picks the transport,
+ * e.g. KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false for SPDY); resolves once a line made the round trip,
+ * then ends kubectl. The first lines may arrive before the stream is up: it keeps writing.
+ */
+export async function attachRoundTrip(
+  kubeconfig: string,
+  namespace: string,
+  pod: string,
+  env: Record<string, string> = {},
+): Promise<void> {
+  const child = spawn(ensureBinaries().kubectl, ['--kubeconfig', kubeconfig, '-n', namespace, 'attach', '-i', pod], {
+    env: { ...process.env, ...env },
+  });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  try {
+    await eventually(
+      'the attached container to echo stdin',
+      () => {
+        child.stdin.write('through-kiteline\n');
+        return out.includes('got through-kiteline');
+      },
+      60_000,
+      500,
+    );
+  } finally {
+    child.kill();
+  }
 }
 
 /** kubectl in a namespace, in the background; throws with kubectl's stderr when it fails. */
