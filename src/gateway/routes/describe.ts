@@ -2,7 +2,7 @@
 // prints for the object (Kite's route and answer), built by src/describe/ from the cluster's data.
 // Authorization: `get` on the object's resource, checked by kiteline's roles and the host guard, and
 // the object is read with the caller's impersonation. The related objects a describer reads (events,
-// a Deployment's ReplicaSets, a controller's or a Node's pods, a Service's Endpoints, a Node's
+// a Deployment's ReplicaSets, a controller's or a Node's pods, a Service's EndpointSlices, a Node's
 // Lease, a Namespace's quotas) are read with kiteline's own connection, each only when the caller's
 // roles allow that read too (src/describe/related.ts); docs/tools.md ("Describe") says what that
 // reveals. readObjectView and objectViewSchema serve the related-objects route too. Registered with
