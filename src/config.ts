@@ -53,6 +53,8 @@ export interface Config {
   auditEvents: boolean;
   /** The durable audit trail (AuditChunks in the install namespace, docs/operations.md); undefined: off. */
   auditTrail?: AuditTrailConfig;
+  /** Unauthenticated actions audited one by one per minute and replica; the rest go into one summary record. */
+  auditUnauthenticatedPerMinute: number;
   /** Identical object GETs waiting at the same time share one upstream read (read-coalescer.ts). */
   coalesceReads: boolean;
   /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
@@ -71,6 +73,8 @@ export interface Config {
   /** Lifetime of a kubeconfig's token when the caller asks for none, and the most a caller may ask for. */
   kubeconfigTokenTtlSeconds: number;
   kubeconfigTokenMaxTtlSeconds: number;
+  /** Unexpired kubeconfig tokens a user may hold; minting one more revokes the oldest. */
+  kubeconfigTokensPerUser: number;
   /** How long an expired API key stays listed before it is deleted (host/expired-keys.ts). */
   expiredKeyRetentionSeconds: number;
   /** PEM of the CA of an https front end, embedded in kubeconfigs (certificate-authority-data). */
@@ -163,6 +167,8 @@ export interface AuditTrailConfig {
   /** Retention: records older than this, and beyond the newest maxRecords, are deleted. */
   maxAgeSeconds: number;
   maxRecords: number;
+  /** Retention of unauthenticated callers' records, counted apart so they never push others out. */
+  unauthenticatedMaxRecords: number;
   /** How often the leader deletes chunks past the retention. */
   pruneIntervalMs: number;
   /** Each record is also POSTed there as an audit.k8s.io/v1 EventList; undefined: no export. */
@@ -269,12 +275,18 @@ function caFile(name: string, path: string | undefined): string | undefined {
 }
 
 /**
- * The kubeconfig token lifetimes (seconds; the default must not exceed the maximum) and how long expired keys stay
- * listed.
+ * The kubeconfig token lifetimes (seconds; the default must not exceed the maximum), how many a user may hold, and how
+ * long expired keys stay listed.
  */
-function kubeconfigTokenTtls(
+function kubeconfigTokenLimits(
   pick: (flag: string, envName: string) => string | undefined,
-): Pick<Config, 'kubeconfigTokenTtlSeconds' | 'kubeconfigTokenMaxTtlSeconds' | 'expiredKeyRetentionSeconds'> {
+): Pick<
+  Config,
+  | 'kubeconfigTokenTtlSeconds'
+  | 'kubeconfigTokenMaxTtlSeconds'
+  | 'kubeconfigTokensPerUser'
+  | 'expiredKeyRetentionSeconds'
+> {
   const max = integer(
     'kubeconfig-token-max-ttl',
     pick('kubeconfig-token-max-ttl', 'KITELINE_KUBECONFIG_TOKEN_MAX_TTL'),
@@ -298,7 +310,19 @@ function kubeconfigTokenTtls(
     0,
     365 * 24 * 3600,
   );
-  return { kubeconfigTokenTtlSeconds: ttl, kubeconfigTokenMaxTtlSeconds: max, expiredKeyRetentionSeconds: retention };
+  const perUser = integer(
+    'kubeconfig-tokens-per-user',
+    pick('kubeconfig-tokens-per-user', 'KITELINE_KUBECONFIG_TOKENS_PER_USER'),
+    10,
+    1,
+    1000,
+  );
+  return {
+    kubeconfigTokenTtlSeconds: ttl,
+    kubeconfigTokenMaxTtlSeconds: max,
+    kubeconfigTokensPerUser: perUser,
+    expiredKeyRetentionSeconds: retention,
+  };
 }
 
 /** The https listener: a port, and a certificate and key given together or not at all. */
@@ -358,6 +382,13 @@ function auditTrailConfig(pick: (flag: string, envName: string) => string | unde
       pick('audit-max-records', 'KITELINE_AUDIT_MAX_RECORDS'),
       100_000,
       1,
+      10_000_000,
+    ),
+    unauthenticatedMaxRecords: integer(
+      'audit-unauthenticated-max-records',
+      pick('audit-unauthenticated-max-records', 'KITELINE_AUDIT_UNAUTHENTICATED_MAX_RECORDS'),
+      10_000,
+      0,
       10_000_000,
     ),
     pruneIntervalMs: integer(
@@ -501,6 +532,13 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
     auditTrail: auditTrailConfig(pick),
+    auditUnauthenticatedPerMinute: integer(
+      'audit-unauthenticated-per-minute',
+      pick('audit-unauthenticated-per-minute', 'KITELINE_AUDIT_UNAUTHENTICATED_PER_MINUTE'),
+      60,
+      0,
+      1_000_000,
+    ),
     coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
     writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
     maxWatchesPerPrincipal: integer(
@@ -519,7 +557,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     ),
     ...serverTimeouts(pick),
     externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),
-    ...kubeconfigTokenTtls(pick),
+    ...kubeconfigTokenLimits(pick),
     kubeconfigCa: caFile('kubeconfig-ca-file', pick('kubeconfig-ca-file', 'KITELINE_KUBECONFIG_CA_FILE')),
     tls: tlsConfig(pick),
     clusterSources: clusterSources('cluster-sources', pick('cluster-sources', 'KITELINE_CLUSTER_SOURCES')),

@@ -111,7 +111,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     } finally {
       clearTimeout(cutStreams);
     }
-    // After the last request: its audit record is in the final flush.
+    // After the last request: its audit record (and the summary of unauthenticated ones left out)
+    // is in the final flush.
+    audit.close();
     await audit.trail?.close();
     identity.stop();
     ldapRecheck?.stop();

@@ -194,28 +194,28 @@ t.test('expiry and revocation by kubectl', async (t) => {
 });
 
 t.test(
-  'a kubeconfig token never outlives the token that asked for it; a key of no user mints none (the API key store)',
+  'only a signed-in user mints kubeconfig tokens; a user keeps at most the cap, the oldest go (the API key store)',
   async (t) => {
     const gw = await startGateway(t);
     await bootstrapAdmin(gw.url);
     const { apiKeys, users } = gw.services;
     const admin = users.byUsername('admin')!;
-    const first = await apiKeys.createKubeconfigToken(
-      { kind: 'user', id: resourceId(admin)!, name: 'admin', roles: ['admin'] },
-      600,
-    );
+    const caller = { kind: 'user' as const, id: resourceId(admin)!, name: 'admin', roles: ['admin'] };
+    const first = await apiKeys.createKubeconfigToken(caller, 600, 2);
     t.equal(first.user.spec.username, 'admin');
     t.ok(apiKeys.byId(resourceId(first.resource)!), 'in the cache when the call returns');
-    const second = await apiKeys.createKubeconfigToken(
-      { kind: 'apikey', id: resourceId(first.resource)!, name: 'admin', roles: ['admin'] },
-      3600,
+    t.same(first.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the user');
+    const second = await apiKeys.createKubeconfigToken(caller, 600, 2);
+    const third = await apiKeys.createKubeconfigToken(caller, 600, 2);
+    t.same(
+      apiKeys.tokensOf(resourceId(admin)!).map((key) => resourceId(key)),
+      [resourceId(second.resource), resourceId(third.resource)],
+      'the third revoked the oldest',
     );
-    t.equal(second.resource.spec.expiresAt, first.resource.spec.expiresAt, "capped at the asking token's own expiry");
-    t.same(second.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the same user');
-    const plain = await apiKeys.create({ name: 'plain', roles: ['admin'], expiresAt: null, createdBy: 'admin' });
     t.throws(
-      () => apiKeys.tokenOwner({ kind: 'apikey', id: resourceId(plain.resource)! }),
-      new ForbiddenError('this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig'),
+      () => apiKeys.tokenOwner({ kind: 'apikey', id: resourceId(third.resource)! }),
+      new ForbiddenError('kubeconfig tokens are minted for a signed-in user: sign in'),
+      'a kubeconfig token cannot renew itself',
     );
   },
 );

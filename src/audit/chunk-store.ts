@@ -27,6 +27,8 @@ export interface AuditChunkResource extends KubernetesObject {
     /** Time of the oldest and newest record in the chunk. */
     oldest: string;
     newest: string;
+    /** Records of callers that did not authenticate (their own retention: trail.ts). */
+    unauthenticated?: boolean;
     records: AuditRecord[];
   };
 }
@@ -94,7 +96,7 @@ export class AuditChunkStore {
   }
 
   /** The chunk object for records (not yet written); the name is fixed so a retried write is idempotent. */
-  chunk(name: string, records: AuditRecord[]): AuditChunkResource {
+  chunk(name: string, records: AuditRecord[], unauthenticated = false): AuditChunkResource {
     let oldest = records[0].time;
     let newest = oldest;
     for (const r of records) {
@@ -109,7 +111,14 @@ export class AuditChunkStore {
         namespace: this.namespace,
         labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [REPLICA_LABEL]: labelValue(this.replica) },
       },
-      spec: { replica: this.replica, count: records.length, oldest, newest, records },
+      spec: {
+        replica: this.replica,
+        count: records.length,
+        oldest,
+        newest,
+        ...(unauthenticated ? { unauthenticated } : {}),
+        records,
+      },
     };
   }
 

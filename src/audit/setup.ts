@@ -11,15 +11,15 @@ import { AuditWebhook } from './webhook.js';
 
 export function buildAuditService(
   kc: k8s.KubeConfig,
-  config: Pick<Config, 'namespace' | 'replicaId' | 'auditTrail'>,
+  config: Pick<Config, 'namespace' | 'replicaId' | 'auditTrail' | 'auditUnauthenticatedPerMinute'>,
   operators: OperatorDirectory,
   isLeader: () => boolean,
   log: Logger,
 ): AuditService {
   const settings = config.auditTrail;
-  if (!settings) return new AuditService(log, undefined, operators);
+  if (!settings) return new AuditService(log, undefined, operators, config.auditUnauthenticatedPerMinute);
   const store = new AuditChunkStore(kc, config.namespace, config.replicaId, log);
   const webhook = settings.webhookUrl ? new AuditWebhook(settings.webhookUrl, settings.webhookCa, log) : undefined;
   const trail = new AuditTrail(store, settings, isLeader, log, webhook);
-  return new AuditService(log, trail, operators);
+  return new AuditService(log, trail, operators, config.auditUnauthenticatedPerMinute);
 }

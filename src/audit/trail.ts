@@ -3,7 +3,9 @@
 // request never waits for the host cluster and the host sees one write per batch. What a crash
 // (a kill without shutdown) can lose: the records of at most the last flush interval, those still
 // in the buffer. All replicas read all chunks through the watch into an in-memory index; the
-// leader (the cluster reconciler's lease) deletes chunks past the retention.
+// leader (the cluster reconciler's lease) deletes chunks past the retention. Unauthenticated
+// callers' records go into chunks of their own (spec.unauthenticated), counted by their own
+// retention (unauthenticatedMaxRecords), so no number of them pushes an authenticated record out.
 import type { Logger } from '../log.js';
 import { describeApiError } from '../host/host-errors.js';
 import { splitIntoChunks, type AuditChunkResource, type AuditChunkStore } from './chunk-store.js';
@@ -15,6 +17,7 @@ import type { AuditWebhook } from './webhook.js';
 import { within } from '../within.js';
 
 export interface AuditTrailOptions extends Retention {
+  unauthenticatedMaxRecords: number;
   flushIntervalMs: number;
   /** Records per chunk at most. */
   chunkSize: number;
@@ -27,7 +30,11 @@ const MAX_BUFFERED = 50_000;
 export class AuditTrail {
   readonly index = new AuditRecordIndex();
   private loading: Promise<void> | undefined;
-  private buffer: AuditRecord[] = [];
+  /** Records waiting for the next flush: authenticated callers' (false) and the others' (true). */
+  private readonly buffers = new Map<boolean, AuditRecord[]>([
+    [false, []],
+    [true, []],
+  ]);
   private flushTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
@@ -74,16 +81,17 @@ export class AuditTrail {
   }
 
   /** Adds one record; it is written with the next flush (at once when a chunk is full). */
-  add(record: AuditRecord): void {
+  add(record: AuditRecord, unauthenticated = false): void {
     if (this.closed) return;
-    this.buffer.push(record);
+    const buffer = this.buffers.get(unauthenticated)!;
+    buffer.push(record);
     this.webhook?.send([record]);
-    if (this.buffer.length >= this.options.chunkSize) void this.flush();
+    if (buffer.length >= this.options.chunkSize) void this.flush();
   }
 
   /** Records waiting for the next flush. */
   get buffered(): number {
-    return this.buffer.length;
+    return this.buffers.get(false)!.length + this.buffers.get(true)!.length;
   }
 
   /**
@@ -105,40 +113,52 @@ export class AuditTrail {
   }
 
   private async writeBuffer(): Promise<void> {
-    if (this.buffer.length === 0) return;
-    const taken = this.buffer;
-    this.buffer = [];
+    for (const unauthenticated of [false, true]) if (!(await this.writeGroup(unauthenticated))) return;
+  }
+
+  /** Writes one group's buffered records as chunks; false when the host did not take them (kept for the next). */
+  private async writeGroup(unauthenticated: boolean): Promise<boolean> {
+    const taken = this.buffers.get(unauthenticated)!;
+    if (taken.length === 0) return true;
+    this.buffers.set(unauthenticated, []);
     const batches = splitIntoChunks(taken, this.options.chunkSize);
     for (const [i, batch] of batches.entries()) {
-      const chunk: AuditChunkResource = this.store.chunk(this.store.nextName(), batch);
+      const chunk: AuditChunkResource = this.store.chunk(this.store.nextName(), batch, unauthenticated);
       try {
         await this.store.write(chunk);
       } catch (err) {
         // Keep what was not written, ahead of what came meanwhile; the next flush tries again.
-        const unwritten = batches.slice(i).flat();
-        this.buffer = unwritten.concat(this.buffer);
-        if (this.buffer.length > MAX_BUFFERED) {
-          const dropped = this.buffer.length - MAX_BUFFERED;
-          this.buffer.splice(0, dropped);
+        const buffer = batches.slice(i).flat().concat(this.buffers.get(unauthenticated)!);
+        if (buffer.length > MAX_BUFFERED) {
+          const dropped = buffer.length - MAX_BUFFERED;
+          buffer.splice(0, dropped);
           this.log.error({ dropped }, 'audit records dropped: the host cluster has not taken them for too long');
         }
+        this.buffers.set(unauthenticated, buffer);
         this.log.warn(
-          { err: describeApiError(err), buffered: this.buffer.length },
+          { err: describeApiError(err), buffered: this.buffered },
           'could not write audit records; retrying with the next flush',
         );
-        return;
+        return false;
       }
     }
+    return true;
   }
 
   /** The leader deletes the chunks past the retention; other replicas do nothing. */
   async prune(now = Date.now()): Promise<string[]> {
     // A partial index would count fewer records than there are: no pruning before the whole load.
     if (this.closed || !this.isLeader() || !this.store.cache.isSynced) return [];
-    const chunks = this.store.cache
-      .list()
-      .map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));
-    const names = chunksToPrune(chunks, this.options, now);
+    const summaries = (unauthenticated: boolean) =>
+      this.store.cache
+        .list()
+        .filter((c) => (c.spec?.unauthenticated === true) === unauthenticated)
+        .map((c) => ({ name: c.metadata.name, newest: c.spec?.newest ?? '', count: c.spec?.count ?? 0 }));
+    const { maxAgeSeconds, maxRecords, unauthenticatedMaxRecords } = this.options;
+    const names = [
+      ...chunksToPrune(summaries(false), { maxAgeSeconds, maxRecords }, now),
+      ...chunksToPrune(summaries(true), { maxAgeSeconds, maxRecords: unauthenticatedMaxRecords }, now),
+    ];
     for (const name of names) {
       try {
         await this.store.delete(name);
@@ -156,7 +176,10 @@ export class AuditTrail {
     return queryAudit(
       this.index.newestFirst(),
       query,
-      { maxRecords: this.options.maxRecords, notBefore: retainedSince(this.options, now) },
+      {
+        maxRecords: this.options.maxRecords + this.options.unauthenticatedMaxRecords,
+        notBefore: retainedSince(this.options, now),
+      },
       (field, value) => this.index.positionsOf(field, value),
     );
   }
@@ -168,9 +191,9 @@ export class AuditTrail {
     clearInterval(this.flushTimer);
     clearInterval(this.pruneTimer);
     await this.flush();
-    if (this.buffer.length > 0)
+    if (this.buffered > 0)
       this.log.error(
-        { lost: this.buffer.length },
+        { lost: this.buffered },
         'audit records not written at shutdown: the host cluster did not take them',
       );
     await this.webhook?.close();

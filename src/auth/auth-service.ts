@@ -26,7 +26,7 @@ import { rolesAllow, rolesReachCluster } from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
-import { LoginRateLimiter } from './login-limiter.js';
+import { RateLimiter } from './rate-limiter.js';
 import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
 
@@ -36,7 +36,7 @@ export type Authentication = { principal: Principal } | { failure: string };
 const INVALID_LOGIN = 'invalid username or password';
 
 export class AuthService {
-  readonly limiter: LoginRateLimiter;
+  readonly limiter: RateLimiter;
   private readonly users: IdentityStores['users'];
   private readonly roles: IdentityStores['roles'];
   private readonly apiKeys: IdentityStores['apiKeys'];
@@ -56,7 +56,7 @@ export class AuthService {
     this.apiKeys = identity.apiKeys;
     this.sessionKey = identity.sessionKey;
     this.oauthProviders = identity.oauthProviders;
-    this.limiter = new LoginRateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
+    this.limiter = new RateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
     this.lastSeen = new LastSeenRecorder(log);
   }
 
@@ -87,15 +87,16 @@ export class AuthService {
     if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? []))
       return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
     this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
-    // A key that acts for a user is that user to logs, audit and clusters (Impersonate-User).
-    return {
-      principal: makePrincipal(
-        'apikey',
-        parts.id,
-        owner ? owner.username : `apikey:${apiKeyName(key)}`,
-        key.spec.roles ?? [],
-      ),
-    };
+    // A key that acts for a user (a kubeconfig token) is that user to logs, audit and clusters
+    // (Impersonate-User), and is accepted on the Kubernetes API only.
+    if (owner)
+      return {
+        principal: {
+          ...makePrincipal('apikey', parts.id, owner.username, key.spec.roles ?? []),
+          kubeconfigToken: true,
+        },
+      };
+    return { principal: makePrincipal('apikey', parts.id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
   }
 
   /** The owner of a key still exists (the same user, by id), is enabled and holds every role of the key. */
@@ -249,7 +250,7 @@ export class AuthService {
       ok = plain !== undefined && constantTimeEqual(Buffer.from(password), Buffer.from(plain));
     }
     if (!user || !ok || user.spec.enabled === false) {
-      this.limiter.recordFailure(keys);
+      this.limiter.record(keys);
       throw new UnauthorizedError(INVALID_LOGIN);
     }
     this.limiter.reset(keys[0]);
@@ -282,7 +283,7 @@ export class AuthService {
     const identity = await this.ldap.authenticate(username, password);
     const existing = identity ? this.users.byUsername(identity.username) : undefined;
     if (!identity || existing?.spec.enabled === false) {
-      this.limiter.recordFailure(keys);
+      this.limiter.record(keys);
       throw new UnauthorizedError(INVALID_LOGIN);
     }
     let user: UserResource;
@@ -290,7 +291,7 @@ export class AuthService {
       user = await this.signInExternal(identity);
     } catch (err) {
       if (err instanceof UnauthorizedError) {
-        this.limiter.recordFailure(keys);
+        this.limiter.record(keys);
         throw new UnauthorizedError(INVALID_LOGIN);
       }
       throw err;

@@ -13,6 +13,11 @@ export interface Principal {
   groups: string[];
   /** A session's start (login time, seconds since the epoch): refreshes keep it. */
   sessionStartedAt?: number;
+  /**
+   * A kubeconfig token (an API key owned by a user): it is for the Kubernetes API, so it is accepted
+   * only under /k8s/clusters/ (the authenticate plugin), never on kiteline's own API.
+   */
+  kubeconfigToken?: true;
 }
 
 /**

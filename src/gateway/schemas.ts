@@ -219,6 +219,20 @@ export const NewAPIKey = Type.Object(
   },
 );
 
+export const KubeconfigToken = Type.Object(
+  {
+    id: integer,
+    name: string,
+    roles: stringList('names of the roles the token carries (its owner must still hold them)'),
+    createdAt: timestamp(),
+    expiresAt: timestamp(),
+    lastUsedAt: nullableTimestamp(),
+    ownerId: Type.Optional(Type.Integer({ description: "the owner's user id (admin list only)" })),
+    owner: Type.Optional(Type.String({ description: "the owner's username (admin list only)" })),
+  },
+  { $id: 'KubeconfigToken', description: 'A kubeconfig token (an API key owned by a user; never its secret)' },
+);
+
 export const Cluster = Type.Object(
   {
     id: integer,
@@ -320,6 +334,7 @@ export type RoleView = Static<typeof Role>;
 export type RoleAssignmentView = Static<typeof RoleAssignment>;
 export type APIKeyView = Static<typeof APIKey>;
 export type NewAPIKeyView = Static<typeof NewAPIKey>;
+export type KubeconfigTokenView = Static<typeof KubeconfigToken>;
 export type ClusterView = Static<typeof Cluster>;
 export type ClusterSummaryView = Static<typeof ClusterSummary>;
 export type OverviewView = Static<typeof Overview>;
@@ -336,6 +351,7 @@ const NAMED = {
   RoleAssignment,
   APIKey,
   NewAPIKey,
+  KubeconfigToken,
   Cluster,
   ClusterSummary,
   Overview,

@@ -2,8 +2,9 @@
 // create decides name uniqueness) with the SHA-256 of the key's secret in an owned Secret (key
 // keyHash). Deleting the APIKey revokes the key at once: the gateway only trusts keys in its cache.
 // The kind's rules live here: a key's name, roles (existing ones) and expiry (in the future) are
-// checked on create; a kubeconfig token is a key owned by its user, with the caller's roles, never
-// outliving the token that asked for it; a deleted role is taken from every key.
+// checked on create; a kubeconfig token is a key owned by its user, with the caller's roles, minted
+// only for a signed-in user, at most a configured number live per user; a deleted role is taken
+// from every key.
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
 import { randomBytes } from 'node:crypto';
@@ -33,7 +34,7 @@ export interface NewApiKey {
   createdBy: string;
 }
 
-/** Who asks for a kubeconfig token: a signed-in user, or an API key (a kubeconfig token). */
+/** Who asks for a kubeconfig token (only a signed-in user gets one). */
 export interface TokenCaller {
   kind: 'user' | 'apikey';
   id: number;
@@ -41,6 +42,15 @@ export interface TokenCaller {
   name: string;
   /** The roles the token gets. */
   roles: readonly string[];
+}
+
+/** A kubeconfig token is an API key that acts for a user (spec.owner): only POST /api/v1/kubeconfig makes those. */
+export function isKubeconfigToken(key: APIKeyResource): boolean {
+  return key.spec?.owner !== undefined;
+}
+
+export function isExpired(key: APIKeyResource, now = Date.now()): boolean {
+  return key.spec?.expiresAt ? !(Date.parse(key.spec.expiresAt) > now) : false;
 }
 
 export function apiKeyName(key: APIKeyResource): string {
@@ -112,43 +122,50 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
   }
 
   /**
-   * The user a kubeconfig for `caller` is for, and the latest expiry its token may have: a signed-in
-   * user's own (no limit), or an API key's owner (not past the key's own expiry). An API key that
-   * belongs to no user: 403.
+   * The user a kubeconfig for `caller` is for: only a signed-in user mints kubeconfig tokens (an API
+   * key, a kubeconfig token included, mints none: a leaked token cannot renew itself). 403 for an
+   * API key, 404 for a user that is gone.
    */
-  tokenOwner(caller: Pick<TokenCaller, 'kind' | 'id'>): { user: UserResource; notAfter: number } {
-    if (caller.kind === 'user') {
-      const user = this.users.byId(caller.id);
-      if (!user) throw new NotFoundError('user not found');
-      return { user, notAfter: Infinity };
-    }
-    const key = this.byId(caller.id);
-    const owner = key?.spec.owner;
-    const user = owner ? this.users.byUsername(owner.username) : undefined;
-    if (!key || !user)
-      throw new ForbiddenError(
-        'this API key belongs to no user: sign in, or use a kubeconfig token, to get a kubeconfig',
-      );
-    return { user, notAfter: key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : Infinity };
+  tokenOwner(caller: Pick<TokenCaller, 'kind' | 'id'>): UserResource {
+    if (caller.kind !== 'user') throw new ForbiddenError('kubeconfig tokens are minted for a signed-in user: sign in');
+    const user = this.users.byId(caller.id);
+    if (!user) throw new NotFoundError('user not found');
+    return user;
+  }
+
+  /** The kubeconfig tokens (keys acting for a user) owned by the user with this id, oldest first. */
+  tokensOf(userId: number): APIKeyResource[] {
+    return this.kubeconfigTokens()
+      .filter((key) => key.spec.owner?.id === userId)
+      .sort((a, b) => resourceId(a)! - resourceId(b)!);
+  }
+
+  /** Every kubeconfig token, of every user. */
+  kubeconfigTokens(): APIKeyResource[] {
+    return [...this.cache.list()].filter(isKubeconfigToken);
   }
 
   /**
    * A kubeconfig token: a key owned by the caller's user (deleted with it, and failing once the
    * user is disabled or loses a role: AuthService), with the caller's roles, expiring after
-   * ttlSeconds or with the key that asked for it, whichever comes first.
+   * ttlSeconds. A user keeps at most `maxLive` unexpired tokens: minting one more revokes the
+   * oldest, so no caller can fill the host's etcd with keys (and every replica's memory).
    */
   async createKubeconfigToken(
     caller: TokenCaller,
     ttlSeconds: number,
+    maxLive: number,
   ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
-    const { user, notAfter } = this.tokenOwner(caller);
+    const user = this.tokenOwner(caller);
     const created = await this.insert({
       name: tokenName(user.spec.username),
       roles: [...caller.roles],
-      expiresAt: isoSeconds(Math.min(Date.now() + ttlSeconds * 1000, notAfter)),
+      expiresAt: isoSeconds(Date.now() + ttlSeconds * 1000),
       createdBy: caller.name,
       owner: user,
     });
+    const live = this.tokensOf(resourceId(user)!).filter((key) => !isExpired(key));
+    for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
     return { ...created, user };
   }
 

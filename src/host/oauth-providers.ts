@@ -135,13 +135,25 @@ export class OAuthProviderStore extends KindStore<OAuthProviderResource> {
     );
   }
 
-  /** Changes the members given; a new client secret replaces the stored one. Renaming: 400. */
+  /**
+   * Changes the members given; a new client secret replaces the stored one. Renaming: 400. Moving
+   * the issuer or the token endpoint (where the client secret is sent) without giving the secret
+   * again: 400, so whoever may edit a provider cannot point it at their own server and receive the
+   * stored secret on the next sign-in.
+   */
   async update(provider: OAuthProviderResource, input: OAuthProviderInput): Promise<OAuthProviderResource> {
     const name = providerName(provider);
     if (input.name !== undefined && input.name !== name)
       throw new BadRequestError('providers cannot be renamed: their users are bound to the name');
     checkInput({ ...input, name: undefined }, false);
     const secret = input.clientSecret && input.clientSecret !== '***' ? input.clientSecret : undefined;
+    const moved = (['issuer', 'tokenUrl'] as const).filter(
+      (field) => input[field] !== undefined && input[field] !== (provider.spec[field] ?? ''),
+    );
+    if (moved.length > 0 && !secret)
+      throw new BadRequestError(
+        `changing ${moved.join(' and ')} sends the client secret somewhere new: give clientSecret again`,
+      );
     if (secret) {
       const secretName = provider.spec.clientSecretRef?.name ?? `${provider.metadata.name}-client`;
       await this.writeSecret(provider, { name: secretName, values: { [CLIENT_SECRET_KEY]: secret } });

@@ -3,6 +3,7 @@
 // cap; filters, newest-first order across chunks and paging; chunk splitting by count and bytes;
 // which chunks the retention deletes; the audit.k8s.io/v1 EventList of the webhook.
 import t from 'tap';
+import { isUnauthenticated, UnauthenticatedBudget } from '../../src/audit/audit-service.js';
 import { splitIntoChunks, type AuditChunkResource } from '../../src/audit/chunk-store.js';
 import { auditFilter, parseAuditQuery, queryAudit, MAX_PAGE_SIZE } from '../../src/audit/query.js';
 import { AuditRecordIndex } from '../../src/audit/record-index.js';
@@ -377,6 +378,7 @@ t.test('audit trail settings: defaults, off, bounds, and a webhook URL never ech
     chunkSize: 500,
     maxAgeSeconds: 2_592_000,
     maxRecords: 100_000,
+    unauthenticatedMaxRecords: 10_000,
     pruneIntervalMs: 60_000,
     webhookUrl: undefined,
     webhookCa: undefined,
@@ -402,4 +404,31 @@ t.test('audit trail settings: defaults, off, bounds, and a webhook URL never ech
       t.notOk((err as Error).message.includes('hunter2'), 'the value is not echoed');
     }
   }
+});
+
+t.test('unauthenticated entries: recorded one by one up to the budget, the rest summed up per minute', async (t) => {
+  t.ok(isUnauthenticated(entry({ who: 'anonymous', whoKind: 'anonymous', whoId: undefined, result: 'failure' })));
+  t.ok(isUnauthenticated(entry({ who: 'anonymous', whoKind: 'anonymous', whoId: undefined })), 'a public logout');
+  t.ok(isUnauthenticated(entry({ whoId: undefined, result: 'failure' })), 'a failed login naming a user');
+  t.notOk(isUnauthenticated(entry({ whoId: undefined })), 'a successful login');
+  t.notOk(isUnauthenticated(entry({ result: 'failure' })), 'an authenticated failure');
+
+  let now = Date.parse('2026-01-01T00:00:00Z');
+  const budget = new UnauthenticatedBudget(3, () => now);
+  const anonymous = (address: string) => entry({ who: 'anonymous', whoKind: 'anonymous', clientAddress: address });
+  const admitted = Array.from({ length: 10 }, (_, i) => budget.admit(anonymous(`192.0.2.${i % 2}`)));
+  t.same(admitted, [true, true, true, false, false, false, false, false, false, false]);
+  t.equal(budget.roll(), undefined, 'the minute is not over');
+  now += 60_000;
+  const summary = budget.roll()!;
+  t.match(summary, {
+    whoKind: 'anonymous',
+    verb: 'unauthenticated-requests',
+    name: '7 more',
+    when: '2026-01-01T00:00:00.000Z',
+    end: '2026-01-01T00:01:00.000Z',
+    subject: /7 unauthenticated requests not recorded one by one; from 192\.0\.2\.1, 192\.0\.2\.0/,
+  });
+  t.ok(budget.admit(anonymous('192.0.2.9')), 'a new minute, a new budget');
+  t.equal(budget.roll(true), undefined, 'nothing left out: no summary');
 });

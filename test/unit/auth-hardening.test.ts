@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { stringify } from 'yaml';
-import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
+import { RateLimiter } from '../../src/auth/rate-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { globMatches, patternsMatch } from '../../src/auth/patterns.js';
 import type { Principal } from '../../src/auth/principal.js';
@@ -48,21 +48,21 @@ t.test('issue 13 point 8: globs match without backtracking blow-up', async (t) =
 
 t.test('issue 13 point 6: the login limiter is bounded in entries and key length', async (t) => {
   let now = 1_000_000;
-  const limiter = new LoginRateLimiter(3, 60, () => now, 100);
-  for (let i = 0; i < 1000; i++) limiter.recordFailure([`user:sprayed-${i}`, `addr:10.0.${i >> 8}.${i & 255}`]);
+  const limiter = new RateLimiter(3, 60, () => now, 100);
+  for (let i = 0; i < 1000; i++) limiter.record([`user:sprayed-${i}`, `addr:10.0.${i >> 8}.${i & 255}`]);
   t.ok(limiter.size <= 100, `at most 100 keys kept (kept ${limiter.size})`);
   const huge = `user:${'x'.repeat(10_000)}`;
-  for (let i = 0; i < 3; i++) limiter.recordFailure([huge]);
+  for (let i = 0; i < 3; i++) limiter.record([huge]);
   t.ok(limiter.retryAfter([huge]) !== undefined, 'a long key is still counted');
   t.ok(limiter.retryAfter([`user:${'x'.repeat(9_999)}y`]) === undefined, 'and not confused with another long key');
   t.ok(
     [...limiter.keys()].every((key) => key.length <= 128),
     'no kept key is longer than 128 characters',
   );
-  for (let i = 0; i < 3; i++) limiter.recordFailure(['addr:192.0.2.1']);
+  for (let i = 0; i < 3; i++) limiter.record(['addr:192.0.2.1']);
   t.equal(limiter.retryAfter(['addr:192.0.2.1']), 60, 'the newest keys survive the eviction');
   now += 61_000;
-  limiter.recordFailure(['addr:192.0.2.2']);
+  limiter.record(['addr:192.0.2.2']);
   t.equal(limiter.size, 1, 'expired keys go as soon as something is recorded');
 });
 

@@ -9,7 +9,7 @@ import {
 } from '../../src/credentials/apikey-token.js';
 import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
 import { escapeFilterValue } from '../../src/auth/ldap.js';
-import { LoginRateLimiter } from '../../src/auth/login-limiter.js';
+import { RateLimiter } from '../../src/auth/rate-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
 import { checkPassword, checkUsername, parseId } from '../../src/gateway/input-rules.js';
 import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
@@ -75,11 +75,11 @@ t.test('API key values', async (t) => {
 
 t.test('login limiter: per key, window, retry-after', async (t) => {
   let now = 1_000_000;
-  const limiter = new LoginRateLimiter(3, 60, () => now);
+  const limiter = new RateLimiter(3, 60, () => now);
   const keys = ['user:a', 'addr:1.2.3.4'];
   for (let i = 0; i < 3; i++) {
     t.equal(limiter.retryAfter(keys), undefined);
-    limiter.recordFailure(keys);
+    limiter.record(keys);
   }
   t.equal(limiter.retryAfter(keys), 60);
   t.equal(limiter.retryAfter(['user:b', 'addr:1.2.3.4']), 60, 'the address is limited for every user');
@@ -89,7 +89,7 @@ t.test('login limiter: per key, window, retry-after', async (t) => {
   t.equal(limiter.retryAfter(keys), 30);
   now += 30_001;
   t.equal(limiter.retryAfter(keys), undefined, 'the window passed');
-  limiter.recordFailure(keys);
+  limiter.record(keys);
   limiter.reset('user:a');
   t.equal(limiter.retryAfter(['user:a']), undefined);
 });

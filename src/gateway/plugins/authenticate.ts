@@ -1,6 +1,8 @@
 // Authentication for every request: resolves request.principal from `Authorization: <API key>`
 // (or `Bearer <API key>`) or else the auth_token session cookie, using only the host caches, and
-// sets request.actor for the request log. Route modules guard themselves with
+// sets request.actor for the request log. A kubeconfig token is for the Kubernetes API: on any route
+// other than the proxy's (/k8s/clusters/*, matched by the router, so no spelling of a path gets
+// around it) it authenticates nobody, and routes that require a user answer 403. Route modules guard themselves with
 // `{ onRequest: app.requireUser }` or `{ onRequest: app.requireAdmin }` (before any body is read or
 // validated, so an anonymous caller gets 401, never a validation message).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -8,6 +10,7 @@ import fp from 'fastify-plugin';
 import type { Principal } from '../../auth/principal.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
+import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 
 export type AuthHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -19,6 +22,8 @@ declare module 'fastify' {
     authFailure: string | undefined;
     /** A session cookie was sent but is not valid (it gets cleared on 401). */
     staleSessionCookie: boolean;
+    /** A kubeconfig token was sent to a route outside the Kubernetes API (403 where a user is required). */
+    tokenOutOfScope: boolean;
   }
   interface FastifyInstance {
     /** Route hook (onRequest): 401 unless the request carries a valid session or API key. */
@@ -33,11 +38,19 @@ export function wantsSecureCookie(app: FastifyInstance, request: FastifyRequest)
   return app.services.config.secureCookies || request.protocol === 'https';
 }
 
+const KUBECONFIG_TOKEN_SCOPE = `a kubeconfig token is accepted only on the Kubernetes API, under ${PROXY_PREFIX}`;
+
+/** The request was routed to the Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX). */
+function onKubernetesApi(request: FastifyRequest): boolean {
+  return request.routeOptions.url?.startsWith(PROXY_PREFIX) === true;
+}
+
 export default fp(
   async function authenticate(app: FastifyInstance) {
     app.decorateRequest('principal', undefined);
     app.decorateRequest('authFailure', undefined);
     app.decorateRequest('staleSessionCookie', false);
+    app.decorateRequest('tokenOutOfScope', false);
 
     // Callback style (it runs for every request, and reads only the caches): no promise per request.
     app.addHook('onRequest', (request, _reply, done) => {
@@ -56,7 +69,10 @@ export default fp(
         result = auth.authenticateSession(token);
         if ('failure' in result) request.staleSessionCookie = true;
       }
-      if ('principal' in result) {
+      if ('principal' in result && result.principal.kubeconfigToken && !onKubernetesApi(request)) {
+        request.tokenOutOfScope = true;
+        request.authFailure = KUBECONFIG_TOKEN_SCOPE;
+      } else if ('principal' in result) {
         request.principal = result.principal;
         request.actor = result.principal.name;
       } else {
@@ -66,6 +82,7 @@ export default fp(
 
     const requireUser: AuthHook = async (request, reply) => {
       if (request.principal) return;
+      if (request.tokenOutOfScope) throw new ForbiddenError(KUBECONFIG_TOKEN_SCOPE);
       if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
       throw new UnauthorizedError(request.authFailure ?? 'authentication required');
     };

@@ -2,19 +2,45 @@
 // context per cluster the caller may use (named after the cluster, the default cluster current),
 // each pointing at <external URL>/k8s/clusters/<cluster>, and a freshly minted token: an API key
 // owned by the signed-in user, with the user's roles, expiring after the requested or default
-// lifetime (at most the configured maximum). It is listed and revoked like any API key, and stops
-// working the moment its user is disabled or deleted or loses one of those roles
-// (AuthService.authenticateApiKey). A kubeconfig token may ask for a fresh one, never outliving
-// itself. The token's rules (its owner, roles, expiry) are the API key store's
-// (APIKeyStore.createKubeconfigToken); this route picks the clusters and writes the YAML.
-// docs/proxy.md.
+// lifetime (at most the configured maximum). It stops working the moment its user is disabled or
+// deleted or loses one of those roles (AuthService.authenticateApiKey), and it is accepted only on
+// the Kubernetes API (plugins/authenticate.ts): it can mint nothing, not even a fresh kubeconfig.
+// Minting is bounded: per user and per client address per window (in memory, per replica), and a
+// user holds at most the configured number of live tokens (one more revokes the oldest).
+// Owners list and revoke their own tokens (Kite's /api/users/me/kubeconfig-tokens), admins every
+// user's (/api/v1/admin/kubeconfig-tokens). The token's rules (its owner, roles, expiry, the cap)
+// are the API key store's (APIKeyStore.createKubeconfigToken); these routes pick the clusters,
+// write the YAML and shape the lists. docs/proxy.md.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { stringify } from 'yaml';
-import { BadRequestError, NotFoundError } from '../../errors.js';
+import { RateLimiter } from '../../auth/rate-limiter.js';
+import { BadRequestError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../errors.js';
+import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
+import { resourceId, type APIKeyResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { HttpsEndpoint } from '../https.js';
-import { nullable, replies, type App } from '../schemas.js';
+import { parseId } from '../input-rules.js';
+import { defaulted, idParams, nullable, objectOf, ref, replies, stringEnum, type App } from '../schemas.js';
+import { kubeconfigTokenView } from '../views/identity.js';
+
+/** Kubeconfigs one user may mint per window, and one client address (several users behind one NAT). */
+export const MINTS_PER_USER = 20;
+export const MINTS_PER_ADDRESS = 60;
+export const MINT_WINDOW_SECONDS = 600;
+
+const ME_PREFIX = '/api/users/me/kubeconfig-tokens';
+const ADMIN_PREFIX = '/api/v1/admin/kubeconfig-tokens';
+const tags = ['kubeconfig'];
+
+const TokenList = objectOf({ tokens: Type.Array(ref('KubeconfigToken')) });
+const AdminTokenQuery = Type.Object({
+  page: defaulted(Type.Integer({ minimum: 1, default: 1 })),
+  size: defaulted(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  owner: Type.Optional(Type.String({ maxLength: 253, description: "part of the owner's username (any case)" })),
+  status: Type.Optional(stringEnum(['active', 'expired'])),
+});
+const Deleted = objectOf({ success: Type.Boolean(), message: Type.String() });
 
 /** The body is optional (none, null or an object). */
 const KubeconfigBody = nullable(
@@ -52,6 +78,31 @@ function serverBase(
 
 export default async function kubeconfigRoutes(app: App) {
   const { auth, apiKeys, clusters, config } = app.services;
+  const perUser = new RateLimiter(MINTS_PER_USER, MINT_WINDOW_SECONDS);
+  const perAddress = new RateLimiter(MINTS_PER_ADDRESS, MINT_WINDOW_SECONDS);
+
+  /** 429 once the caller or its address minted too many in the window; else counts this mint. */
+  function countMint(userId: number, address: string): void {
+    const [userKey, addressKey] = [`user:${userId}`, `addr:${address}`];
+    const wait = Math.max(perUser.retryAfter([userKey]) ?? 0, perAddress.retryAfter([addressKey]) ?? 0);
+    if (wait > 0) throw new TooManyRequestsError(`too many kubeconfigs minted; try again in ${wait} seconds`, wait);
+    perUser.record([userKey]);
+    perAddress.record([addressKey]);
+  }
+
+  /** The token with this id when it is a kubeconfig token (and, for `ownerId`, that user's); else 404. */
+  function tokenById(id: string, ownerId?: number): APIKeyResource {
+    const key = apiKeys.byId(parseId(id));
+    if (!key || !isKubeconfigToken(key) || (ownerId !== undefined && key.spec.owner?.id !== ownerId))
+      throw new NotFoundError('kubeconfig token not found');
+    return key;
+  }
+
+  /** The signed-in user's id: kubeconfig tokens belong to users, not to API keys. */
+  function signedInUserId(principal: { kind: string; id: number }): number {
+    if (principal.kind !== 'user') throw new ForbiddenError('kubeconfig tokens belong to signed-in users: sign in');
+    return principal.id;
+  }
 
   app.post(
     '/api/v1/kubeconfig',
@@ -69,14 +120,15 @@ export default async function kubeconfigRoutes(app: App) {
       if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds)
         throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
       const principal = request.principal!;
-      apiKeys.tokenOwner(principal); // who the token would be for (404 or 403 before anything else)
+      const owner = apiKeys.tokenOwner(principal); // who the token would be for (403 or 404 before anything else)
       const usable = clusters
         .list()
         .filter((conn) => conn.enabled && auth.canAccessCluster(principal, conn.name))
         .map((conn) => conn.name)
         .sort();
       if (usable.length === 0) throw new NotFoundError('there is no cluster you may use');
-      const { key, user } = await apiKeys.createKubeconfigToken(principal, ttlSeconds);
+      countMint(resourceId(owner)!, request.ip);
+      const { key, user } = await apiKeys.createKubeconfigToken(principal, ttlSeconds, config.kubeconfigTokensPerUser);
       const username = user.spec.username;
       const base = serverBase(request, config.externalUrl, app.services.https);
       const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
@@ -99,6 +151,83 @@ export default async function kubeconfigRoutes(app: App) {
       };
       reply.header('cache-control', 'no-store').type('application/yaml');
       return stringify(document);
+    },
+  );
+
+  app.get(
+    ME_PREFIX,
+    {
+      onRequest: app.requireUser,
+      schema: { tags, summary: 'Your kubeconfig tokens (never a secret)', response: replies({ 200: TokenList }) },
+    },
+    async (request) => {
+      const userId = signedInUserId(request.principal!);
+      return { tokens: apiKeys.tokensOf(userId).map((key) => kubeconfigTokenView(key)) };
+    },
+  );
+
+  app.delete(
+    `${ME_PREFIX}/:id`,
+    {
+      onRequest: app.requireUser,
+      schema: {
+        tags,
+        summary: "Revoke one of your kubeconfig tokens (404 for anyone else's)",
+        params: idParams,
+        response: replies({ 200: Deleted }),
+      },
+    },
+    async (request) => {
+      await apiKeys.delete(tokenById(request.params.id, signedInUserId(request.principal!)));
+      return { success: true, message: 'kubeconfig token revoked' };
+    },
+  );
+
+  app.get(
+    ADMIN_PREFIX,
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: "Every user's kubeconfig tokens, newest first (role admin)",
+        querystring: AdminTokenQuery,
+        response: replies({
+          200: objectOf({
+            tokens: Type.Array(ref('KubeconfigToken')),
+            total: Type.Integer(),
+            page: Type.Integer(),
+            size: Type.Integer(),
+          }),
+        }),
+      },
+    },
+    async (request) => {
+      const { page, size, owner, status } = request.query;
+      const now = Date.now();
+      const matching = apiKeys
+        .kubeconfigTokens()
+        .filter((key) => !owner || key.spec.owner!.username.toLowerCase().includes(owner.toLowerCase()))
+        .filter((key) => status === undefined || (status === 'expired') === isExpired(key, now))
+        .sort((a, b) => resourceId(b)! - resourceId(a)!);
+      const tokens = matching.slice((page - 1) * size, page * size).map((key) => kubeconfigTokenView(key, true));
+      return { tokens, total: matching.length, page, size };
+    },
+  );
+
+  app.delete(
+    `${ADMIN_PREFIX}/:id`,
+    {
+      onRequest: app.requireAdmin,
+      schema: {
+        tags,
+        summary: 'Revoke any kubeconfig token (role admin)',
+        params: idParams,
+        response: replies({ 200: Deleted }),
+      },
+    },
+    async (request) => {
+      await apiKeys.delete(tokenById(request.params.id));
+      return { success: true, message: 'kubeconfig token revoked' };
     },
   );
 }

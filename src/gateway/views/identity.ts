@@ -18,6 +18,7 @@ import {
 } from '../../host/resources.js';
 import type {
   APIKeyView,
+  KubeconfigTokenView,
   OAuthProviderView,
   RoleAssignmentView,
   RoleView,
@@ -108,6 +109,20 @@ export function apiKeyView(key: APIKeyResource): APIKeyView {
     createdAt: creationTime(key),
     lastUsedAt: key.status?.lastUsedAt ?? null,
     createdBy: key.spec.createdBy ?? '',
+  };
+}
+
+/** A kubeconfig token as its owner sees it (Kite's /api/users/me/kubeconfig-tokens), and with its owner for admins. */
+export function kubeconfigTokenView(key: APIKeyResource, withOwner = false): KubeconfigTokenView {
+  const owner = key.spec.owner!;
+  return {
+    id: resourceId(key)!,
+    name: apiKeyName(key),
+    roles: key.spec.roles ?? [],
+    createdAt: creationTime(key),
+    expiresAt: key.spec.expiresAt ?? '',
+    lastUsedAt: key.status?.lastUsedAt ?? null,
+    ...(withOwner ? { ownerId: owner.id, owner: owner.username } : {}),
   };
 }
 

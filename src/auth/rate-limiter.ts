@@ -1,15 +1,16 @@
-// Login failure rate limit, per username and per client address: after `maxFailures` failures
-// within `windowSeconds`, further attempts get 429 until the oldest failure leaves the window.
+// A sliding-window rate limit per key: after `maxEvents` events (login failures per
+// username and per client address; kubeconfig tokens minted per user and per address) within
+// `windowSeconds`, further attempts get 429 until the oldest event leaves the window.
 // Kept in memory, so the limit holds per replica (documented in docs/auth.md).
 // The memory is bounded whatever clients send: a key longer than MAX_KEY_LENGTH is kept as its
-// SHA-256, each key keeps at most maxFailures times, and at most maxEntries keys are kept (the
+// SHA-256, each key keeps at most maxEvents times, and at most maxEntries keys are kept (the
 // least recently failed go first; expired ones go as soon as they are the oldest).
 import { sha256 } from '../credentials/secrets-compare.js';
 
 const MAX_KEY_LENGTH = 128;
 const DEFAULT_MAX_ENTRIES = 50_000;
 
-export class LoginRateLimiter {
+export class RateLimiter {
   /**
    * Cache of recent failure times (ms) per key ("user:<name>", "addr:<ip>"), in the order of each
    * key's last failure (a failure re-inserts its key), so the oldest entries come first.
@@ -17,7 +18,7 @@ export class LoginRateLimiter {
   private readonly failures = new Map<string, number[]>();
 
   constructor(
-    private readonly maxFailures: number,
+    private readonly maxEvents: number,
     private readonly windowSeconds: number,
     private readonly now: () => number = Date.now,
     private readonly maxEntries = DEFAULT_MAX_ENTRIES,
@@ -29,22 +30,22 @@ export class LoginRateLimiter {
     let wait = 0;
     for (const key of keys) {
       const times = this.recent(boundedKey(key), now);
-      if (times.length >= this.maxFailures) {
-        const oldest = times[times.length - this.maxFailures];
+      if (times.length >= this.maxEvents) {
+        const oldest = times[times.length - this.maxEvents];
         wait = Math.max(wait, Math.ceil((oldest + this.windowSeconds * 1000 - now) / 1000));
       }
     }
     return wait > 0 ? wait : undefined;
   }
 
-  recordFailure(keys: string[]): void {
+  record(keys: string[]): void {
     const now = this.now();
     for (const raw of keys) {
       const key = boundedKey(raw);
       const times = this.recent(key, now);
       times.push(now);
       this.failures.delete(key);
-      this.failures.set(key, times.slice(-this.maxFailures));
+      this.failures.set(key, times.slice(-this.maxEvents));
     }
     this.evict(now);
   }
