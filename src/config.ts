@@ -33,6 +33,8 @@ export interface Config {
   sessionTtlSeconds: number;
   /** Absolute session lifetime from login: refreshes never renew a session past it. */
   sessionMaxLifetimeSeconds: number;
+  /** How long a provider's user holding no role is kept after their last sign-in (auth/roleless-users.ts). */
+  rolelessUserTtlSeconds: number;
   /** Marks the session cookie Secure (also set per request behind https). */
   secureCookies: boolean;
   /** Failed logins allowed per user and per address within loginWindowSeconds before 429. */
@@ -494,6 +496,13 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       'session-max-lifetime',
       pick('session-max-lifetime', 'KITELINE_SESSION_MAX_LIFETIME'),
       7 * 24 * 3600,
+      1,
+      365 * 24 * 3600,
+    ),
+    rolelessUserTtlSeconds: integer(
+      'roleless-user-ttl',
+      pick('roleless-user-ttl', 'KITELINE_ROLELESS_USER_TTL'),
+      24 * 3600,
       1,
       365 * 24 * 3600,
     ),

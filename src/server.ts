@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { AuthService } from './auth/auth-service.js';
 import { LdapAuthenticator } from './auth/ldap.js';
 import { LdapRecheck } from './auth/ldap-recheck.js';
+import { RolelessUserSweeper } from './auth/roleless-users.js';
 import { OidcSignIn } from './auth/oidc.js';
 import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
@@ -49,6 +50,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     ldap && ldapConfig
       ? new LdapRecheck(ldap, identity.users, ldapConfig.recheckIntervalMs, () => clusterManager.lease.isLeader, log)
       : undefined;
+  const rolelessUsers = new RolelessUserSweeper(
+    identity.users,
+    identity.roles,
+    (user) => auth.holdsAnyRole(user),
+    config.rolelessUserTtlSeconds * 1000,
+    log,
+  );
   const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
@@ -83,6 +91,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   await host.start();
   await identity.start();
   ldapRecheck?.start();
+  rolelessUsers.start();
   await audit.trail?.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
@@ -117,6 +126,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     await audit.trail?.close();
     identity.stop();
     ldapRecheck?.stop();
+    rolelessUsers.stop();
     await clusterManager.stop();
     await host.stop();
   };

@@ -156,7 +156,8 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
     body: { subjectType: 'group', subject: 'kl-admins' },
   });
   t.equal(assigned.status, 201);
-  t.same(assigned.body.assignment, { roleId: adminRole, subjectType: 'group', subject: 'kl-admins' });
+  // A bare name is the one provider's group (groups are scoped by their provider: security-groups.test.ts).
+  t.same(assigned.body.assignment, { roleId: adminRole, subjectType: 'group', subject: 'oidc:corp/kl-admins' });
   t.equal(
     (
       await call(gw.url, 'POST', `${ROLES}/${adminRole}/assign`, {
@@ -174,7 +175,7 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
   const adminRoleView = await call(gw.url, 'GET', `${ROLES}/${adminRole}`, admin);
   t.match(adminRoleView.body.role.assignments, [
     { subjectType: 'user', subject: 'admin' },
-    { subjectType: 'group', subject: 'kl-admins' },
+    { subjectType: 'group', subject: 'oidc:corp/kl-admins' },
   ]);
 
   op.accounts.set('alice-sub', { preferred_username: 'alice', name: 'Alice', groups: ['kl-admins', 'staff'] });

@@ -16,7 +16,7 @@ import { ADMIN_ROLE } from '../host/roles.js';
 import {
   isPasswordUser,
   providerVerifiedAt,
-  userGroups,
+  userGroupSubjects,
   userProvider,
   userSubject,
   type ExternalIdentity,
@@ -43,9 +43,11 @@ export class AuthService {
   private readonly sessionKey: IdentityStores['sessionKey'];
   private readonly oauthProviders: IdentityStores['oauthProviders'];
   private readonly lastSeen: LastSeenRecorder;
+  /** Where groups come from now ("ldap" and the OAuthProviders' names: IdentityStores.groupSources). */
+  readonly groupSources: () => string[];
 
   constructor(
-    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders'>,
+    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders' | 'groupSources'>,
     private readonly config: Config,
     log: Logger,
     /** Sign-in against the LDAP directory, when one is configured. */
@@ -56,6 +58,7 @@ export class AuthService {
     this.apiKeys = identity.apiKeys;
     this.sessionKey = identity.sessionKey;
     this.oauthProviders = identity.oauthProviders;
+    this.groupSources = () => identity.groupSources();
     this.limiter = new RateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
     this.lastSeen = new LastSeenRecorder(log);
   }
@@ -133,12 +136,21 @@ export class AuthService {
 
   /**
    * The user's roles: those assigned to the user, plus, for a user of an identity provider, those
-   * assigned to the groups the provider gave at their last sign-in.
+   * assigned to the groups the provider gave at their last sign-in, scoped by that provider
+   * (`oidc:<provider>/<group>`, `ldap/<group>`; a bare name of before only while that provider is
+   * the only one: host/group-subjects.ts).
    */
   effectiveRoles(user: UserResource): string[] {
     const own = user.spec.roles ?? [];
     if (isPasswordUser(user)) return [...own];
-    return [...new Set([...own, ...this.roles.namesForGroups(userGroups(user))])];
+    const sources = this.groupSources();
+    const subjects = userGroupSubjects(user, sources.length === 1 ? sources[0] : undefined);
+    return [...new Set([...own, ...this.roles.namesForGroups(subjects)])];
+  }
+
+  /** The user holds a role that exists (directly, or through a group). */
+  holdsAnyRole(user: UserResource): boolean {
+    return this.effectiveRoles(user).some((name) => this.roles.byName(name) !== undefined);
   }
 
   /** The auth_token cookie. */
@@ -281,7 +293,7 @@ export class AuthService {
     if (wait !== undefined)
       throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
     const identity = await this.ldap.authenticate(username, password);
-    const existing = identity ? this.users.byUsername(identity.username) : undefined;
+    const existing = identity ? this.users.findExternal(identity) : undefined;
     if (!identity || existing?.spec.enabled === false) {
       this.limiter.record(keys);
       throw new UnauthorizedError(INVALID_LOGIN);
@@ -303,18 +315,18 @@ export class AuthService {
   /**
    * The user an identity provider vouched for, created or updated (store rules: a username held by
    * another account is 401), once it has an id. A disabled user: 401; a user holding no role at
-   * all: 403 (Kite's `insufficient_permissions`; the user is kept, so an admin can assign roles).
+   * all: 403 (Kite's `insufficient_permissions`; the user is kept for a while, so an admin can
+   * assign roles, then deleted unless it got one: auth/roleless-users.ts).
    */
   async signInExternal(identity: ExternalIdentity): Promise<UserResource> {
     // Disabled: refused before anything is written.
-    if (this.users.byUsername(identity.username)?.spec.enabled === false)
-      throw new UnauthorizedError('user is disabled');
+    if (this.users.findExternal(identity)?.spec.enabled === false) throw new UnauthorizedError('user is disabled');
     let user = await this.users.signInExternal(identity);
     if (user.spec.enabled === false) throw new UnauthorizedError('user is disabled');
     const id = await this.users.ensureId(user);
     if (id === undefined) throw new UnauthorizedError('user not found');
     user = this.users.byId(id) ?? user;
-    if (this.effectiveRoles(user).filter((name) => this.roles.byName(name)).length === 0)
+    if (!this.holdsAnyRole(user))
       throw new ForbiddenError(`user ${user.spec.username} holds no role: ask an administrator to assign one`);
     const current = user;
     this.lastSeen.record(`user:${id}`, current.status?.lastLoginAt, (at) => this.users.recordLogin(current, at));

@@ -3,7 +3,7 @@
 // has (or has under another DN) is revoked: every session ends and their API keys stop. One it
 // still has gets the directory's groups now, so a group change reaches their roles without a new
 // sign-in. A directory that cannot be reached changes nothing (the round is tried again later).
-import { userProvider, userSubject, type UserStore } from '../host/users.js';
+import { identityHasSubject, userProvider, userSubject, type UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
 
@@ -46,7 +46,7 @@ export class LdapRecheck {
           return;
         }
         try {
-          if (!entry || entry.subject !== userSubject(user)) {
+          if (!entry || !identityHasSubject(entry, userSubject(user))) {
             await this.users.revokeExternal(user);
             this.log.info({ user: user.spec.username }, 'directory user gone: sessions ended, API keys stopped');
           } else {

@@ -6,11 +6,14 @@
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts';
 import type { LdapConfig } from '../config.js';
 import { ServiceUnavailableError } from '../errors.js';
+import { LDAP_SOURCE } from '../host/group-subjects.js';
 import type { ExternalIdentity } from '../host/users.js';
 
-export const LDAP_PROVIDER = 'ldap';
+/** The provider of the directory's users (their label, and `ldap/` in group subjects). */
+export const LDAP_PROVIDER = LDAP_SOURCE;
 
 const USERNAME = /^[A-Za-z0-9._@-]{1,63}$/;
+const ENTRY_UUID = 'entryUUID';
 
 /** RFC 4515 escaping of a value put into a search filter. */
 export function escapeFilterValue(value: string): string {
@@ -87,7 +90,8 @@ export class LdapAuthenticator {
         scope: 'sub',
         filter,
         sizeLimit: 2,
-        attributes: ['dn', this.config.usernameAttribute, this.config.nameAttribute, 'mail'],
+        // entryUUID (RFC 4530; OpenLDAP, 389 Directory Server): an operational attribute, sent only when asked for.
+        attributes: ['dn', this.config.usernameAttribute, this.config.nameAttribute, 'mail', ENTRY_UUID],
       });
       // None, or an ambiguous filter: nobody signs in.
       if (users.length !== 1) return undefined;
@@ -119,9 +123,15 @@ export class LdapAuthenticator {
           if (group) groups.push(group);
         }
       }
+      // The entry's entryUUID is who the user is: a DN is re-used when an entry is deleted and another
+      // made under the same name (a new person), and changes when an entry is renamed or moved. A
+      // directory without entryUUID falls back to the DN. A user recorded by its DN (before) is
+      // bound by it once and then gets the entryUUID (formerSubjects).
+      const uuid = first(user, ENTRY_UUID);
       return {
         provider: LDAP_PROVIDER,
-        subject: user.dn,
+        subject: uuid ?? user.dn,
+        ...(uuid ? { formerSubjects: [user.dn] } : {}),
         username: directoryName && USERNAME.test(directoryName) ? directoryName : username,
         ...(name ? { name } : {}),
         groups,

@@ -174,7 +174,7 @@ export const RoleAssignment = Type.Object(
   {
     roleId: integer,
     subjectType: stringEnum(['user', 'group']),
-    subject: Type.String({ description: "the username, or the identity provider's group" }),
+    subject: Type.String({ description: 'the username, or the group: `oidc:<provider>/<group>` or `ldap/<group>`' }),
   },
   { $id: 'RoleAssignment', description: "A role held by a user, or by every member of an identity provider's group" },
 );

@@ -11,7 +11,8 @@ import { APIKeyStore } from './apikeys.js';
 import { ExpiredKeySweeper } from './expired-keys.js';
 import { IdBackfill } from './id-backfill.js';
 import { IdAllocator } from './ids.js';
-import { OAuthProviderStore } from './oauth-providers.js';
+import { LDAP_SOURCE } from './group-subjects.js';
+import { OAuthProviderStore, providerName } from './oauth-providers.js';
 import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
 import { ADMIN_ROLE, RoleStore } from './roles.js';
@@ -33,7 +34,7 @@ export class IdentityStores {
 
   constructor(
     host: HostStore,
-    config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds'>,
+    private readonly config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds' | 'ldap'>,
     log: Logger,
   ) {
     limitPasswordHashing(config.passwordHashConcurrency);
@@ -63,10 +64,23 @@ export class IdentityStores {
     return secretValue(this.host.secrets.get(name, this.host.namespace), key);
   }
 
-  /** After the host caches synced: the session key, the built-in roles, the reconcilers. */
+  /**
+   * Where users' groups can come from now: "ldap" when a directory is configured, and every
+   * OAuthProvider (enabled or not: its users exist). Group subjects name one of them.
+   */
+  groupSources(): string[] {
+    const providers = this.oauthProviders.list().map(providerName);
+    return this.config.ldap ? [...providers, LDAP_SOURCE] : providers;
+  }
+
+  /**
+   * After the host caches synced: the session key, the built-in roles, the migration of bare group
+   * assignments (group-subjects.ts), the reconcilers.
+   */
   async start(): Promise<void> {
     await this.sessionKey.ensure();
     await this.roles.ensureBuiltins();
+    await this.roles.scopeBareGroups(this.groupSources());
     this.backfill.start();
     this.hasher.start();
     this.expiredKeys.start();

@@ -20,7 +20,7 @@ export const CLIENT_SECRET_KEY = 'clientSecret';
 export const RESERVED_PROVIDER_NAMES = ['password', 'ldap', 'api_key'];
 
 /** A label value too (users carry their provider's name in the label kiteline.io/provider). */
-const PROVIDER_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
+export const PROVIDER_NAME = /^[a-z0-9]([a-z0-9._-]{0,61}[a-z0-9])?$/;
 const CLAIM_NAME = /^[A-Za-z0-9_:./-]{1,256}$/;
 
 /** What an administrator sets on a provider (Kite's members, plus the claim names). */

@@ -14,6 +14,7 @@
 import { BadRequestError, ConflictError, ForbiddenError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { APIKeyStore } from './apikeys.js';
+import { groupSubject, isBareGroupSubject, resolveGroupSubject } from './group-subjects.js';
 import { describeApiError } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
 import { KindStore, sameList } from './kind-store.js';
@@ -56,8 +57,9 @@ export function roleName(role: RoleResource): string {
 }
 
 /**
- * The identity-provider groups a role is assigned to (Kite's subjectType "group"): the annotation
- * kiteline.io/groups, a JSON array, in metadata so that every version of the Role schema keeps it.
+ * The identity-provider groups a role is assigned to (Kite's subjectType "group"), as group subjects
+ * (`oidc:<provider>/<group>`, `ldap/<group>`: group-subjects.ts): the annotation kiteline.io/groups,
+ * a JSON array, in metadata so that every version of the Role schema keeps it.
  */
 export function roleGroups(role: RoleResource): string[] {
   return groupsIn(role.metadata.annotations);
@@ -154,10 +156,17 @@ export class RoleStore extends KindStore<RoleResource> {
   }
 
   /**
-   * Gives the role to every member of an identity provider's group (Kite's subjectType "group");
-   * `added` is false when the group already held it.
+   * Gives the role to every member of an identity provider's group (Kite's subjectType "group"):
+   * `subject` is a scoped group subject, or a bare name resolved against `sources` (the providers
+   * configured now: group-subjects.ts; 400 when malformed or ambiguous). `added` is false when the
+   * group already held it; `subject` in the answer is what was stored.
    */
-  async assignGroup(role: RoleResource, group: string): Promise<{ roleId: number; subject: string; added: boolean }> {
+  async assignGroup(
+    role: RoleResource,
+    subject: string,
+    sources: readonly string[],
+  ): Promise<{ roleId: number; subject: string; added: boolean }> {
+    const group = resolveGroupSubject(subject, sources);
     let added = false;
     await this.swap(role, (live) => {
       const groups = roleGroups(live);
@@ -169,16 +178,53 @@ export class RoleStore extends KindStore<RoleResource> {
     return { roleId: resourceId(role)!, subject: group, added };
   }
 
-  /** Takes the role from a group (nothing when the group did not hold it). */
-  async unassignGroup(role: RoleResource, group: string): Promise<void> {
+  /**
+   * Takes the role from a group: the subject as given, and a bare name's scoped form when one
+   * source is configured (what assignGroup stored for it). Nothing when the group did not hold it.
+   */
+  async unassignGroup(role: RoleResource, subject: string, sources: readonly string[]): Promise<void> {
+    const gone = new Set([subject]);
+    if (isBareGroupSubject(subject) && sources.length === 1) gone.add(groupSubject(sources[0], subject));
     await this.swap(role, (live) => {
       const groups = roleGroups(live);
-      if (!groups.includes(group)) return undefined;
-      return { metadata: { annotations: { [GROUPS_ANNOTATION]: JSON.stringify(groups.filter((g) => g !== group)) } } };
+      if (!groups.some((g) => gone.has(g))) return undefined;
+      return { metadata: { annotations: { [GROUPS_ANNOTATION]: JSON.stringify(groups.filter((g) => !gone.has(g))) } } };
     });
   }
 
-  /** The names of the roles assigned to any of these groups (cache-only). */
+  /**
+   * The migration of group assignments written before groups were scoped by their provider: with
+   * exactly one source configured (`sources`), every bare name becomes that source's subject; with
+   * none or several, a bare name is left as it is (it then matches no one: it could be any
+   * source's) and logged, for an administrator to scope. Any replica, at start; idempotent.
+   */
+  async scopeBareGroups(sources: readonly string[]): Promise<void> {
+    for (const role of this.list()) {
+      const bare = roleGroups(role).filter(isBareGroupSubject);
+      if (bare.length === 0) continue;
+      if (sources.length !== 1) {
+        this.log.warn(
+          { role: roleName(role), groups: bare.map((g) => g.slice(0, 100)) },
+          'group assignments without a provider grant nothing while several (or no) identity providers are ' +
+            'configured: assign oidc:<provider>/<group> or ldap/<group> instead',
+        );
+        continue;
+      }
+      try {
+        await this.swap(role, (live) => {
+          const groups = roleGroups(live);
+          if (!groups.some(isBareGroupSubject)) return undefined;
+          const scoped = groups.map((g) => (isBareGroupSubject(g) ? groupSubject(sources[0], g) : g));
+          return { metadata: { annotations: { [GROUPS_ANNOTATION]: JSON.stringify([...new Set(scoped)]) } } };
+        });
+        this.log.info({ role: roleName(role), source: sources[0] }, "scoped the role's group assignments");
+      } catch (err) {
+        this.log.warn({ role: roleName(role), err: describeApiError(err) }, 'could not scope group assignments');
+      }
+    }
+  }
+
+  /** The names of the roles assigned to any of these group subjects (cache-only; exact match). */
   namesForGroups(groups: readonly string[]): string[] {
     if (groups.length === 0) return [];
     const wanted = new Set(groups);

@@ -12,8 +12,9 @@
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
 import { hashPassword } from '../credentials/passwords.js';
-import { ConflictError, ForbiddenError, UnauthorizedError } from '../errors.js';
+import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../errors.js';
 import { claimSuperUserBootstrap } from './bootstrap.js';
+import { groupSubjectsOf } from './group-subjects.js';
 import type { IdAllocator } from './ids.js';
 import { ignoreGone, KindStore, sameList } from './kind-store.js';
 import { LastAdminGuard } from './last-admin.js';
@@ -38,8 +39,13 @@ export interface NewUser {
 export interface ExternalIdentity {
   /** "ldap" or the OAuthProvider's name: the user's `provider`. */
   provider: string;
-  /** The identity at the provider (OIDC "<issuer> <sub>", LDAP DN). */
+  /** The identity at the provider, which the user cannot change (OIDC "<issuer> <sub>", LDAP entryUUID or DN). */
   subject: string;
+  /**
+   * Older forms of the subject that name this identity too (the LDAP DN, which releases before
+   * entryUUID recorded): a user recorded under one is bound to it and gets `subject` instead.
+   */
+  formerSubjects?: string[];
   username: string;
   name?: string;
   avatarURL?: string;
@@ -88,6 +94,19 @@ export function groupsIn(annotations: Record<string, string> | undefined): strin
 /** The provider's groups of the user as of their last sign-in (none for a password user). */
 export function userGroups(user: UserResource): string[] {
   return isPasswordUser(user) ? [] : groupsIn(user.metadata.annotations);
+}
+
+/**
+ * The group subjects the user holds (group-subjects.ts): its provider's groups scoped by the
+ * provider, and the bare names too when that provider is the only source configured (`soleSource`).
+ */
+export function userGroupSubjects(user: UserResource, soleSource: string | undefined): string[] {
+  return isPasswordUser(user) ? [] : groupSubjectsOf(userProvider(user), userGroups(user), soleSource);
+}
+
+/** The identity is the one the user was bound to (its subject, or a former form of it). */
+export function identityHasSubject(identity: ExternalIdentity, subject: string | undefined): boolean {
+  return subject !== undefined && (subject === identity.subject || (identity.formerSubjects ?? []).includes(subject));
 }
 
 /** When the provider last vouched for the user (ms since the epoch; NaN: never). */
@@ -301,11 +320,23 @@ export class UserStore extends KindStore<UserResource> {
   }
 
   /**
-   * The user an identity provider signed in: created on the first sign-in (no roles, no password),
-   * else updated with the groups, name and avatar the provider sent now (and the time it vouched).
-   * A username held by a password user, another provider's user or another subject of the same
-   * provider is not taken over: 401. A user applied with kubectl with this provider and no subject
-   * yet is bound to the first subject that signs in as it.
+   * The user of the provider bound to the identity's subject (its stable id there), else the user
+   * holding the identity's username (which may be another account's: signInExternal refuses it).
+   */
+  findExternal(identity: ExternalIdentity): UserResource | undefined {
+    const bound = this.list().find(
+      (u) => userProvider(u) === identity.provider && identityHasSubject(identity, userSubject(u)),
+    );
+    return bound ?? this.byUsername(identity.username);
+  }
+
+  /**
+   * The user an identity provider signed in: the user bound to its subject at the provider (whatever
+   * username the provider shows now: a username claim may be the user's own choice), else one
+   * created on the first sign-in (no roles, no password), updated with the groups, name and avatar
+   * the provider sent now (and the time it vouched). A username held by a password user, another
+   * provider's user, or a user of this provider bound to another subject or to none (one declared
+   * with kubectl without `kiteline.io/subject`) is not taken over: 401.
    */
   async signInExternal(identity: ExternalIdentity): Promise<UserResource> {
     const metadata = {
@@ -320,7 +351,7 @@ export class UserStore extends KindStore<UserResource> {
       ...(identity.name !== undefined ? { name: identity.name } : {}),
       ...(identity.avatarURL !== undefined ? { avatarURL: identity.avatarURL } : {}),
     };
-    const existing = this.byUsername(identity.username);
+    const existing = this.findExternal(identity);
     if (!existing) {
       const name = objectNameFor('user', identity.username);
       try {
@@ -331,7 +362,7 @@ export class UserStore extends KindStore<UserResource> {
       } catch (err) {
         // Two first sign-ins at once: the other one created the user; update it below.
         if (!(err instanceof ConflictError)) throw err;
-        const winner = this.byUsername(identity.username);
+        const winner = this.findExternal(identity);
         if (!winner) throw err;
         return this.updateExternal(winner, identity, metadata, profile);
       }
@@ -346,11 +377,12 @@ export class UserStore extends KindStore<UserResource> {
     profile: UserChanges,
   ): Promise<UserResource> {
     const refuse = () => new UnauthorizedError('this username belongs to another account');
-    const bound = (live: UserResource) => {
-      if (!live.metadata.labels?.[PROVIDER_LABEL]) return false; // a password user
-      const subject = userSubject(live);
-      return userProvider(live) === identity.provider && (subject === undefined || subject === identity.subject);
-    };
+    // A user declared with kubectl without a subject is bound to no one: a username claim is no
+    // proof (the account's owner may choose it at the provider); its administrator sets the subject.
+    const bound = (live: UserResource) =>
+      Boolean(live.metadata.labels?.[PROVIDER_LABEL]) && // not a password user
+      userProvider(live) === identity.provider &&
+      identityHasSubject(identity, userSubject(live));
     if (!bound(user)) throw refuse();
     return this.swap(user, (live) => {
       if (!bound(live)) throw refuse();
@@ -389,6 +421,24 @@ export class UserStore extends KindStore<UserResource> {
         },
       };
     });
+  }
+
+  /**
+   * Deletes a provider's user that holds no role, when `stillRoleless` says so of the live object
+   * (checked and deleted as one compare-and-swap: a role given meanwhile keeps the user). false: it
+   * was kept (or was gone already).
+   */
+  async deleteRoleless(user: UserResource, stillRoleless: (live: UserResource) => boolean): Promise<boolean> {
+    const kept = new Error('kept');
+    try {
+      await this.remove(user, user.spec?.passwordSecretRef?.name, (live) => {
+        if (isPasswordUser(live) || !stillRoleless(live)) throw kept;
+      });
+      return true;
+    } catch (err) {
+      if (err === kept || err instanceof NotFoundError) return false;
+      throw err;
+    }
   }
 
   /** Writes status.lastLoginAt (callers throttle). */

@@ -16,7 +16,13 @@ const RoleReply = objectOf({ role: ref('Role') });
 const AssignmentReply = objectOf({ assignment: ref('RoleAssignment') });
 const subjectProperties = {
   subjectType: Type.String({ description: "`user`, or `group` (an identity provider's group)" }),
-  subject: Type.String({ minLength: 1, maxLength: 1024, description: 'the username, or the group' }),
+  subject: Type.String({
+    minLength: 1,
+    maxLength: 1024,
+    description:
+      'the username, or the group as `oidc:<provider>/<group>` or `ldap/<group>` (a bare group name is taken as ' +
+      "the only identity provider's when exactly one is configured, else 400)",
+  }),
 };
 /** Read-only members of the Role JSON: accepted and ignored, so a client can send back what it fetched. */
 const readOnlyRoleMembers = {
@@ -57,7 +63,7 @@ function checkSubjectType(subjectType: string): 'user' | 'group' {
 }
 
 export default async function roleRoutes(app: App) {
-  const { users, roles } = app.services;
+  const { users, roles, auth } = app.services;
   const view = (role: RoleResource) => roleView(role, users.list());
   const roleById = (raw: string) => roles.getById(parseId(raw));
 
@@ -141,7 +147,7 @@ export default async function roleRoutes(app: App) {
       const subjectType = checkSubjectType(request.body.subjectType);
       const { roleId, subject, added } =
         subjectType === 'group'
-          ? await roles.assignGroup(role, request.body.subject)
+          ? await roles.assignGroup(role, request.body.subject, auth.groupSources())
           : await roles.assign(role, request.body.subject);
       reply.code(added ? 201 : 200);
       return { assignment: { roleId, subjectType, subject } };
@@ -163,7 +169,7 @@ export default async function roleRoutes(app: App) {
     async (request) => {
       const role = roleById(request.params.id);
       if (checkSubjectType(request.query.subjectType) === 'group')
-        await roles.unassignGroup(role, request.query.subject);
+        await roles.unassignGroup(role, request.query.subject, auth.groupSources());
       else await roles.unassign(role, request.query.subject);
       return { success: true };
     },
