@@ -1,7 +1,7 @@
 // Configuration of `kiteline serve`: read from flags and the environment and validated here, once.
 // Flags win over environment variables; everything has a default a local run can live with.
 import { existsSync, readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.js';
@@ -47,6 +47,12 @@ export interface Config {
   /** Cluster health probes: interval while healthy, connect timeout for upstream calls. */
   clusterProbeIntervalMs: number;
   upstreamConnectTimeoutMs: number;
+  /**
+   * Resolves the host names of cluster servers instead of DNS; never set from flags or the
+   * environment, only by tests (no name resolves to a link-local address honestly there). Whatever
+   * resolves, connections still refuse link-local and metadata addresses (refused-addresses.ts).
+   */
+  clusterLookup?: LookupFunction;
   /** Identity of this replica (leader election holder id, logs). */
   replicaId: string;
   /** Serve GET /metrics without authentication (default: admin principals only). */

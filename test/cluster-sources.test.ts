@@ -290,7 +290,8 @@ t.test('ClusterProfile: server and CA from its status, token from the labelled S
     metadata: { name: `${name}-credentials`, namespace: profileNs, labels: { 'kiteline.io/clusterprofile': name } },
     stringData: data,
   });
-  await apply(credentials({ token: a.token }));
+  // The Secret pins the server its token is for (issue 32 point 4: clusterprofile-pinning.test.ts).
+  await apply(credentials({ token: a.token, server: a.server }));
   const objectName = sourcedObjectName('clusterprofile', profileNs, name);
   const waiting = await eventually('the profile without access providers to be reported', () => {
     const cr = clusterObject(objectName);
@@ -329,9 +330,9 @@ t.test('ClusterProfile: server and CA from its status, token from the labelled S
   })) as { status?: { conditions?: unknown } };
   t.equal(profile.status?.conditions, undefined, 'kiteline writes nothing into a ClusterProfile it reads');
 
-  await apply(credentials({ token: 'revoked' }));
+  await apply(credentials({ token: 'revoked', server: a.server }));
   t.not(await stopsServing(name), 200, 'a broken token stops serving');
-  // The other supported credential form: a kubeconfig whose user is used with the profile's server.
+  // The other supported credential form: a kubeconfig whose user is used (its server is the pin).
   await kubectlInBackground(hostKubeconfig, ['-n', profileNs, 'delete', 'secret', `${name}-credentials`]);
   await apply(credentials({ kubeconfig: a.kubeconfig }));
   await servedWithin(name, Date.now());

@@ -12,9 +12,11 @@
 // http client (request object, agent bookkeeping, header parsing) was about half of the gateway's
 // busy time in a CPU profile; undici's Pool does the same HTTP/1.1 keep-alive work for much less.
 import { EventEmitter } from 'node:events';
+import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
+import { guardedLookup, REFUSED_WHY, refusedAddress } from '../credentials/refused-addresses.js';
 import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { Cluster } from '../host/clusters.js';
 import type { Logger } from '../log.js';
@@ -52,6 +54,8 @@ export interface ConnectionOptions {
   writeTurns: boolean;
   /** Slots each caller has on this cluster (see caller-limits.ts). */
   callerLimits: CallerLimitOptions;
+  /** Resolves the server's host name (DNS when absent; tests give their own). Always guarded. */
+  lookup?: LookupFunction;
   log: Logger;
 }
 
@@ -119,6 +123,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
    * on at most DISCOVERY_PARALLELISM connections. An idle cluster keeps only the probe's one.
    */
   private readonly controlPool: Pool;
+  /** Resolves the server's name for every socket, refusing link-local and metadata addresses. */
+  private readonly lookup: LookupFunction;
   /** The TLS options of every socket to the cluster (undefined over plain http). */
   private readonly tls: ReturnType<WarmConnection['tlsOptions']> | undefined;
   private readonly callerLimits: CallerLimits;
@@ -160,6 +166,11 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     this.server = new URL(this.target.server);
     this.basePath = this.server.pathname.replace(/\/+$/, '');
     this.callerLimits = new CallerLimits(options.callerLimits, () => this.name);
+    // Never a link-local or metadata address (refused-addresses.ts): the kubeconfig check refused
+    // such a server already; this also covers the host's own config. Names are checked as they
+    // resolve, on every new socket, so a DNS answer that changes later cannot take us there.
+    if (refusedAddress(this.server.hostname)) throw new Error(`server ${this.server.hostname} is ${REFUSED_WHY}`);
+    this.lookup = guardedLookup(options.lookup);
     this.tls = this.server.protocol === 'https:' ? this.tlsOptions() : undefined;
     // Keep-alive connections with the cluster's TLS material. No headers or body timeouts: a watch
     // may stay silent for minutes, and the callers' signals end what must end.
@@ -169,6 +180,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       bodyTimeout: 0,
       connect: {
         timeout: this.connectTimeoutMs,
+        lookup: this.lookup,
         ...this.tls,
       },
     };
@@ -291,6 +303,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
         server: this.server,
         basePath: this.basePath,
         tls: this.tls,
+        lookup: this.lookup,
         authorization,
         connectTimeoutMs: this.connectTimeoutMs,
       },

@@ -58,6 +58,7 @@ export type ReconcilerConfig = Pick<
   | 'writeTurns'
   | 'maxWatchesPerPrincipal'
   | 'maxRequestsPerPrincipal'
+  | 'clusterLookup'
 >;
 
 /** Reconciling work done per turn of the event loop before it yields (sync). */
@@ -330,6 +331,7 @@ export class ClusterReconciler {
         coalesceReads: this.config.coalesceReads,
         writeTurns: this.config.writeTurns,
         callerLimits: { watches: this.config.maxWatchesPerPrincipal, requests: this.config.maxRequestsPerPrincipal },
+        lookup: this.config.clusterLookup,
         log: this.log,
       });
     } catch (err) {

@@ -4,7 +4,7 @@
 // the socket carries the upgraded protocol; the caller splices it to the client's socket. The
 // keep-alive pools cannot serve these: a 101 hands the connection over for good.
 import type { IncomingHttpHeaders } from 'node:http';
-import { connect as connectPlain, isIP, type Socket } from 'node:net';
+import { connect as connectPlain, isIP, type LookupFunction, type Socket } from 'node:net';
 import { connect as connectTls, type SecureContext } from 'node:tls';
 import { BadGatewayError, BadRequestError } from '../errors.js';
 
@@ -33,6 +33,8 @@ export interface UpgradeEndpoint {
   server: URL;
   basePath: string;
   tls: { secureContext: SecureContext; rejectUnauthorized: boolean; servername?: string } | undefined;
+  /** The connection's guarded resolver: no link-local or metadata address (refused-addresses.ts). */
+  lookup: LookupFunction;
   authorization: string | undefined;
   connectTimeoutMs: number;
 }
@@ -62,7 +64,7 @@ function requestHead(endpoint: UpgradeEndpoint, req: UpgradeRequest): string {
 }
 
 function connected(endpoint: UpgradeEndpoint): Promise<Socket> {
-  const { server, tls } = endpoint;
+  const { server, tls, lookup } = endpoint;
   const host = server.hostname.replace(/^\[|\]$/g, '');
   const port = Number(server.port) || (server.protocol === 'https:' ? 443 : 80);
   return new Promise((resolve, reject) => {
@@ -70,11 +72,12 @@ function connected(endpoint: UpgradeEndpoint): Promise<Socket> {
       ? connectTls({
           host,
           port,
+          lookup,
           ...tls,
           servername: tls.servername ?? (isIP(host) ? undefined : host),
           ALPNProtocols: ['http/1.1'],
         })
-      : connectPlain({ host, port });
+      : connectPlain({ host, port, lookup });
     const timer = setTimeout(
       () =>
         fail(

@@ -6,6 +6,7 @@
 // and certificates or keys that do not parse (they could never connect).
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { parse, stringify } from 'yaml';
+import { REFUSED_WHY, refusedAddress } from './refused-addresses.js';
 
 /** A kubeconfig that cannot be used, with a message fit for a 400 answer. */
 export class KubeconfigError extends Error {
@@ -164,21 +165,14 @@ function sanitizeServer(where: string, value: unknown): string {
   }
   if (url.username || url.password) throw new KubeconfigError(`${where}: server URL must not carry credentials`);
   if (url.search || url.hash) throw new KubeconfigError(`${where}: server URL must not carry a query or fragment`);
-  if (isLinkLocal(url.hostname)) {
+  // The parsed host: the URL parser has already made 0xa9fea9fe or [::ffff:169.254.169.254] one
+  // canonical spelling. Names are checked when they resolve (guardedLookup).
+  if (refusedAddress(url.hostname)) {
     throw new KubeconfigError(
-      `${where}: server must not be a link-local address (cloud metadata endpoints live there)`,
+      `${where}: server must not be ${REFUSED_WHY} (cloud metadata and its credentials live there)`,
     );
   }
   return server.replace(/\/+$/, '');
-}
-
-/**
- * 169.254.0.0/16, fe80::/10 and AWS's fd00:ec2::254: no API server lives there, but the node's
- * cloud metadata (and its credentials) does. A cluster source's writer is not necessarily an admin.
- */
-function isLinkLocal(hostname: string): boolean {
-  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  return /^169\.254\.\d{1,3}\.\d{1,3}$/.test(host) || /^fe[89ab][0-9a-f]?:/.test(host) || host === 'fd00:ec2::254';
 }
 
 /**

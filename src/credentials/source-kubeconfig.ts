@@ -164,8 +164,8 @@ export function isCapiKubeconfigSecret(secret: SecretLike): boolean {
  * status.accessProviders entry (else the deprecated credentialProviders), the credential from the
  * Secret in its namespace labelled kiteline.io/clusterprofile=<profile name>: key `token` (a bearer
  * token), or key `kubeconfig` whose user (token, client certificate, username/password) is used
- * with the profile's server. File paths (certificate-authority, tokenFile) and exec plugins are
- * refused as everywhere.
+ * with the profile's server. That server must be the one the Secret pins (pinnedServer). File
+ * paths (certificate-authority, tokenFile) and exec plugins are refused as everywhere.
  */
 export function fromClusterProfile(profile: ClusterProfileLike, credentials: SecretLike | undefined): SourceCluster {
   const id = ident(profile);
@@ -205,8 +205,69 @@ export function fromClusterProfile(profile: ClusterProfileLike, credentials: Sec
     } else {
       throw new KubeconfigError('the credential Secret has neither a "token" nor a "kubeconfig" key');
     }
+    cluster.server = pinnedServer(credentials, kubeconfig, cluster.server);
     return JSON.stringify(singleContext(cluster, user));
   });
+}
+
+/** A URL compared as the connection uses it: host case, default port and trailing slashes aside. */
+function comparable(text: string): URL | undefined {
+  try {
+    const url = new URL(text);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+    url.pathname = url.pathname.replace(/\/+$/, '');
+    return url;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A server for a message: scheme, host and path only (never a user, password or query). */
+const shown = (url: URL) => `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+
+/**
+ * The server a ClusterProfile's credential may be sent to (issue 32 point 4): the profile's status
+ * is written by whoever may patch `clusterprofiles/status`, the credential by whoever may write
+ * Secrets; so the Secret names the server it is for (key `server`, else the server of its
+ * `kubeconfig`), and a status naming another one is not connected. Returns the pinned server.
+ */
+function pinnedServer(credentials: SecretLike, kubeconfig: string | undefined, statusServer: unknown): string {
+  const secret = `${credentials.metadata?.namespace ?? ''}/${credentials.metadata?.name ?? ''}`;
+  const keyed = field(credentials, 'server')?.trim();
+  const pin = keyed || (kubeconfig !== undefined ? credentialServer(kubeconfig) : undefined);
+  if (!pin)
+    throw new KubeconfigError(
+      `the credential Secret ${secret} pins no server: add the key "server" with the URL of the API server the ` +
+        "credential is for (it must equal the ClusterProfile's status.accessProviders[].cluster.server)",
+    );
+  const pinned = comparable(pin);
+  if (!pinned)
+    throw new KubeconfigError(
+      `the credential Secret ${secret}: ${keyed ? 'its key "server"' : "its kubeconfig's server"} ` +
+        '(the server it pins) is not an http(s) URL',
+    );
+  const named = typeof statusServer === 'string' ? comparable(statusServer) : undefined;
+  if (!named) throw new KubeconfigError("the ClusterProfile's status names no http(s) server");
+  if (named.href !== pinned.href)
+    throw new KubeconfigError(
+      `the ClusterProfile's status names server ${shown(named)}, which is not the server its credential Secret ` +
+        `${secret} pins ${shown(pinned)}: not connected (whoever may write the profile's status must not be able ` +
+        'to send the credential elsewhere)',
+    );
+  return pin;
+}
+
+/** The server of a credential kubeconfig's current context (else its only cluster), if any. */
+function credentialServer(text: string): string | undefined {
+  const doc = parseKubeconfig(text);
+  const clusters = (doc.clusters as unknown[] | undefined) ?? [];
+  const contexts = (doc.contexts as unknown[] | undefined) ?? [];
+  const current = contexts.find((c) => isObj(c) && c.name === doc['current-context']);
+  const clusterName = isObj(current) && isObj(current.context) ? current.context.cluster : undefined;
+  const entry =
+    clusters.find((c) => isObj(c) && c.name === clusterName) ?? (clusters.length === 1 ? clusters[0] : undefined);
+  const server = isObj(entry) && isObj(entry.cluster) ? entry.cluster.server : undefined;
+  return typeof server === 'string' && server.trim() !== '' ? server.trim() : undefined;
 }
 
 /** The user of a credential kubeconfig's current context (else its only user), checked later. */

@@ -26,6 +26,7 @@
 // ClusterManager). Host failures arrive translated (host-errors.ts); conflicts are retried by
 // retry.ts.
 import { KubeconfigError, sanitizeAllContexts, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
+import { REFUSED_WHY, refusedAddress } from '../credentials/refused-addresses.js';
 import type { SourceCluster, SourceKind } from '../credentials/source-kubeconfig.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -244,6 +245,8 @@ function checkPrometheusURL(url: string | undefined): string {
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw new BadRequestError('prometheusURL must be an http(s) URL');
+  // Not connected to today (docs/clusters.md), but refused as a cluster's server is, before it is.
+  if (refusedAddress(parsed.hostname)) throw new BadRequestError(`prometheusURL must not be ${REFUSED_WHY}`);
   return url;
 }
 

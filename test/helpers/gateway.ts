@@ -30,6 +30,8 @@ export interface GatewayOptions {
   env?: Record<string, string>;
   /** Log file name under .kiteline/test/logs (the security tests scan these for secrets). */
   logName?: string;
+  /** Settings no flag or variable sets (e.g. clusterLookup), over the loaded configuration. */
+  config?: Partial<Config>;
 }
 
 /** Starts a gateway on a free port; stopped by t.teardown. */
@@ -44,6 +46,7 @@ export async function startGateway(t: Teardown, options: GatewayOptions = {}): P
     LOG_LEVEL: 'info',
     ...options.env,
   });
+  Object.assign(config, options.config);
   const logDir = join(TEST_DIR, 'logs');
   mkdirSync(logDir, { recursive: true });
   const destination = pino.destination({

@@ -149,29 +149,46 @@ t.test('ClusterProfile: server and CA from accessProviders, the credential from 
     status: cluster ? { accessProviders: [{ name: 'kubeconfig', cluster }] } : {},
   });
   const access = { server: 'https://edge.example:6443', 'certificate-authority-data': CA };
-  const token = fromClusterProfile(profile(access), secret('edge-creds', { token: 'tok\n' }));
+  const token = fromClusterProfile(profile(access), secret('edge-creds', { token: 'tok\n', server: access.server }));
   t.match(token, { kind: 'clusterprofile', clusterName: 'edge', namespace: 'fleet', error: undefined });
   t.same(parts(token.kubeconfig), { cluster: access, user: { token: 'tok' } });
-  const kc = fromClusterProfile(profile(access), secret('edge-creds', { kubeconfig: capiKubeconfig({ token: 'k' }) }));
+  const kc = fromClusterProfile(
+    profile(access),
+    secret('edge-creds', { kubeconfig: capiKubeconfig({ token: 'k' }), server: access.server }),
+  );
   t.same(
     parts(kc.kubeconfig),
     { cluster: access, user: { token: 'k' } },
     "the profile's server, the kubeconfig's user",
   );
-  t.match(fromClusterProfile(profile(), secret('c', { token: 't' })).error, /no status\.accessProviders/);
-  t.match(fromClusterProfile(profile(access), undefined).error, /labelled kiteline\.io\/clusterprofile=edge/);
-  t.match(fromClusterProfile(profile(access), secret('c', {})).error, /neither a "token" nor a "kubeconfig"/);
   t.match(
-    fromClusterProfile(profile(access), secret('c', { kubeconfig: capiKubeconfig({ exec: { command: 'x' } }) })).error,
+    fromClusterProfile(profile(), secret('c', { token: 't', server: access.server })).error,
+    /no status\.accessProviders/,
+  );
+  t.match(fromClusterProfile(profile(access), undefined).error, /labelled kiteline\.io\/clusterprofile=edge/);
+  t.match(
+    fromClusterProfile(profile(access), secret('c', { server: access.server })).error,
+    /neither a "token" nor a "kubeconfig"/,
+  );
+  t.match(
+    fromClusterProfile(
+      profile(access),
+      secret('c', { kubeconfig: capiKubeconfig({ exec: { command: 'x' } }), server: access.server }),
+    ).error,
     /exec credential plugins are not allowed/,
   );
   t.match(
-    fromClusterProfile(profile({ ...access, 'certificate-authority': '/etc/ca.crt' }), secret('c', { token: 't' }))
-      .error,
+    fromClusterProfile(
+      profile({ ...access, 'certificate-authority': '/etc/ca.crt' }),
+      secret('c', { token: 't', server: access.server }),
+    ).error,
     /certificate-authority is a file path/,
   );
   t.match(
-    fromClusterProfile(profile({ ...access, 'proxy-url': 'http://proxy' }), secret('c', { token: 't' })).error,
+    fromClusterProfile(
+      profile({ ...access, 'proxy-url': 'http://proxy' }),
+      secret('c', { token: 't', server: access.server }),
+    ).error,
     /proxy-url is not supported/,
   );
 });
