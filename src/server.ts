@@ -64,7 +64,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     config.namespace,
     async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid,
   );
-  const audit = buildAuditService(kc, config, identity, () => clusterManager.lease.isLeader, log);
+  const audit = buildAuditService(kc, host, config, identity, () => clusterManager.lease.isLeader, log);
   const services: Services = {
     config,
     log,

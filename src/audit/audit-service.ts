@@ -1,5 +1,7 @@
-// The one way to audit an action (services.audit.record): the `audit` log line, as before, and the
-// same action as a record of the durable trail (when it is on). Every producer calls it: the
+// The one way to audit an action (services.audit.record), and the owner of every output: the
+// `audit` log line, the same action as a record of the durable trail (when it is on; the trail
+// sends it on to the webhook), and for admin writes an Event in the install namespace (when
+// KITELINE_AUDIT_EVENTS is on: events.ts). Every producer calls it: the
 // write hook (gateway/plugins/audit.ts), proxy sessions (proxy/session.ts), terminal sessions and
 // file writes.
 // Unauthenticated actions (a 401 write, a failed login, the public logout: anyone can send a
@@ -11,6 +13,7 @@ import type { Logger } from '../log.js';
 import { resourceId } from '../host/resources.js';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { toAuditRecord, type AuditEntry, type OperatorKind } from './record.js';
+import type { AuditEventWriter } from './events.js';
 import type { AuditTrail } from './trail.js';
 
 /** Finds the id of a named operator: the user and API key stores (host/identity-stores.ts). */
@@ -104,6 +107,8 @@ export class AuditService {
     readonly trail: AuditTrail | undefined,
     private readonly operators: OperatorDirectory,
     unauthenticatedPerMinute = 60,
+    /** Admin writes as Events (KITELINE_AUDIT_EVENTS=true); undefined: off. */
+    private readonly events?: AuditEventWriter,
   ) {
     this.budget = new UnauthenticatedBudget(unauthenticatedPerMinute);
     this.roller = setInterval(() => this.roll(), MINUTE_MS / 6);
@@ -121,13 +126,14 @@ export class AuditService {
    * The log line keeps its documented fields: the operator's id, the client address and the path
    * are in the request's own log line (same reqId) and in the stored record.
    */
-  record(entry: AuditEntry, log: AuditLineLogger = this.log): void {
+  record(entry: AuditEntry, log: AuditLineLogger = this.log, adminWrite = false): void {
     const unauthenticated = isUnauthenticated(entry);
     if (unauthenticated) {
       this.roll();
       if (!this.budget.admit(entry)) return;
     }
     this.write(entry, log, unauthenticated);
+    if (adminWrite) this.events?.record(entry);
   }
 
   /** Stops the summary timer and writes the summary of the minute under way (shutdown). */

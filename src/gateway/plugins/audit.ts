@@ -1,15 +1,15 @@
 // The audit log (CONTRACT section 8): every write through the gateway (POST, PUT, PATCH, DELETE on
 // a known route, admin and resource routes alike, failed ones included) becomes exactly one JSON
 // line, msg 'audit', when its response is done, and one record of the durable audit trail
-// (services.audit, src/audit/). What the write was comes from AUDIT_ROUTES plus
-// what the route resolved (request.auditDetail); request bodies are never logged. With
-// KITELINE_AUDIT_EVENTS=true admin writes also become Events in the install namespace.
+// (services.audit, src/audit/, which owns every output). What the write was comes from
+// AUDIT_ROUTES plus what the route resolved (request.auditDetail); request bodies are never
+// logged. Admin writes are marked so that, with KITELINE_AUDIT_EVENTS=true, they also become
+// Events in the install namespace.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuditEntry } from '../../audit/record.js';
 import { USERNAME_PATTERN } from '../input-rules.js';
 import { requestedClusterName } from '../../resources/cluster-select.js';
-import { AuditEventWriter } from '../audit-events.js';
 import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditField, type AuditRoute } from '../audit-table.js';
 
 /** What a route learned while handling a write and the table cannot know. */
@@ -23,9 +23,6 @@ export interface AuditDetail {
   subject?: string;
   dryRun?: boolean;
 }
-
-/** One audit record, as logged under `audit` (the shape is src/audit/record.ts's AuditEntry). */
-export type AuditRecord = AuditEntry;
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,7 +53,7 @@ function fallbackRoute(method: string, url: string): AuditRoute {
   return { verb: method.toLowerCase(), resource: url };
 }
 
-export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: string): AuditRecord {
+export function auditEntry(request: FastifyRequest, reply: FastifyReply, url: string): AuditEntry {
   const route = AUDIT_ROUTES[auditKey(request.method, url)] ?? fallbackRoute(request.method, url);
   const detail = request.auditDetail ?? {};
   const principal = request.principal;
@@ -67,7 +64,7 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
   const cluster = route.clusterScoped
     ? (detail.cluster ?? request.clusterName ?? askedCluster(request))
     : detail.cluster;
-  const record: AuditRecord = {
+  const record: AuditEntry = {
     who: principal?.name ?? request.actor ?? 'anonymous',
     whoKind: principal?.kind ?? (request.actor ? 'user' : 'anonymous'),
     ...(principal ? { whoId: principal.id } : {}),
@@ -94,9 +91,6 @@ export function auditRecord(request: FastifyRequest, reply: FastifyReply, url: s
 export default fp(
   async function audit(app: FastifyInstance) {
     app.decorateRequest('auditDetail', undefined);
-    const events = app.services.config.auditEvents
-      ? new AuditEventWriter(app.services.host, app.services.log)
-      : undefined;
 
     // A write route missing from the table is still audited (verb = method), but say so early.
     app.addHook('onRoute', (route) => {
@@ -113,9 +107,8 @@ export default fp(
       const url = request.routeOptions.url;
       // Writes, and the few other routes the table names (the OAuth callback, a sign-in).
       if (url === undefined || !(isWriteMethod(request.method) || AUDIT_ROUTES[auditKey(request.method, url)])) return;
-      const record = auditRecord(request, reply, url);
-      app.services.audit.record(record, request.log);
-      if (events && !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped) events.record(record);
+      const adminWrite = !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped;
+      app.services.audit.record(auditEntry(request, reply, url), request.log, adminWrite);
     });
   },
   { name: 'kiteline-audit', dependencies: ['kiteline-request-log', 'kiteline-authenticate'] },

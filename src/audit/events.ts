@@ -1,10 +1,11 @@
 // Admin writes as core/v1 Events in the install namespace (KITELINE_AUDIT_EVENTS=true), so
 // `kubectl get events -n <namespace>` shows who changed users, roles, API keys and clusters.
-// Best effort: a failed Event is a warning in the log, never a failed request.
+// Best effort: a failed Event is a warning in the log, never a failed request. One of the audit
+// service's outputs (audit-service.ts), like the log line and the trail.
 import type { HostStore } from '../host/store.js';
 import { describeApiError } from '../host/host-errors.js';
 import type { Logger } from '../log.js';
-import type { AuditRecord } from './plugins/audit.js';
+import type { AuditEntry } from './record.js';
 
 /** Annotation holding the whole audit record as JSON. */
 export const AUDIT_ANNOTATION = 'kiteline.io/audit';
@@ -15,7 +16,7 @@ export class AuditEventWriter {
     private readonly log: Logger,
   ) {}
 
-  record(record: AuditRecord): void {
+  record(record: AuditEntry): void {
     const namespace = this.host.namespace;
     const target = record.name || (record.id ? `#${record.id}` : '');
     const now = new Date();
