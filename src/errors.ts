@@ -1,6 +1,6 @@
 // One typed error hierarchy for the whole service, mapped to HTTP in one place
 // (gateway/plugins/errors.ts uses toErrorBody). Every error body is
-// {"error": <message>, "reason": <Reason>, "code": <status>, "details"?: {...}} (CONTRACT section 3).
+// {"error": <message>, "reason": <Reason>, "code": <status>, "details"?: {...}} (README.md, "Errors").
 
 export interface ErrorBody {
   error: string;

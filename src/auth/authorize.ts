@@ -1,5 +1,5 @@
 // The one authorization rule: a request is allowed when ONE of the caller's roles matches its
-// cluster, namespace, resource and verb (CONTRACT section 6). Pure functions over role specs;
+// cluster, namespace, resource and verb (docs/auth.md). Pure functions over role specs;
 // AuthService feeds them the roles from the host cache.
 import type { RoleSpec } from '../host/resources.js';
 import { patternsMatch } from './patterns.js';

@@ -38,7 +38,7 @@ export function clusterGroups(roles: readonly string[]): string[] {
   return [`${CLUSTER_IDENTITY_PREFIX}authenticated`, ...roles.map((role) => `${CLUSTER_IDENTITY_PREFIX}role:${role}`)];
 }
 
-/** The verbs of CONTRACT section 6. */
+/** The verbs a role grants (docs/auth.md, "Roles and authorization"). */
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete';
 
 /** One authorization question: may the principal do verb on resource in namespace of cluster? */

@@ -1,10 +1,10 @@
 // The gateway's validation rules for what people type: usernames, passwords, role names and role patterns
-// (CONTRACT section 4). Each rule throws a BadRequestError whose message states the rule.
+// (docs/auth.md, "Users"). Each rule throws a BadRequestError whose message states the rule.
 import { BadRequestError } from '../errors.js';
 import { globMatches } from '../auth/patterns.js';
 import type { Verb } from '../auth/principal.js';
 
-/** The verbs a role can grant (CONTRACT section 6). */
+/** The verbs a role can grant (docs/auth.md). */
 export const VERBS: readonly Verb[] = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
 
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,63}$/;

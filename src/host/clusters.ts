@@ -124,7 +124,7 @@ export interface ClusterHealth {
   error: string;
 }
 
-/** A Cluster as the admin API shows it (CONTRACT section 5); config is never returned. */
+/** A Cluster as the admin API shows it (docs/clusters.md); config is never returned. */
 export type ClusterView = Omit<Cluster, 'objectName' | 'defaultSince'> & ClusterHealth & { config: '' };
 
 /** The source of a Cluster object, when it was materialised from one. */

@@ -1,4 +1,4 @@
-// The gateway's Prometheus metrics (CONTRACT section 8): one Metrics object per gateway with its
+// The gateway's Prometheus metrics (docs/operations.md): one Metrics object per gateway with its
 // own prom-client Registry (never the global one: several gateways share a test process).
 // Request and upstream metrics are pushed as they happen; cluster readiness and cache sizes are
 // read from their sources at scrape time. Labels only ever hold bounded values: route patterns,

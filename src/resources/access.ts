@@ -1,4 +1,4 @@
-// Authorization of resource requests: the verb of CONTRACT section 6 for each request, checked
+// Authorization of resource requests: the verb (docs/auth.md) of each request, checked
 // through the one role function (services.auth.authorize) before anything goes upstream. The
 // namespace checked is the one read or written ("_all" for all-namespace and cluster-scoped
 // requests), and the resource is the canonical name (see target.ts).

@@ -1,4 +1,4 @@
-// Resource writes and the audit log (CONTRACT section 8): the gateway's audit plugin
+// Resource writes and the audit log (docs/operations.md): the gateway's audit plugin
 // (src/gateway/plugins/audit.ts) writes one line per write; a resource route tells it, through
 // request.auditDetail, the cluster, resource, namespace and name it resolved and whether it was a
 // dry run. Bodies (and so Secret contents) are never logged.

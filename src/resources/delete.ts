@@ -1,4 +1,4 @@
-// DELETE as CONTRACT section 7 says: force=true is a zero grace period, cascade=false orphans the
+// DELETE as docs/resources.md says: force=true is a zero grace period, cascade=false orphans the
 // dependents (default: foreground, so the object goes only after its dependents), and wait
 // (default true) waits for the object to be gone by watching it, up to timeoutSeconds
 // (default 60), answering 504 when that runs out. No polling loop: one list to learn the current

@@ -1,4 +1,4 @@
-// PATCH: the patch type (query patchType, CONTRACT section 7) mapped to the content type the API
+// PATCH: the patch type (query patchType, docs/resources.md) mapped to the content type the API
 // server expects, and the patch document checked before it goes upstream. JSON patches are
 // validated with fast-json-patch (RFC 6902 operation shapes, paths, missing values).
 import jsonPatch from 'fast-json-patch';

@@ -1,5 +1,5 @@
 // Where a request goes on the target cluster: the resolved resource's scope applied to the path's
-// namespace and name, and the upstream API paths built from them. Rules (CONTRACT section 7):
+// namespace and name, and the upstream API paths built from them. Rules (docs/resources.md):
 // a namespaced kind with no second segment or _all means "all namespaces" (lists only); a
 // cluster-scoped kind needs _all (or nothing); a name under _all on a namespaced kind is a 400.
 import type { ResolvedResource } from '../clusters/types.js';

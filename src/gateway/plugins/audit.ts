@@ -1,4 +1,4 @@
-// The audit log (CONTRACT section 8): every write through the gateway (POST, PUT, PATCH, DELETE on
+// The audit log (docs/operations.md): every write through the gateway (POST, PUT, PATCH, DELETE on
 // a known route, admin and resource routes alike, failed ones included) becomes exactly one JSON
 // line, msg 'audit', when its response is done, and one record of the durable audit trail
 // (services.audit, src/audit/, which owns every output). What the write was comes from

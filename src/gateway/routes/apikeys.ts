@@ -1,4 +1,4 @@
-// API key administration (CONTRACT section 6): /api/v1/admin/apikeys/ create (the key is shown
+// API key administration (docs/auth.md): /api/v1/admin/apikeys/ create (the key is shown
 // once), list (never a secret), delete (revokes at once). Admin only. The rules (key names, known
 // roles, a future expiry, unique names) are the API key store's (host/apikeys.ts).
 import type { FastifyReply } from 'fastify';

@@ -1,4 +1,4 @@
-// Sessions (CONTRACT section 6): password, LDAP and OAuth (OpenID Connect) sign-in, logout, the
+// Sessions (docs/auth.md): password, LDAP and OAuth (OpenID Connect) sign-in, logout, the
 // current user, refresh, providers. Every way of signing in ends in the same session: the HttpOnly
 // auth_token cookie (SameSite=Lax, Secure behind https).
 import type { FastifyReply, FastifyRequest } from 'fastify';

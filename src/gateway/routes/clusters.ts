@@ -1,4 +1,4 @@
-// Cluster registration (CONTRACT section 5): the admin routes under /api/v1/admin/clusters/, the
+// Cluster registration (docs/clusters.md): the admin routes under /api/v1/admin/clusters/, the
 // public bootstrap import, and GET /api/v1/clusters for any signed-in user. Each route parses,
 // authorizes, calls one method of the cluster store (host/clusters.ts: the rules, the kubeconfig
 // checks, the import lock, read-your-writes and the wait for a (re)connected cluster's first

@@ -1,4 +1,4 @@
-// GET /metrics: the Prometheus exposition of this gateway replica (CONTRACT section 8). Like the
+// GET /metrics: the Prometheus exposition of this gateway replica (docs/operations.md). Like the
 // kube-apiserver's /metrics it needs an admin principal (an admin API key works as Prometheus'
 // bearer token) unless KITELINE_METRICS_PUBLIC=true serves it to anyone.
 import { PUBLIC, replies, SIGNED_IN, streamed, type App } from '../schemas.js';

@@ -1,4 +1,4 @@
-// The resource gateway (CONTRACT section 7): /api/v1/<resource>/<namespace|_all>[/<name>] for
+// The resource gateway (docs/resources.md): /api/v1/<resource>/<namespace|_all>[/<name>] for
 // GET (list, get, watch), POST, PUT, PATCH and DELETE on any resource the selected cluster serves,
 // and GET and PATCH of an object's subresources that read or write it (/<name>/status, scale, resize,
 // ephemeralcontainers), authorized as what they are ("pods/resize"), not as the object.

@@ -1,4 +1,4 @@
-// Role administration (CONTRACT section 6, Kite's shapes): /api/v1/admin/roles/ list, get,
+// Role administration (docs/auth.md, "Roles and authorization"; Kite's shapes): /api/v1/admin/roles/ list, get,
 // create, update, delete, and assign/unassign to users. Admin only. The rules (built-in roles
 // cannot be changed or deleted: 403; no renames; a deleted role leaves every user and key; the
 // last enabled admin keeps admin) are the role store's (host/roles.ts) and the user store's.

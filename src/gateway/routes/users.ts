@@ -1,4 +1,4 @@
-// User administration (CONTRACT section 4, spec 4.1): /api/v1/admin/users/... All routes need
+// User administration (docs/auth.md, "Users"): /api/v1/admin/users/... All routes need
 // role admin, except create_super_user, which is public until the first super user is created
 // (and then closed for good); it answers with the new user's session cookie, so Kite's set-up
 // flow goes on signed in (the cluster import that follows needs an admin). The rules (the first

@@ -1,4 +1,4 @@
-// The JSON of the identity routes (CONTRACT sections 4 and 6): User, Role, APIKey, and the caller
+// The JSON of the identity routes (docs/auth.md): User, Role, APIKey, and the caller
 // of GET /api/auth/user. Answer shaping for the gateway's routes (not authentication, so not in
 // auth/): a store object in, the JSON a client sees out. Never a password, hash or key. Each view
 // is typed with its shape's type (gateway/schemas.ts), so a view that drifts from its schema does
