@@ -7,6 +7,7 @@ import errors from './plugins/errors.js';
 import openapi from './plugins/openapi.js';
 import audit from './plugins/audit.js';
 import authenticate from './plugins/authenticate.js';
+import sameOrigin from './plugins/same-origin.js';
 import metrics from './plugins/metrics.js';
 import requestLog from './plugins/request-log.js';
 import upgrades from './plugins/upgrades.js';
@@ -83,6 +84,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(errors);
   await app.register(requestLog);
   await app.register(authenticate);
+  await app.register(sameOrigin);
   await app.register(metrics);
   await app.register(audit);
   await app.register(upgrades);

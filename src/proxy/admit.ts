@@ -6,14 +6,17 @@
 // refused: through kiteline a caller acts as themselves, and silently dropping the headers would
 // answer a question about someone else (`kubectl auth can-i --as X`) as if it were about X.
 import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { Principal } from '../auth/principal.js';
 import type { ClusterConnection, ClusterDirectory, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError } from '../errors.js';
 import type { Authorizer } from '../resources/access.js';
 import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js';
-import type { HostGuard } from '../resources/host-guard.js';
+import { requireReplacedObject } from '../resources/create-on-update.js';
+import { namedByGroup, type HostGuard } from '../resources/host-guard.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../resources/impersonation.js';
 import { authorizeProxyRequest, guardedResource, isLongRunning, proxyAccess, type ProxyAccess } from './authorize.js';
+import { readCreatedName } from './created-name.js';
 import { parseProxyUrl, withFieldSelector } from './proxy-url.js';
 import { parseRequestInfo, type RequestInfo } from './request-info.js';
 
@@ -39,6 +42,8 @@ export interface AdmittedRequest extends NamedRequest {
   impersonation: UpstreamHeaders;
   /** A watch, a log stream, exec, attach, port-forward or proxy: holds its connection. */
   longRunning: boolean;
+  /** A create of a CRD or APIService on the host: its body's name must pass the host guard (admitCreatedName). */
+  checksCreatedName: boolean;
 }
 
 const LIST_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
@@ -69,6 +74,17 @@ export async function admitProxyRequest(
     );
   }
   const access = await authorizeProxyRequest(services, principal, conn, info, headers['content-type']);
+  if (access && info.verb === 'update' && info.subresource === '' && access.name !== undefined) {
+    // A PUT creates a missing object of some kinds: without create, it must replace one that exists.
+    await requireReplacedObject(services.auth, principal, {
+      conn,
+      resource: access.resource,
+      namespace: access.namespace,
+      name: access.name,
+      objectPath: parsed.rawPath,
+      headers: impersonationHeaders(conn, principal),
+    });
+  }
   let query = parsed.query;
   if (
     LIST_VERBS.has(info.verb) &&
@@ -88,7 +104,32 @@ export async function admitProxyRequest(
     impersonation: impersonationHeaders(conn, principal),
     longRunning: isLongRunning(info),
     dryRun,
+    checksCreatedName:
+      info.verb === 'create' &&
+      info.subresource === '' &&
+      namedByGroup(guardedResource(info)) &&
+      (await services.hostGuard.reachesHost(conn)),
   };
+}
+
+/**
+ * The body of a create the host guard checks by name (`checksCreatedName`): read (JSON or YAML, bounded),
+ * its metadata.name refused when it claims kiteline.io, and returned to be sent upstream as it came.
+ */
+export async function admitCreatedName(
+  services: Pick<ProxyServices, 'hostGuard'>,
+  admitted: AdmittedRequest,
+  body: Readable,
+  contentType: string | undefined,
+): Promise<Buffer> {
+  const read = await readCreatedName(body, contentType);
+  await services.hostGuard.check(admitted.conn, {
+    resolved: guardedResource(admitted.info),
+    namespace: undefined,
+    name: read.name,
+    verb: 'create',
+  });
+  return read.body;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError, HttpError } from '../errors.js';
 import { requireAccess, type Authorizer } from '../resources/access.js';
 import type { HostGuard } from '../resources/host-guard.js';
+import { evictsKiteline, nodeRunsKiteline } from '../resources/kiteline-node.js';
 import { canonicalResourceName } from '../resources/target.js';
 import type { RequestInfo } from './request-info.js';
 
@@ -78,6 +79,7 @@ export async function authorizeProxyRequest(
     namespace: access.namespace,
     name: access.name,
     verb: access.verb,
+    subresource: subresourceOf(info) || undefined,
   });
   const refused = refusedOnHost(info, access);
   if (refused && (await deps.hostGuard.reachesHost(conn))) {
@@ -85,18 +87,31 @@ export async function authorizeProxyRequest(
       `${refused} is not reachable through kiteline on cluster ${conn.name} (it is kiteline's own host cluster)`,
     );
   }
+  // The proxy reads no body, so it cannot tell a NoExecute taint from a label: a node that runs
+  // kiteline on its host is read-only through it (the resource routes and node actions read bodies).
+  if (isNodeWrite(info) && (await nodeRunsKiteline(deps.hostGuard, conn, info.name))) {
+    throw evictsKiteline(conn, info.name, info.verb === 'delete' ? 'delete' : 'change');
+  }
   return access;
+}
+
+const NODE_WRITE_VERBS: ReadonlySet<string> = new Set(['update', 'patch', 'delete']);
+
+/** A write of one Node object (or of its subresources). */
+function isNodeWrite(info: RequestInfo): boolean {
+  return info.apiGroup === '' && info.resource === 'nodes' && info.name !== '' && NODE_WRITE_VERBS.has(info.verb);
 }
 
 /**
  * What only the proxy can reach and the host guard must also refuse on the host cluster: the
  * kubelet's API (it runs and reads any container of the node, kiteline's own included), and
- * deleting all Namespaces or all CRDs at once (kiteline's namespace and CRDs among them).
+ * deleting all Namespaces, all CRDs or all Nodes at once (kiteline's namespace, CRDs and node among them).
  */
 function refusedOnHost(info: RequestInfo, access: ProxyAccess): string | undefined {
   if (access.resource === 'nodes/proxy') return 'nodes/proxy';
   if (info.verb !== 'deletecollection') return undefined;
   if (isNamespaceObject(info)) return 'deleting every namespace';
+  if (info.apiGroup === '' && info.resource === 'nodes') return 'deleting every node';
   if (info.apiGroup === 'apiextensions.k8s.io' && info.resource === 'customresourcedefinitions')
     return 'deleting every CRD';
   return undefined;
@@ -104,12 +119,17 @@ function refusedOnHost(info: RequestInfo, access: ProxyAccess): string | undefin
 
 /** The kiteline verb, resource and namespace of a resource request; 405 for a method with no verb. */
 export function proxyAccess(info: RequestInfo): ProxyAccess {
-  const subresource = info.verb === 'proxy' ? 'proxy' : info.subresource;
+  const subresource = subresourceOf(info);
   const canonical = canonicalResourceName(guardedResource(info));
   const resource = subresource ? `${canonical}/${subresource}` : canonical;
   const verb = CONNECT_SUBRESOURCES.has(subresource) ? 'create' : roleVerb(info.verb);
   const clusterScoped = info.namespace === '' || isNamespaceObject(info);
   return { verb, resource, namespace: clusterScoped ? undefined : info.namespace, name: info.name || undefined };
+}
+
+/** The subresource, "proxy" for the old /proxy/ paths; "" for none. */
+function subresourceOf(info: RequestInfo): string {
+  return info.verb === 'proxy' ? 'proxy' : info.subresource;
 }
 
 function roleVerb(verb: string): Verb {

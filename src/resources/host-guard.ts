@@ -8,7 +8,15 @@
 //   - the kiteline.io group (users, clusters, roles, API keys), in any namespace: 403;
 //   - writes to the install namespace object itself and to kiteline's CRDs: 403;
 //   - lists and watches across all namespaces: answered with the install namespace filtered out
-//     upstream (fieldSelector metadata.namespace!=<ns>, which every kind supports).
+//     upstream (fieldSelector metadata.namespace!=<ns>, which every kind supports);
+//   - what is root on the host whatever kiteline's namespace: exec, attach, port-forward, proxy and
+//     ephemeral containers into kube-system pods (the control plane's static pods: etcd holds every
+//     Secret, the session key's included), TokenRequests for kube-system service accounts (the
+//     controllers' accounts), writes to the APIServices of kiteline.io (one pointing at a service of
+//     the caller's would answer kiteline's own reads of users and keys), and writes to admission
+//     webhooks and mutating admission policies (a webhook is sent every object it matches, kiteline's
+//     Secrets included; a mutating one could make a user admin). Creating a CRD or APIService is
+//     refused by its name (the proxy reads the body of such a create on the host for it).
 // A cluster is "the host" when its kube-system namespace has the host's kube-system UID (the usual
 // cluster identity, as Argo CD and ClusterProfile use it), whatever URL or alias reaches it. When
 // either UID cannot be read, the cluster is treated as the host: the guard fails closed, and all
@@ -33,7 +41,30 @@ export interface GuardedAccess {
   namespace: string | undefined;
   name: string | undefined;
   verb: Verb;
+  /** The subresource ("exec", "token", "status"), if any. */
+  subresource?: string;
 }
+
+/** Subresources that reach into a pod: a shell, its streams, its ports, a container added to it. */
+const POD_ENTRY_SUBRESOURCES: ReadonlySet<string> = new Set([
+  'exec',
+  'attach',
+  'portforward',
+  'proxy',
+  'ephemeralcontainers',
+]);
+/** Admission configurations that see or change the objects they match (validating policies only deny). */
+const ADMISSION_RESOURCES: ReadonlySet<string> = new Set([
+  'mutatingwebhookconfigurations',
+  'validatingwebhookconfigurations',
+  'mutatingadmissionpolicies',
+  'mutatingadmissionpolicybindings',
+]);
+/** Kinds whose object names carry their API group (<plural>.<group>, <version>.<group>). */
+const NAMED_BY_GROUP: ReadonlySet<string> = new Set([
+  'apiextensions.k8s.io/customresourcedefinitions',
+  'apiregistration.k8s.io/apiservices',
+]);
 
 interface Verdict {
   reachesHost: Promise<boolean>;
@@ -80,20 +111,25 @@ export class HostGuard {
   }
 
   /** What makes the access protected (for the message), or undefined when it touches nothing of kiteline's. */
-  private protectedBy({ resolved, namespace, name, verb }: GuardedAccess): string | undefined {
+  private protectedBy({ resolved, namespace, name, verb, subresource }: GuardedAccess): string | undefined {
     const group = resolved.group;
     if (group === KITELINE_GROUP || group.endsWith(`.${KITELINE_GROUP}`)) return `the ${KITELINE_GROUP} API group`;
     if (resolved.namespaced && namespace === this.installNamespace) return `namespace ${this.installNamespace}`;
-    if (READ_VERBS.has(verb) || name === undefined) return undefined;
+    if (READ_VERBS.has(verb)) return undefined;
+    // Connect subresources are authorized as create whatever the method.
+    if (group === '' && namespace === IDENTITY_NAMESPACE && subresource) {
+      if (resolved.resource === 'pods' && POD_ENTRY_SUBRESOURCES.has(subresource))
+        return `pods/${subresource} in ${IDENTITY_NAMESPACE} (the control plane's own pods)`;
+      if (resolved.resource === 'serviceaccounts' && subresource === 'token')
+        return `tokens of ${IDENTITY_NAMESPACE} service accounts`;
+    }
+    if (group === 'admissionregistration.k8s.io' && ADMISSION_RESOURCES.has(resolved.resource))
+      return `writing ${resolved.resource} (they see or change every object they match, kiteline's Secrets included)`;
+    if (name === undefined) return undefined;
     if (group === '' && resolved.resource === 'namespaces' && name === this.installNamespace)
       return `namespace ${this.installNamespace}`;
-    if (
-      group === 'apiextensions.k8s.io' &&
-      resolved.resource === 'customresourcedefinitions' &&
-      name.endsWith(`.${KITELINE_GROUP}`)
-    ) {
+    if (NAMED_BY_GROUP.has(`${group}/${resolved.resource}`) && isKitelineGroupName(name))
       return `the ${KITELINE_GROUP} API group`;
-    }
     return undefined;
   }
 
@@ -123,6 +159,19 @@ export class HostGuard {
     }
     return this.hostUid;
   }
+}
+
+/** Whether a CRD or APIService name (<plural or version>.<group>) names kiteline.io or a group below it. */
+export function isKitelineGroupName(name: string): boolean {
+  return name.endsWith(`.${KITELINE_GROUP}`);
+}
+
+/**
+ * Whether a create of this kind is refused on the host by the name in its body (a CRD or APIService):
+ * the proxy, which reads no bodies otherwise, reads that one's name.
+ */
+export function namedByGroup(resolved: Pick<ResolvedResource, 'group' | 'resource'>): boolean {
+  return NAMED_BY_GROUP.has(`${resolved.group}/${resolved.resource}`);
 }
 
 /** The cluster's kube-system UID with kiteline's own credentials, or undefined when unreadable. */

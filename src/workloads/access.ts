@@ -55,6 +55,7 @@ export async function requireWorkloadAccess(
     namespace: access.namespace,
     name: access.name,
     verb: access.verb,
+    subresource: access.resource.includes('/') ? access.resource.slice(access.resource.indexOf('/') + 1) : undefined,
   });
 }
 

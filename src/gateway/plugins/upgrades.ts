@@ -7,15 +7,16 @@
 //     calls acceptWebSocket to finish the handshake with `ws`; any other route answers it as
 //     HTTP on a connection that closes afterwards (curl's `Upgrade: h2c`, say).
 // A WebSocket authenticated by the session cookie must come from kiteline's own origin (a page
-// elsewhere must not open a terminal with the user's cookie): the Origin header, when a browser
-// sends one, must name the host the request was sent to or the configured external URL.
+// elsewhere must not open a terminal with the user's cookie): same-origin.ts refuses any other as
+// soon as the request is authenticated, and the handshake checks again.
 import { ServerResponse, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { BadRequestError, ForbiddenError } from '../../errors.js';
+import { BadRequestError } from '../../errors.js';
+import { requireOwnOrigin } from './same-origin.js';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
 
@@ -55,7 +56,7 @@ export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): P
   const head = pendingHeads.get(request.raw);
   if (!head || !isWebSocketRequest(request))
     throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
-  if (request.principal?.kind === 'user' && request.headers.authorization === undefined) checkOrigin(request);
+  if (request.principal?.kind === 'user' && request.headers.authorization === undefined) requireOwnOrigin(request);
   pendingHeads.delete(request.raw);
   reply.hijack();
   // A WebSocket lives as long as its protocol says (pings keep it honest), not the idle timeout.
@@ -85,16 +86,6 @@ function keepAlive(ws: WebSocket): () => void {
   }, HEARTBEAT_MS);
   timer.unref();
   return () => clearInterval(timer);
-}
-
-function checkOrigin(request: FastifyRequest): void {
-  const origin = request.headers.origin;
-  if (origin === undefined) return;
-  const allowed = new Set([`http://${request.host}`, `https://${request.host}`]);
-  const external = request.server.services.config.externalUrl;
-  if (external) allowed.add(new URL(external).origin);
-  if (!allowed.has(origin))
-    throw new ForbiddenError(`a WebSocket signed in by cookie must come from kiteline's own origin, not ${origin}`);
 }
 
 export default fp(

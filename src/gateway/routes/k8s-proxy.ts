@@ -4,12 +4,13 @@
 // over SPDY or WebSocket) to that cluster. Authentication is a kiteline API key in Authorization
 // (never the session cookie: a browser must not be able to drive kubectl's API); authorization is
 // kiteline's roles on the request info the API server itself will read (src/proxy). Bodies are
-// never parsed: the request stream goes upstream as it arrives, the answer comes back as it
+// never parsed (but for the name of a CRD or APIService created on kiteline's host cluster:
+// proxy/created-name.ts): the request stream goes upstream as it arrives, the answer comes back as it
 // arrives, and kiteline's own errors are Kubernetes Status objects. docs/proxy.md.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../auth/principal.js';
 import { BadGatewayError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
-import { admitProxyRequest } from '../../proxy/admit.js';
+import { admitCreatedName, admitProxyRequest } from '../../proxy/admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../proxy/headers.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import { runUpgradeSession } from '../../proxy/session.js';
@@ -84,6 +85,12 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
       },
     );
     const { conn } = admitted;
+    // The one body read: a CRD or APIService created on the host is checked by its name.
+    const body = admitted.checksCreatedName
+      ? await admitCreatedName(services, admitted, request.raw, request.headers['content-type'])
+      : hasBody(request)
+        ? request.raw
+        : undefined;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
     let res;
     try {
@@ -91,7 +98,7 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
         method: request.method,
         path: admitted.upstreamPath,
         headers: { ...upstreamRequestHeaders(request.headers), ...admitted.impersonation },
-        body: hasBody(request) ? request.raw : undefined,
+        body,
         signal: controller.signal,
         // A watch by either spelling (?watch= or /watch/ paths), logs, proxies: the watch pool.
         longRunning: admitted.longRunning,

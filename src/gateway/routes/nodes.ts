@@ -3,11 +3,13 @@
 // Authorization: `patch` on nodes for all of them; a drain also needs `list` on pods across all
 // namespaces (it reads every pod on the node and reports them) and `create` on pods/eviction in
 // every namespace it evicts from, all checked before the node is cordoned. On kiteline's own host
-// cluster a node that runs a pod of kiteline's install namespace is never drained through kiteline
-// (403): evicting kiteline from every node would leave nobody able to uncordon them through it.
+// cluster a node that runs a pod of kiteline's install namespace is never drained nor given a NoExecute
+// taint through kiteline (403): evicting kiteline from every node would leave nobody able to undo it
+// through kiteline (src/resources/kiteline-node.ts).
 import { Type, type Static, type TSchema } from 'typebox';
-import { ForbiddenError, NotFoundError } from '../../errors.js';
+import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../resources/access.js';
+import { refuseOnKitelineNode } from '../../resources/kiteline-node.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import {
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
@@ -17,7 +19,6 @@ import {
   type DrainOptions,
   type DrainReport,
 } from '../../tools/drain.js';
-import { getJson, type KubeList } from '../../tools/kube.js';
 import {
   addTaint,
   checkTaint,
@@ -39,7 +40,7 @@ import {
   type RequestWith,
 } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
-import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
+import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const string = Type.String();
 const boolean = Type.Boolean();
@@ -185,6 +186,8 @@ export default async function nodeRoutes(app: App) {
       const { body } = request;
       const taint = checkTaint(body.key, body.value, body.effect, true) as Taint;
       const { ctx, node } = await prepare(request, reply, signal, 'taint');
+      // A NoExecute taint evicts like a drain: never kiteline from its own node.
+      if (taint.effect === 'NoExecute') await refuseOnKitelineNode(hostGuard, ctx.conn, node, 'taint', signal);
       return addTaint(ctx, node, taint);
     }),
   );
@@ -202,24 +205,6 @@ export default async function nodeRoutes(app: App) {
       return removeTaint(ctx, node, body.key, body.effect);
     }),
   );
-
-  /** 403 when the node runs a pod of kiteline's install namespace on kiteline's host cluster. */
-  async function refuseKitelineNode(ctx: ToolRequest, node: string): Promise<void> {
-    if (!(await hostGuard.reachesHost(ctx.conn))) return;
-    const search = new URLSearchParams({ fieldSelector: `spec.nodeName=${node}`, limit: '1' });
-    // kiteline's own credentials: whether kiteline runs there, and nothing else, is what counts.
-    const own = await getJson<KubeList>(
-      ctx,
-      `/api/v1/namespaces/${encodeURIComponent(hostGuard.installNamespace)}/pods?${search}`,
-      {},
-    );
-    if ((own.items ?? []).length > 0) {
-      throw new ForbiddenError(
-        `node ${node} runs kiteline itself (cluster ${ctx.conn.name} is kiteline's host): ` +
-          'drain it with kubectl, not through kiteline',
-      );
-    }
-  }
 
   app.post(
     '/api/v1/nodes/_all/:name/drain',
@@ -246,7 +231,7 @@ export default async function nodeRoutes(app: App) {
       requireAccess(auth, ctx.principal, ctx.conn.name, 'pods', undefined, 'list');
       const pods = await ctx.conn.resolveResource('pods');
       if (!pods) throw new NotFoundError(`cluster ${ctx.conn.name} serves no pods`);
-      await refuseKitelineNode(ctx, node);
+      await refuseOnKitelineNode(hostGuard, ctx.conn, node, 'drain', signal);
       const guardSelector = await hostGuard.listFieldSelector(ctx.conn, pods, undefined);
       const plan = await planDrain(ctx, node, options, guardSelector);
       for (const pod of plan.evict) {

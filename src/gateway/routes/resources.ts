@@ -8,10 +8,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
-import type { ClusterConnection } from '../../clusters/types.js';
+import type { ClusterConnection, ResolvedResource } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess, verbFor } from '../../resources/access.js';
 import { isWriteVerb } from '../../resources/audit.js';
+import { requireReplacedObject } from '../../resources/create-on-update.js';
+import { refuseEvictingWrite, refuseOnKitelineNode } from '../../resources/kiteline-node.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
@@ -140,8 +142,14 @@ interface Prepared {
   signal: AbortSignal;
 }
 
+/** Node objects: writes that could evict kiteline from its own node (src/resources/kiteline-node.ts). */
+function isNodes(resolved: ResolvedResource): boolean {
+  return resolved.group === '' && resolved.resource === 'nodes';
+}
+
 export default async function resourceRoutes(app: App) {
   registerBodyParsers(app);
+  const { hostGuard } = app.services;
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
   async function prepare(
@@ -176,6 +184,23 @@ export default async function resourceRoutes(app: App) {
     return expectSuccess(await p.conn.request({ method, path, headers, body: framed, signal: p.signal, turnKey }));
   }
 
+  /**
+   * What the cluster would make of a write (run with dryRun=All as the caller), read whole: whether a
+   * write of a node adds a NoExecute taint, whatever the patch type says.
+   */
+  async function dryRun(
+    p: Prepared,
+    method: string,
+    path: string,
+    search: URLSearchParams | Static<typeof WriteQuery>,
+    contentType: string,
+    body: string,
+  ): Promise<unknown> {
+    const dry = search instanceof URLSearchParams ? new URLSearchParams(search) : writeSearch(search);
+    dry.set('dryRun', 'All');
+    return readJson(await send(p, method, withSearch(path, dry), contentType, body));
+  }
+
   /** The caller's roles, then the host guard (kiteline's own namespace and group: 403 for everyone). */
   async function authorize(
     request: FastifyRequest,
@@ -189,7 +214,9 @@ export default async function resourceRoutes(app: App) {
       request.auditDetail = { verb, cluster: p.conn.name, resource: p.target.resource, namespace, name, dryRun };
     }
     requireAccess(app.services.auth, p.principal, p.conn.name, p.target.resource, namespace, verb);
-    await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb });
+    const slash = p.target.resource.indexOf('/');
+    const subresource = slash < 0 ? undefined : p.target.resource.slice(slash + 1);
+    await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb, subresource });
   }
 
   async function list(
@@ -271,14 +298,24 @@ export default async function resourceRoutes(app: App) {
     const write = prepareWrite(request.body, resolved, resource, namespace, name, 'PUT');
     await authorize(request, p, 'update', write.namespace, name, !!query.dryRun);
     const object = objectPath(resolved, write.namespace, name!);
-    const res = await send(
-      p,
-      'PUT',
-      withSearch(object, writeSearch(query)),
-      'application/json',
-      JSON.stringify(write.object),
-      object,
-    );
+    // A PUT creates a missing object of some kinds: without create, it must replace one that exists,
+    // and its uid pins it (an object deleted meanwhile is not created either).
+    const uid = await requireReplacedObject(app.services.auth, p.principal, {
+      conn: p.conn,
+      resource,
+      namespace: write.namespace,
+      name: name!,
+      objectPath: object,
+      headers: upstreamHeaders({}, p.impersonation),
+      signal: p.signal,
+    });
+    if (uid !== undefined && write.object.metadata.uid === undefined) write.object.metadata.uid = uid;
+    const body = JSON.stringify(write.object);
+    if (isNodes(resolved))
+      await refuseEvictingWrite(hostGuard, p.conn, name!, () =>
+        dryRun(p, 'PUT', object, query, 'application/json', body),
+      );
+    const res = await send(p, 'PUT', withSearch(object, writeSearch(query)), 'application/json', body, object);
     return streamToClient(reply, res);
   }
 
@@ -317,6 +354,10 @@ export default async function resourceRoutes(app: App) {
     if (applyCreates && type === 'apply')
       requireAccess(app.services.auth, p.principal, p.conn.name, resource, namespace, 'create');
     const search = writeSearch(query, { apply: type === 'apply' });
+    if (applyCreates && isNodes(p.target.resolved)) {
+      const patchOf = () => dryRun(p, 'PATCH', path, search, PATCH_CONTENT_TYPES[type], body);
+      await refuseEvictingWrite(hostGuard, p.conn, name!, patchOf);
+    }
     const res = await send(p, 'PATCH', withSearch(path, search), PATCH_CONTENT_TYPES[type], body, path);
     return streamToClient(reply, res);
   }
@@ -366,6 +407,7 @@ export default async function resourceRoutes(app: App) {
     const { resolved, resource, namespace, name } = p.target;
     const { query } = request;
     await authorize(request, p, 'delete', namespace, name, !!query.dryRun);
+    if (isNodes(resolved)) await refuseOnKitelineNode(hostGuard, p.conn, name!, 'delete', p.signal);
     const res = await send(
       p,
       'DELETE',
