@@ -5,6 +5,7 @@ import { AuthService } from './auth/auth-service.js';
 import { LdapAuthenticator } from './auth/ldap.js';
 import { LdapRecheck } from './auth/ldap-recheck.js';
 import { OidcSignIn } from './auth/oidc.js';
+import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
@@ -52,6 +53,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
+  // Open streams are checked again on every change of the identity caches (any writer, any replica).
+  const openStreams = new OpenStreams(auth, log, (reason) => metrics.streamRevoked(reason));
+  const stopWatchingIdentity = identity.onChange(() => openStreams.identityChanged());
   const hostGuard = new HostGuard(
     config.namespace,
     async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid,
@@ -73,6 +77,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     metrics,
     hostGuard,
     audit,
+    openStreams,
   };
   const app = await buildApp(services);
   let draining = false;
@@ -113,6 +118,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     }
     // After the last request: its audit record is in the final flush.
     await audit.trail?.close();
+    stopWatchingIdentity();
+    openStreams.stop();
     identity.stop();
     ldapRecheck?.stop();
     await clusterManager.stop();

@@ -4,6 +4,7 @@
 // keys). server.ts builds it on the HostStore and starts it once the host caches are synced; the
 // routes use the stores through Services (services.users, services.roles, services.apiKeys) and
 // authentication (auth/auth-service.ts) only reads them.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { limitPasswordHashing } from '../credentials/passwords.js';
 import type { Logger } from '../log.js';
@@ -16,8 +17,11 @@ import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
 import { ADMIN_ROLE, RoleStore } from './roles.js';
 import { SessionKey } from './session-key.js';
+import type { WatchedCache } from './informer.js';
 import type { HostStore } from './store.js';
 import { UserStore } from './users.js';
+
+const INFORMER_EVENTS = ['add', 'update', 'delete'] as const;
 
 export class IdentityStores {
   readonly users: UserStore;
@@ -61,6 +65,20 @@ export class IdentityStores {
   /** A value of a Secret in the install namespace (from the cache), e.g. the LDAP service password. */
   installSecret(name: string, key: string): string | undefined {
     return secretValue(this.host.secrets.get(name, this.host.namespace), key);
+  }
+
+  /**
+   * Calls `listener` on every change the identity caches see: users, roles, API keys, OAuth
+   * providers and the Secrets beside them (password and key hashes, the session key), whoever wrote
+   * it. Returns the unsubscription.
+   */
+  onChange(listener: () => void): () => void {
+    const { users, roles, apiKeys, oauthProviders, secrets } = this.host;
+    const caches = [users, roles, apiKeys, oauthProviders, secrets] as Array<WatchedCache<KubernetesObject>>;
+    for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.on(verb, listener);
+    return () => {
+      for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.off(verb, listener);
+    };
   }
 
   /** After the host caches synced: the session key, the built-in roles, the reconcilers. */

@@ -13,6 +13,7 @@ import type { Authorizer } from '../resources/access.js';
 import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js';
 import type { HostGuard } from '../resources/host-guard.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../resources/impersonation.js';
+import { ALL_NAMESPACES } from '../resources/segments.js';
 import { authorizeProxyRequest, guardedResource, isLongRunning, proxyAccess, type ProxyAccess } from './authorize.js';
 import { parseProxyUrl, withFieldSelector } from './proxy-url.js';
 import { parseRequestInfo, type RequestInfo } from './request-info.js';
@@ -39,6 +40,11 @@ export interface AdmittedRequest extends NamedRequest {
   impersonation: UpstreamHeaders;
   /** A watch, a log stream, exec, attach, port-forward or proxy: holds its connection. */
   longRunning: boolean;
+  /**
+   * Whether a principal (the caller as it is later) may still do what this request does: its roles
+   * asked again (an open stream ends when they no longer allow it; the host guard does not change).
+   */
+  stillAllowed: (principal: Principal) => boolean;
 }
 
 const LIST_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
@@ -88,6 +94,15 @@ export async function admitProxyRequest(
     impersonation: impersonationHeaders(conn, principal),
     longRunning: isLongRunning(info),
     dryRun,
+    stillAllowed: (now) =>
+      services.auth.canAccessCluster(now, conn.name) &&
+      (access === undefined ||
+        services.auth.authorize(now, {
+          cluster: conn.name,
+          namespace: access.namespace ?? ALL_NAMESPACES,
+          resource: access.resource,
+          verb: access.verb,
+        })),
   };
 }
 
