@@ -6,6 +6,7 @@ import { LdapAuthenticator } from './auth/ldap.js';
 import { LdapRecheck } from './auth/ldap-recheck.js';
 import { RolelessUserSweeper } from './auth/roleless-users.js';
 import { OidcSignIn } from './auth/oidc.js';
+import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
@@ -60,6 +61,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
   const metrics = new Metrics(metricsSources(host, clusterManager.store));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
+  // Open streams are checked again on every change of the identity caches (any writer, any replica).
+  const openStreams = new OpenStreams(auth, log, (reason) => metrics.streamRevoked(reason));
+  const stopWatchingIdentity = identity.onChange(() => openStreams.identityChanged());
   const hostGuard = new HostGuard(
     config.namespace,
     async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid,
@@ -81,6 +85,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     metrics,
     hostGuard,
     audit,
+    openStreams,
   };
   const app = await buildApp(services);
   let draining = false;
@@ -124,6 +129,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     // is in the final flush.
     audit.close();
     await audit.trail?.close();
+    stopWatchingIdentity();
+    openStreams.stop();
     identity.stop();
     ldapRecheck?.stop();
     rolelessUsers.stop();

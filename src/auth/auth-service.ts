@@ -11,7 +11,13 @@ import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { apiKeyName } from '../host/apikeys.js';
 import type { IdentityStores } from '../host/identity-stores.js';
-import { resourceId, type APIKeyOwner, type RoleSpec, type UserResource } from '../host/resources.js';
+import {
+  resourceId,
+  type APIKeyOwner,
+  type APIKeyResource,
+  type RoleSpec,
+  type UserResource,
+} from '../host/resources.js';
 import { ADMIN_ROLE } from '../host/roles.js';
 import {
   isPasswordUser,
@@ -35,6 +41,15 @@ export type Authentication = { principal: Principal } | { failure: string };
 
 const INVALID_LOGIN = 'invalid username or password';
 
+/** The verified claims of a session cookie that its later checks need. */
+interface SessionFacts {
+  uid: number;
+  /** The stamp the cookie carries (password hash and session epoch, keyed). */
+  stamp: string;
+  /** The login time, seconds since the epoch. */
+  startedAt: number;
+}
+
 export class AuthService {
   readonly limiter: RateLimiter;
   private readonly users: IdentityStores['users'];
@@ -45,6 +60,8 @@ export class AuthService {
   private readonly lastSeen: LastSeenRecorder;
   /** Where groups come from now ("ldap" and the OAuthProviders' names: IdentityStores.groupSources). */
   readonly groupSources: () => string[];
+  /** What a session principal's cookie said, for recheck (never the cookie itself). */
+  private readonly sessions = new WeakMap<Principal, SessionFacts>();
 
   constructor(
     identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders' | 'groupSources'>,
@@ -81,25 +98,28 @@ export class AuthService {
     if (!parts) return { failure: 'invalid API key' };
     const key = this.apiKeys.byId(parts.id);
     const digest = key ? this.apiKeys.keyDigest(key) : undefined;
-    if (!key || key.metadata.deletionTimestamp || !digest || !apiKeySecretMatches(parts.secret, digest)) {
-      return { failure: 'invalid API key' };
-    }
+    if (!key || !digest || !apiKeySecretMatches(parts.secret, digest)) return { failure: 'invalid API key' };
+    const result = this.keyHolder(key, parts.id);
+    if ('principal' in result)
+      this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
+    return result;
+  }
+
+  /** Who a key whose secret matched acts as, if it is still in force: not deleted, expired or orphaned. */
+  private keyHolder(key: APIKeyResource, id: number): Authentication {
+    if (key.metadata.deletionTimestamp) return { failure: 'invalid API key' };
     const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;
     if (expiresAt !== undefined && !(expiresAt > Date.now())) return { failure: 'API key expired' };
     const owner = key.spec.owner;
     if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? []))
       return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
-    this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
     // A key that acts for a user (a kubeconfig token) is that user to logs, audit and clusters
     // (Impersonate-User), and is accepted on the Kubernetes API only.
     if (owner)
       return {
-        principal: {
-          ...makePrincipal('apikey', parts.id, owner.username, key.spec.roles ?? []),
-          kubeconfigToken: true,
-        },
+        principal: { ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []), kubeconfigToken: true },
       };
-    return { principal: makePrincipal('apikey', parts.id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
+    return { principal: makePrincipal('apikey', id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
   }
 
   /** The owner of a key still exists (the same user, by id), is enabled and holds every role of the key. */
@@ -158,16 +178,68 @@ export class AuthService {
     const key = this.sessionKey.current();
     const claims = verifySession(key, token, nowSeconds());
     if (!claims) return { failure: 'invalid or expired session' };
-    if (this.sessionMaxAge(claims.iat) <= 0) return { failure: 'session reached its maximum lifetime; log in again' };
-    const user = this.users.byId(claims.uid);
+    const session: SessionFacts = { uid: claims.uid, stamp: claims.st, startedAt: claims.iat };
+    const result = this.sessionHolder(session);
+    if ('principal' in result) this.sessions.set(result.principal, session);
+    return result;
+  }
+
+  /** Who a correctly signed session is, if it still holds: lifetime, user, provider, password and epoch. */
+  private sessionHolder(session: SessionFacts): Authentication {
+    if (this.sessionMaxAge(session.startedAt) <= 0)
+      return { failure: 'session reached its maximum lifetime; log in again' };
+    const user = this.users.byId(session.uid);
     if (!user) return { failure: 'invalid or expired session' };
     if (user.spec.enabled === false) return { failure: 'user is disabled' };
     if (!this.providerInService(user)) return { failure: "session ended (the user's sign-in provider is disabled)" };
     const credential = this.credentialOf(user);
-    if (!credential || !constantTimeEqual(Buffer.from(claims.st), Buffer.from(this.stampOf(user, credential)))) {
+    if (!credential || !constantTimeEqual(Buffer.from(session.stamp), Buffer.from(this.stampOf(user, credential)))) {
       return { failure: 'session ended (password changed or user disabled)' };
     }
-    return { principal: { ...this.principalOfUser(user), sessionStartedAt: claims.iat } };
+    return { principal: { ...this.principalOfUser(user), sessionStartedAt: session.startedAt } };
+  }
+
+  /**
+   * Whether a principal authenticated earlier would still be now, and with which roles: every check
+   * of authentication except the secret itself, which was checked then (a session's stamp, kept
+   * aside at authentication, stands in for its cookie). Open streams are checked again with it
+   * whenever the identity caches change (auth/open-streams.ts).
+   */
+  recheck(principal: Principal): Authentication {
+    if (principal.kind === 'apikey') {
+      const key = this.apiKeys.byId(principal.id);
+      if (!key || !this.apiKeys.keyDigest(key)) return { failure: 'API key deleted' };
+      return this.keyHolder(key, principal.id);
+    }
+    const session = this.sessions.get(principal);
+    if (!session) return { failure: 'not signed in by a session' };
+    return this.sessionHolder(session);
+  }
+
+  /**
+   * When a principal's credential runs out by itself (ms since the epoch), if ever: an API key's
+   * expiresAt (and, for a key of an identity provider's user, the end of the provider's last vouching),
+   * a session's absolute lifetime. A session's cookie is refreshed while its page is open, so the
+   * absolute lifetime, not the cookie's own expiry, is what bounds a stream.
+   */
+  credentialExpiresAt(principal: Principal): number | undefined {
+    if (principal.kind === 'user') {
+      const session = this.sessions.get(principal);
+      return session && (session.startedAt + this.config.sessionMaxLifetimeSeconds) * 1000;
+    }
+    const key = this.apiKeys.byId(principal.id);
+    const ends: number[] = [];
+    if (key?.spec.expiresAt) ends.push(Date.parse(key.spec.expiresAt));
+    const owner = key?.spec.owner ? this.users.byUsername(key.spec.owner.username) : undefined;
+    if (owner && !isPasswordUser(owner))
+      ends.push(providerVerifiedAt(owner) + this.config.sessionMaxLifetimeSeconds * 1000);
+    const finite = ends.filter((end) => Number.isFinite(end));
+    return finite.length > 0 ? Math.min(...finite) : undefined;
+  }
+
+  /** The principal's roles that exist (a role named by a user or key may have been deleted with kubectl). */
+  heldRoles(principal: Principal): string[] {
+    return principal.roles.filter((name) => this.roles.byName(name) !== undefined);
   }
 
   principalOfUser(user: UserResource): Principal {

@@ -6,6 +6,7 @@ import type { ClusterDirectory } from '../clusters/types.js';
 import type { ClusterStore } from '../host/clusters.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { OidcSignIn } from '../auth/oidc.js';
+import type { OpenStreams } from '../auth/open-streams.js';
 import type { Config } from '../config.js';
 import type { APIKeyStore } from '../host/apikeys.js';
 import type { OAuthProviderStore } from '../host/oauth-providers.js';
@@ -45,6 +46,8 @@ export interface Services {
   hostGuard: HostGuard;
   /** Audits an action: the `audit` log line and the durable audit trail (src/audit/). */
   audit: AuditService;
+  /** This replica's open long-lived streams, ended when their caller's credentials are revoked. */
+  openStreams: OpenStreams;
   /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */
   https?: HttpsEndpoint;
 }

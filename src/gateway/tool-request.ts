@@ -9,6 +9,7 @@ import { holdClusterSlot } from '../resources/cluster-slot.js';
 import { impersonationHeaders } from '../resources/impersonation.js';
 import { clientClosed } from '../resources/upstream.js';
 import type { ToolContext } from '../tools/kube.js';
+import { endOnRevocation } from './stream-revocation.js';
 
 export interface ToolRequest extends ToolContext {
   principal: Principal;
@@ -31,6 +32,7 @@ export async function toolRequest(
   );
   request.clusterName = conn.name;
   holdClusterSlot(reply, conn, principal, longRunning);
+  if (longRunning) endOnRevocation(app.services, request, reply);
   return { principal, conn, headers: impersonationHeaders(conn, principal), signal };
 }
 

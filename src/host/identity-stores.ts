@@ -4,6 +4,7 @@
 // keys). server.ts builds it on the HostStore and starts it once the host caches are synced; the
 // routes use the stores through Services (services.users, services.roles, services.apiKeys) and
 // authentication (auth/auth-service.ts) only reads them.
+import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
 import { limitPasswordHashing } from '../credentials/passwords.js';
 import type { Logger } from '../log.js';
@@ -17,8 +18,11 @@ import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
 import { ADMIN_ROLE, RoleStore } from './roles.js';
 import { SessionKey } from './session-key.js';
+import type { WatchedCache } from './informer.js';
 import type { HostStore } from './store.js';
 import { UserStore } from './users.js';
+
+const INFORMER_EVENTS = ['add', 'update', 'delete'] as const;
 
 export class IdentityStores {
   readonly users: UserStore;
@@ -71,6 +75,20 @@ export class IdentityStores {
   groupSources(): string[] {
     const providers = this.oauthProviders.list().map(providerName);
     return this.config.ldap ? [...providers, LDAP_SOURCE] : providers;
+  }
+
+  /**
+   * Calls `listener` on every change the identity caches see: users, roles, API keys, OAuth
+   * providers and the Secrets beside them (password and key hashes, the session key), whoever wrote
+   * it. Returns the unsubscription.
+   */
+  onChange(listener: () => void): () => void {
+    const { users, roles, apiKeys, oauthProviders, secrets } = this.host;
+    const caches = [users, roles, apiKeys, oauthProviders, secrets] as Array<WatchedCache<KubernetesObject>>;
+    for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.on(verb, listener);
+    return () => {
+      for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.off(verb, listener);
+    };
   }
 
   /**

@@ -34,6 +34,7 @@ export class Metrics {
   private readonly upstreamDuration: Histogram<'cluster' | 'method' | 'code'>;
   private readonly sharedReads: Counter<'cluster'>;
   private readonly loginFailures: Counter<'reason'>;
+  private readonly revokedStreams: Counter<'reason'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -71,6 +72,14 @@ export class Metrics {
     this.loginFailures = new Counter({
       name: 'kiteline_login_failures_total',
       help: 'Failed password logins by reason (bad_credentials, throttled, disabled, bad_request)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.revokedStreams = new Counter({
+      name: 'kiteline_streams_revoked_total',
+      help:
+        'Open streams (exec, attach, port-forward, watches, terminals, logs, event streams) ended because their ' +
+        "caller's credentials were revoked (revoked), expired (expired) or no longer allow them (forbidden)",
       labelNames: ['reason'],
       registers,
     });
@@ -125,6 +134,11 @@ export class Metrics {
 
   loginFailed(reason: LoginFailureReason): void {
     this.loginFailures.inc({ reason });
+  }
+
+  /** An open stream ended by revocation (auth/open-streams.ts). */
+  streamRevoked(reason: 'revoked' | 'expired' | 'forbidden'): void {
+    this.revokedStreams.inc({ reason });
   }
 
   /** The exposition text of every metric. */

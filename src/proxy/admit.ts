@@ -15,6 +15,7 @@ import { selectCluster, CLUSTER_SELECTOR } from '../resources/cluster-select.js'
 import { requireReplacedObject } from '../resources/create-on-update.js';
 import { namedByGroup, type HostGuard } from '../resources/host-guard.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../resources/impersonation.js';
+import { ALL_NAMESPACES } from '../resources/segments.js';
 import { authorizeProxyRequest, guardedResource, isLongRunning, proxyAccess, type ProxyAccess } from './authorize.js';
 import { readCreatedName } from './created-name.js';
 import { parseProxyUrl, withFieldSelector } from './proxy-url.js';
@@ -44,6 +45,11 @@ export interface AdmittedRequest extends NamedRequest {
   longRunning: boolean;
   /** A create of a CRD or APIService on the host: its body's name must pass the host guard (admitCreatedName). */
   checksCreatedName: boolean;
+  /**
+   * Whether a principal (the caller as it is later) may still do what this request does: its roles
+   * asked again (an open stream ends when they no longer allow it; the host guard does not change).
+   */
+  stillAllowed: (principal: Principal) => boolean;
 }
 
 const LIST_VERBS: ReadonlySet<string> = new Set(['list', 'watch']);
@@ -109,6 +115,15 @@ export async function admitProxyRequest(
       info.subresource === '' &&
       namedByGroup(guardedResource(info)) &&
       (await services.hostGuard.reachesHost(conn)),
+    stillAllowed: (now) =>
+      services.auth.canAccessCluster(now, conn.name) &&
+      (access === undefined ||
+        services.auth.authorize(now, {
+          cluster: conn.name,
+          namespace: access.namespace ?? ALL_NAMESPACES,
+          resource: access.resource,
+          verb: access.verb,
+        })),
   };
 }
 

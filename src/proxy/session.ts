@@ -10,6 +10,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
 import { sessionEntry, type SessionEntry } from '../audit/record.js';
+import type { OpenStreams } from '../auth/open-streams.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
@@ -21,6 +22,7 @@ import { statusOf } from './status.js';
 export interface SessionServices extends ProxyServices {
   auth: ProxyServices['auth'] & { authenticateApiKey(header: string): { principal: Principal } | { failure: string } };
   audit: Pick<AuditService, 'record'>;
+  openStreams: Pick<OpenStreams, 'open'>;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
@@ -44,6 +46,7 @@ export async function runUpgradeSession(
   });
   client.on('error', () => undefined);
   let release: (() => void) | undefined;
+  let forget: (() => void) | undefined;
   let admitted: AdmittedRequest | undefined;
   try {
     const principal = authenticate(services, req);
@@ -66,6 +69,15 @@ export async function runUpgradeSession(
     }
     record.result = answer.statusCode === 101 ? 'success' : 'failure';
     if (answer.statusCode === 101) record.protocol = streamProtocol(answer.headers);
+    // Revoked credentials cut both sockets (the spliced bytes have no frame kiteline could end cleanly).
+    forget = services.openStreams.open(
+      principal,
+      () => {
+        client.destroy();
+        answer.socket.destroy();
+      },
+      { stillAllowed: admitted.stillAllowed },
+    );
     await splice(client, head, answer, record);
   } catch (err) {
     const known = err instanceof HttpError ? err : undefined;
@@ -78,6 +90,7 @@ export async function runUpgradeSession(
       known instanceof TooManyRequestsError ? known.retryAfterSeconds : undefined,
     );
   } finally {
+    forget?.();
     release?.();
     record.end = new Date().toISOString();
     // Only what names an action is audited: an anonymous refusal or a malformed path is not one.

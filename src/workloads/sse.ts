@@ -61,6 +61,16 @@ export class EventStream {
     return this.send(event, JSON.stringify(payload));
   }
 
+  /**
+   * Sends Kite's `error` event ({error: message}) and ends the answer at once, without waiting for
+   * a slow reader (the caller's credentials were revoked: nothing more is sent).
+   */
+  endWithError(message: string): void {
+    if (this.closed) return;
+    this.out.write(`event: error\ndata: ${JSON.stringify({ error: message })}\n\n`);
+    this.end();
+  }
+
   /** Ends the answer (the client's EventSource sees the stream close). */
   end(): void {
     clearInterval(this.ping);

@@ -15,6 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { StreamOptions } from '../../auth/open-streams.js';
 import { BadRequestError } from '../../errors.js';
 import { requireOwnOrigin } from './same-origin.js';
 
@@ -52,7 +53,11 @@ export function isWebSocketRequest(request: FastifyRequest): boolean {
  * socket is the WebSocket's from here on. A plain HTTP request gets 400; a cookie-authenticated
  * one from another origin 403.
  */
-export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): Promise<WebSocket> {
+export function acceptWebSocket(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  revocation: StreamOptions = {},
+): Promise<WebSocket> {
   const head = pendingHeads.get(request.raw);
   if (!head || !isWebSocketRequest(request))
     throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
@@ -66,13 +71,36 @@ export function acceptWebSocket(request: FastifyRequest, reply: FastifyReply): P
       const open = openWebSockets.get(request.server.server);
       open?.add(ws);
       const stopHeartbeat = keepAlive(ws);
+      const forget = request.principal
+        ? request.server.services.openStreams.open(
+            request.principal,
+            (message) => closeRevoked(ws, message),
+            revocation,
+          )
+        : undefined;
       ws.once('close', () => {
         open?.delete(ws);
         stopHeartbeat();
+        forget?.();
       });
       resolve(ws);
     });
   });
+}
+
+/** A WebSocket of revoked credentials closes with 1008 (policy violation) and why, after an `error` message. */
+const REVOKED_CODE = 1008;
+/** A client that does not answer the close within this is cut off. */
+const REVOKED_CLOSE_GRACE_MS = 2000;
+
+function closeRevoked(ws: WebSocket, message: string): void {
+  if (ws.readyState !== ws.OPEN) return;
+  // Both WebSocket protocols here (terminal, logs) show an `error` message to the user.
+  ws.send(JSON.stringify({ type: 'error', data: message }));
+  let reason = message;
+  while (Buffer.byteLength(reason) > 123) reason = reason.slice(0, -1); // a close reason's limit
+  ws.close(REVOKED_CODE, reason);
+  setTimeout(() => ws.terminate(), REVOKED_CLOSE_GRACE_MS).unref();
 }
 
 /** Pings the client every HEARTBEAT_MS; one that did not answer the last ping is terminated. */

@@ -19,6 +19,7 @@ import { holdClusterSlot } from '../../resources/cluster-slot.js';
 import { clientClosed } from '../../resources/upstream.js';
 import { isWriteMethod } from '../audit-table.js';
 import { toHttpError } from '../plugins/errors.js';
+import { endOnRevocation } from '../stream-revocation.js';
 
 const WRITE_VERBS: ReadonlySet<string> = new Set(['create', 'update', 'patch', 'delete']);
 
@@ -92,6 +93,7 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
         ? request.raw
         : undefined;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
+    if (admitted.longRunning) endOnRevocation(services, request, reply, { stillAllowed: admitted.stillAllowed });
     let res;
     try {
       res = await conn.request({

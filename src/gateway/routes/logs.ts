@@ -18,6 +18,7 @@ import { EventStream } from '../../workloads/sse.js';
 import { listPods, podsPath } from '../../workloads/watch-events.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
 import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
+import { endOnRevocation } from '../stream-revocation.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const string = Type.String();
@@ -97,7 +98,9 @@ export default async function logRoutes(app: App) {
       });
       if (!options.follow) return readLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
       const log = await openLog(ctx.conn, ctx.headers, namespace, pod, options, signal);
-      void followLogAsEvents(new EventStream(reply, signal), log);
+      const events = new EventStream(reply, signal);
+      endOnRevocation(services, request, reply, { end: (message) => events.endWithError(message) });
+      void followLogAsEvents(events, log);
       return reply;
     }),
   );

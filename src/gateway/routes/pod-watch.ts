@@ -19,6 +19,7 @@ import {
   stringEnum,
   type App,
 } from '../schemas.js';
+import { endOnRevocation } from '../stream-revocation.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const MAX_SELECTOR_LENGTH = 4096;
@@ -97,6 +98,7 @@ export default async function podWatchRoutes(app: App) {
       // Opened before the answer starts: a bad selector or a refusal is a plain HTTP error.
       const upstream = await openWatch(conn, ctx.headers, podsPath(namespace, watchQuery), signal);
       const events = new EventStream(reply, signal);
+      endOnRevocation(services, request, reply, { end: (message) => events.endWithError(message) });
       void relayPodWatch(
         events,
         { conn, headers: ctx.headers, metricsPath, reduce: query.reduce === 'true', signal },

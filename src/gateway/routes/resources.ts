@@ -17,6 +17,7 @@ import { refuseEvictingWrite, refuseOnKitelineNode } from '../../resources/kitel
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
 import { selectCluster } from '../../resources/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
+import { endOnRevocation } from '../stream-revocation.js';
 import {
   DEFAULT_DELETE_TIMEOUT_SECONDS,
   deleteOptions,
@@ -168,7 +169,9 @@ export default async function resourceRoutes(app: App) {
       app.services.auth.canAccessCluster(principal, cluster),
     );
     request.clusterName = conn.name;
-    holdClusterSlot(reply, conn, principal, isLongRunning(request.method, request.query as ReadQuery & DeleteQuery));
+    const longRunning = isLongRunning(request.method, request.query as ReadQuery & DeleteQuery);
+    holdClusterSlot(reply, conn, principal, longRunning);
+    if (longRunning) endOnRevocation(app.services, request, reply);
     const resolved = await conn.resolveResource(segments.resource);
     if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
     const target = planTarget(resolved, segments);

@@ -22,7 +22,7 @@ import { selectCluster } from '../../resources/cluster-select.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
 import { NAME_PATTERN } from '../../resources/segments.js';
 import { clientClosed } from '../../resources/upstream.js';
-import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { openExec } from '../../workloads/exec-channel.js';
 import { CONTAINER_PATTERN } from '../../workloads/logs.js';
 import {
@@ -68,6 +68,8 @@ interface TerminalCaller {
   headers: UpstreamHeaders;
   /** Gives back the session's long-running slot on the cluster. */
   release: () => void;
+  /** Whether the caller's roles, as they are later, still allow the session (else it is closed). */
+  stillAllowed: (now: Principal) => boolean;
 }
 
 const webSocketAnswer = streamed({
@@ -165,6 +167,7 @@ export default async function terminalRoutes(app: App) {
     record: TerminalRecord,
     namespace: string,
     accesses: Array<{ resource: string; name: string | undefined }>,
+    adminOnly = false,
   ): Promise<TerminalCaller> {
     if (!isWebSocketRequest(request))
       throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
@@ -183,14 +186,23 @@ export default async function terminalRoutes(app: App) {
       });
     }
     const release = conn.admit(`${principal.kind}:${principal.id}`, true);
-    return { principal, conn, headers: impersonationHeaders(conn, principal), release };
+    const stillAllowed = (now: Principal) =>
+      (!adminOnly || services.auth.isAdmin(now)) &&
+      services.auth.canAccessCluster(now, conn.name) &&
+      accesses.every(({ resource }) => mayAccess(services.auth, now, conn.name, resource, namespace, 'create'));
+    return { principal, conn, headers: impersonationHeaders(conn, principal), release, stillAllowed };
   }
 
   /**
    * Completes the handshake; `undo` drops what was prepared for the session (the exec, the node
    * pod) when that fails, or when the client left while it was prepared (`ws` would never answer).
    */
-  async function handshake(request: FastifyRequest, reply: FastifyReply, undo: () => void): Promise<WebSocket> {
+  async function handshake(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: TerminalCaller,
+    undo: () => void,
+  ): Promise<WebSocket> {
     const socket = request.raw.socket;
     let onClose: () => void = () => undefined;
     const clientGone = new Promise<never>((_, reject) => {
@@ -200,7 +212,7 @@ export default async function terminalRoutes(app: App) {
     clientGone.catch(() => undefined);
     try {
       if (socket.destroyed) throw clientClosed();
-      return await Promise.race([acceptWebSocket(request, reply), clientGone]);
+      return await Promise.race([acceptWebSocket(request, reply, { stillAllowed: caller.stillAllowed }), clientGone]);
     } catch (err) {
       undo();
       throw err;
@@ -242,7 +254,7 @@ export default async function terminalRoutes(app: App) {
           { namespace, pod, container, command, stdin: true, tty: true },
           caller.headers,
         );
-        const ws = await handshake(request, reply, () => exec.destroy());
+        const ws = await handshake(request, reply, caller, () => exec.destroy());
         const session = new TerminalSession(ws);
         session.attach(exec);
         follow(session, (outcome) => {
@@ -280,10 +292,16 @@ export default async function terminalRoutes(app: App) {
       const record = openRecord(request, 'nodes/terminal', '', node);
       let release: (() => void) | undefined;
       try {
-        const caller = await terminalCaller(request, record, namespace, [
-          { resource: 'pods/exec', name: undefined },
-          { resource: 'pods', name: undefined },
-        ]);
+        const caller = await terminalCaller(
+          request,
+          record,
+          namespace,
+          [
+            { resource: 'pods/exec', name: undefined },
+            { resource: 'pods', name: undefined },
+          ],
+          true,
+        );
         release = caller.release;
         const { conn, headers } = caller;
         // Root on a node of kiteline's own host cluster reads every Secret mounted there (kiteline's
@@ -302,7 +320,7 @@ export default async function terminalRoutes(app: App) {
         );
         record.pod = `${namespace}/${pod}`;
         const deletePod = nodePods.track(conn, namespace, pod);
-        const ws = await handshake(request, reply, () => void deletePod());
+        const ws = await handshake(request, reply, caller, () => void deletePod());
         const session = new TerminalSession(ws);
         follow(session, async (outcome) => {
           await deletePod();
