@@ -23,6 +23,51 @@ import tseslint from 'typescript-eslint';
 
 const WIDTH = 120;
 
+/**
+ * The layering of src/ (docs/architecture.md): each folder and the folders it may import (besides
+ * the top-level files: errors, log, config, within). gateway/ may import everything. Kept by
+ * no-restricted-imports below, so the picture in the docs is checked, not only described.
+ */
+const LAYERS = {
+  credentials: [],
+  controlplane: [],
+  host: ['credentials'],
+  auth: ['host', 'credentials'],
+  clusters: ['host', 'credentials'],
+  audit: ['host'],
+  metrics: ['clusters', 'host'],
+  'cluster-access': ['auth', 'clusters', 'host', 'credentials'],
+  // The features of the cluster side: each uses the kit below it, none another (tools/related.ts
+  // reuses describe's reader of related objects).
+  resources: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
+  proxy: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'audit'],
+  workloads: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
+  describe: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
+  tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],
+};
+const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
+
+/** One config block per folder: importing a folder not in its list is an error naming the rule. */
+const layering = Object.entries(LAYERS).map(([folder, allowed]) => {
+  const forbidden = FOLDERS.filter((other) => other !== folder && !allowed.includes(other));
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(${forbidden.join('|')})/`,
+              message: `src/${folder}/ may import only ${allowed.join(', ') || 'the top-level files'} (docs/architecture.md)`,
+            },
+          ],
+        },
+      ],
+    },
+  };
+});
+
 /** The rules that flag reading or passing on a value typed `any`. */
 const NO_UNSAFE_ANY = {
   '@typescript-eslint/no-unsafe-argument': 'off',
@@ -82,6 +127,7 @@ export default defineConfig(
       '@stylistic/max-len': ['error', { code: WIDTH, tabWidth: 2 }],
     },
   },
+  ...layering,
   {
     files: ['src/cli.ts', 'src/terminal-client.ts', 'bench/**', 'scripts/**', 'bin/**'],
     rules: { 'no-console': 'off' },

@@ -20,7 +20,7 @@ import { HostStore } from './host/store.js';
 import { createLogger, type Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { metricsSources } from './metrics/sources.js';
-import { HostGuard } from './resources/host-guard.js';
+import { HostGuard } from './cluster-access/host-guard.js';
 
 export interface RunningServer {
   app: FastifyInstance;

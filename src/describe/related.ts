@@ -10,12 +10,12 @@
 import type { Principal, Verb } from '../auth/principal.js';
 import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError } from '../errors.js';
-import type { Authorizer } from '../resources/access.js';
-import type { HostGuard } from '../resources/host-guard.js';
-import { withSearch } from '../resources/read-query.js';
-import { ALL_NAMESPACES } from '../resources/segments.js';
-import { canonicalResourceName, collectionPath, objectPath } from '../resources/target.js';
-import { readJson } from '../resources/upstream.js';
+import type { Authorizer } from '../cluster-access/access.js';
+import type { HostGuard } from '../cluster-access/host-guard.js';
+import { withSearch } from '../cluster-access/read-query.js';
+import { ALL_NAMESPACES } from '../cluster-access/segments.js';
+import { canonicalResourceName, collectionPath, objectPath } from '../cluster-access/target.js';
+import { readJson } from '../cluster-access/upstream.js';
 import type { Json } from './format.js';
 
 /** The built-in kinds describers read beside the object (all served by every supported cluster). */

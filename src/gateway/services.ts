@@ -15,7 +15,7 @@ import type { HostStore } from '../host/store.js';
 import type { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
-import type { HostGuard } from '../resources/host-guard.js';
+import type { HostGuard } from '../cluster-access/host-guard.js';
 import type { HttpsEndpoint } from './https.js';
 
 export interface Services {

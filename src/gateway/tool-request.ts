@@ -4,11 +4,11 @@
 // away. `run` wraps a handler so failures after the client left are a 499, as the resource routes do.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
-import { selectCluster } from '../resources/cluster-select.js';
+import { selectCluster } from '../cluster-access/cluster-select.js';
 import { holdClusterSlot } from '../resources/cluster-slot.js';
-import { impersonationHeaders } from '../resources/impersonation.js';
-import { clientClosed } from '../resources/upstream.js';
-import type { ToolContext } from '../tools/kube.js';
+import { impersonationHeaders } from '../cluster-access/impersonation.js';
+import { clientClosed } from '../cluster-access/upstream.js';
+import type { ToolContext } from '../cluster-access/calls.js';
 import { endOnRevocation } from './stream-revocation.js';
 
 export interface ToolRequest extends ToolContext {

@@ -13,10 +13,10 @@
 import type { Principal, Verb } from '../auth/principal.js';
 import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError, HttpError } from '../errors.js';
-import { requireAccess, type Authorizer } from '../resources/access.js';
-import type { HostGuard } from '../resources/host-guard.js';
-import { evictsKiteline, nodeRunsKiteline } from '../resources/kiteline-node.js';
-import { canonicalResourceName } from '../resources/target.js';
+import { requireAccess, type Authorizer } from '../cluster-access/access.js';
+import type { HostGuard } from '../cluster-access/host-guard.js';
+import { evictsKiteline, nodeRunsKiteline } from '../cluster-access/kiteline-node.js';
+import { canonicalResourceName } from '../cluster-access/target.js';
 import type { RequestInfo } from './request-info.js';
 
 /** What a resource request touches, in kiteline's terms. */

@@ -6,7 +6,7 @@
 // cannot read cannot be let through unchecked.
 import type { Readable } from 'node:stream';
 import { HttpError, PayloadTooLargeError } from '../errors.js';
-import { parseJsonBody, parseYamlBody } from '../resources/body-parsers.js';
+import { parseJsonBody, parseYamlBody } from '../cluster-access/body-parsers.js';
 
 const MAX_CREATE_BODY = 1024 * 1024;
 const JSON_TYPES: ReadonlySet<string> = new Set(['application/json']);

@@ -16,7 +16,7 @@ import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { admitProxyRequest, type AdmittedRequest, type NamedRequest, type ProxyServices } from './admit.js';
-import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from './headers.js';
+import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from '../cluster-access/headers.js';
 import { statusOf } from './status.js';
 
 export interface SessionServices extends ProxyServices {

@@ -6,8 +6,8 @@
 import { Type, type Static } from 'typebox';
 import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadGatewayError, fromKubeStatus, GatewayTimeoutError, isKubeStatus, type KubeStatus } from '../errors.js';
-import { clientClosed, expectSuccess, readJson } from './upstream.js';
-import { withSearch } from './read-query.js';
+import { clientClosed, expectSuccess, readJson } from '../cluster-access/upstream.js';
+import { withSearch } from '../cluster-access/read-query.js';
 
 export const DEFAULT_DELETE_TIMEOUT_SECONDS = 60;
 

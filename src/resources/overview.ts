@@ -2,10 +2,10 @@
 // selected cluster plus CPU and memory allocatable/requested/limited in milli-units (Kite's
 // units: MilliValue for both). Lists are read page by page (limit 500), never whole.
 import type { ClusterConnection } from '../clusters/types.js';
-import { readJson } from './upstream.js';
-import { milliValue } from './quantity.js';
-import { withSearch } from './read-query.js';
-import type { UpstreamHeaders } from './impersonation.js';
+import { readJson } from '../cluster-access/upstream.js';
+import { milliValue } from '../cluster-access/quantity.js';
+import { withSearch } from '../cluster-access/read-query.js';
+import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 
 export interface ResourceAmounts {
   allocatable: number;

@@ -5,8 +5,8 @@
 // bounded; a bad document is a 400 naming its position, and nothing is sent anywhere.
 import { parseAllDocuments } from 'yaml';
 import { BadRequestError, PayloadTooLargeError } from '../errors.js';
-import { NAME_PATTERN } from '../resources/segments.js';
-import { isPlainObject } from '../resources/write-body.js';
+import { NAME_PATTERN } from '../cluster-access/segments.js';
+import { isPlainObject } from '../cluster-access/write-body.js';
 
 /** The YAML text of one apply: at most this many bytes (a big Helm chart's output is ~300 KiB). */
 export const MAX_APPLY_YAML_BYTES = 2 * 1024 * 1024;

@@ -14,10 +14,10 @@
 // The answer lists every document's outcome.
 import type { ResolvedResource } from '../clusters/types.js';
 import { GatewayTimeoutError, HttpError } from '../errors.js';
-import { canonicalResourceName, objectPath } from '../resources/target.js';
+import { canonicalResourceName, objectPath } from '../cluster-access/target.js';
 import type { ApplyDocument } from './apply-documents.js';
 import { KindResolver } from './kinds.js';
-import { getJson, tryWrite, type KubeObject, type ToolContext } from './kube.js';
+import { getJson, tryWrite, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
 
 export const FIELD_MANAGER = 'kiteline';
 const APPLY_CONTENT_TYPE = 'application/apply-patch+yaml';

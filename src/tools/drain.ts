@@ -15,8 +15,8 @@
 // drain (time ran out) is a 504 whose details carry the report; the node stays cordoned either way,
 // as with kubectl.
 import { BadRequestError, HttpError } from '../errors.js';
-import { withSearch } from '../resources/read-query.js';
-import { getJson, tryWrite, type KubeList, type KubeObject, type ToolContext } from './kube.js';
+import { withSearch } from '../cluster-access/read-query.js';
+import { getJson, tryWrite, type KubeList, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
 import { nodePath, setUnschedulable } from './node-actions.js';
 
 export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 60;

@@ -5,9 +5,9 @@
 // of the same name are not shown), and answered as a core/v1 EventList, newest first.
 import type { ResolvedResource } from '../clusters/types.js';
 import { HttpError } from '../errors.js';
-import { collectionPath, objectPath } from '../resources/target.js';
-import { withSearch } from '../resources/read-query.js';
-import { getJson, type KubeList, type KubeObject, type ToolContext } from './kube.js';
+import { collectionPath, objectPath } from '../cluster-access/target.js';
+import { withSearch } from '../cluster-access/read-query.js';
+import { getJson, type KubeList, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
 
 /** At most this many events per API are read (a crash-looping pod keeps a few dozen). */
 const EVENT_LIMIT = 500;

@@ -15,8 +15,8 @@
 import { Document, visit } from 'yaml';
 import type { ResolvedResource } from '../clusters/types.js';
 import { BadRequestError, NotFoundError } from '../errors.js';
-import { withSearch } from '../resources/read-query.js';
-import { objectPath } from '../resources/target.js';
+import { withSearch } from '../cluster-access/read-query.js';
+import { objectPath } from '../cluster-access/target.js';
 import {
   controllerUid,
   getJson,
@@ -25,7 +25,7 @@ import {
   type KubeList,
   type KubeObject,
   type ToolContext,
-} from './kube.js';
+} from '../cluster-access/calls.js';
 
 export const DEFAULT_HISTORY_PAGE_SIZE = 10;
 export const MAX_HISTORY_PAGE_SIZE = 100;

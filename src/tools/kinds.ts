@@ -8,7 +8,7 @@
 import type { ResolvedResource } from '../clusters/types.js';
 import { HttpError } from '../errors.js';
 import type { DiscoveredResource } from '../clusters/discovery.js';
-import { getJson, type ToolContext } from './kube.js';
+import { getJson, type ToolContext } from '../cluster-access/calls.js';
 
 /** "apps/v1" → {group: "apps", version: "v1"}; "v1" → core. Undefined for a malformed string. */
 export function splitApiVersion(apiVersion: string): { group: string; version: string } | undefined {

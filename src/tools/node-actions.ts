@@ -5,7 +5,7 @@
 // two callers tainting at once never drop each other's taints. A taint is identified by key and
 // effect, as Kubernetes does (Kite replaced any taint of the same key).
 import { BadRequestError, HttpError, NotFoundError } from '../errors.js';
-import { getJson, writeJson, type KubeObject, type ToolContext } from './kube.js';
+import { getJson, writeJson, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
 
 export const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
 export type TaintEffect = (typeof TAINT_EFFECTS)[number];

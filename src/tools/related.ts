@@ -18,9 +18,9 @@ import type { ResolvedResource } from '../clusters/types.js';
 import type { Json } from '../describe/format.js';
 import type { RelatedReader } from '../describe/related.js';
 import { HttpError } from '../errors.js';
-import { apiVersionOf } from '../resources/target.js';
+import { apiVersionOf } from '../cluster-access/target.js';
 import { KindResolver } from './kinds.js';
-import { labelSelectorString, type ToolContext } from './kube.js';
+import { labelSelectorString, type ToolContext } from '../cluster-access/calls.js';
 
 /** One related object, as Kite's UI reads it (`type` is the plural resource name). */
 export interface RelatedObject {

@@ -17,10 +17,10 @@ import { setMaxListeners } from 'node:events';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import type { Logger } from '../log.js';
-import type { HostGuard } from '../resources/host-guard.js';
-import { collectionPath } from '../resources/target.js';
-import { readJson } from '../resources/upstream.js';
-import { openWatch, watchErrorMessage, watchEvents } from '../workloads/watch-events.js';
+import type { HostGuard } from '../cluster-access/host-guard.js';
+import { collectionPath } from '../cluster-access/target.js';
+import { readJson } from '../cluster-access/upstream.js';
+import { openWatch, watchErrorMessage, watchEvents } from '../cluster-access/watch-events.js';
 import { SEARCH_KINDS, type SearchKind } from './search-kinds.js';
 
 /** Objects per cluster beyond which the index is partial. */

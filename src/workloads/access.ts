@@ -5,8 +5,8 @@
 // cluster answers 403 for everyone, admins included.
 import type { Principal, Verb } from '../auth/principal.js';
 import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
-import { requireAccess, type Authorizer } from '../resources/access.js';
-import type { HostGuard } from '../resources/host-guard.js';
+import { requireAccess, type Authorizer } from '../cluster-access/access.js';
+import type { HostGuard } from '../cluster-access/host-guard.js';
 
 /** The core kinds these routes touch, as discovery would describe them (what the host guard reads). */
 export const POD_RESOURCE: ResolvedResource = {

@@ -17,7 +17,7 @@ import WebSocket from 'ws';
 import type { ClusterConnection } from '../clusters/types.js';
 import type { HttpError } from '../errors.js';
 import { BadGatewayError, BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
+import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 
 const PROTOCOL = 'v4.channel.k8s.io';
 const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';

@@ -15,9 +15,9 @@
 import WebSocket from 'ws';
 import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { TooManyRequestsError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
+import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 import { MAX_LOG_LINE_BYTES, openLog, type LogOptions } from './logs.js';
-import { streamLines } from './stream-lines.js';
+import { streamLines } from '../cluster-access/stream-lines.js';
 import {
   listPods,
   openWatch,
@@ -26,7 +26,7 @@ import {
   type PodList,
   type PodObject,
   type WatchEventType,
-} from './watch-events.js';
+} from '../cluster-access/watch-events.js';
 
 /** Streams one label-selector session follows at once (pods x containers). */
 export const MAX_STREAMS_PER_SESSION = 20;

@@ -6,10 +6,10 @@
 import { Type, type Static } from 'typebox';
 import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadRequestError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
-import { expectSuccess, readBody } from '../resources/upstream.js';
+import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
+import { expectSuccess, readBody } from '../cluster-access/upstream.js';
 import type { EventStream } from './sse.js';
-import { streamLines } from './stream-lines.js';
+import { streamLines } from '../cluster-access/stream-lines.js';
 
 /** The most of a log one answer carries when not following (the first this many bytes). */
 export const MAX_LOG_BYTES = 8 * 1024 * 1024;

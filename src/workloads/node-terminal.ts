@@ -12,9 +12,9 @@
 // activeDeadlineSeconds stops it after MAX_SESSION_SECONDS at the latest, and its labels find it.
 import type { ClusterConnection } from '../clusters/types.js';
 import { BadGatewayError, GatewayTimeoutError } from '../errors.js';
-import { getJson, writeJson, type ToolContext } from '../tools/kube.js';
+import { getJson, writeJson, type ToolContext } from '../cluster-access/calls.js';
 import { BASH_OR_SH } from './terminal.js';
-import type { PodObject } from './watch-events.js';
+import type { PodObject } from '../cluster-access/watch-events.js';
 
 /** Where the pods run and what they run. */
 export interface NodeTerminalSettings {

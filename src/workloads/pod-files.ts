@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { BadRequestError, BadGatewayError, HttpError, PayloadTooLargeError } from '../errors.js';
-import type { ToolContext } from '../tools/kube.js';
+import type { ToolContext } from '../cluster-access/calls.js';
 import { openExec, type ExecChannel, type ExecResult } from './exec-channel.js';
 
 export const MAX_LISTING_BYTES = 4 * 1024 * 1024;

@@ -11,11 +11,11 @@
 // container's name, image and restartPolicy; status stays whole.
 import type { ClusterConnection } from '../clusters/types.js';
 import { HttpError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
-import { milliValue } from '../resources/quantity.js';
-import { readJson } from '../resources/upstream.js';
+import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
+import { milliValue } from '../cluster-access/quantity.js';
+import { readJson } from '../cluster-access/upstream.js';
 import type { EventStream } from './sse.js';
-import { watchErrorMessage, watchEvents, type PodObject } from './watch-events.js';
+import { watchErrorMessage, watchEvents, type PodObject } from '../cluster-access/watch-events.js';
 
 /** How often the pods with metrics are sent again with fresh numbers (Kite's interval). */
 export const METRICS_INTERVAL_MS = 15_000;

@@ -17,9 +17,9 @@
 import { StringDecoder } from 'node:string_decoder';
 import WebSocket from 'ws';
 import { BadGatewayError, BadRequestError } from '../errors.js';
-import { getJson, type ToolContext } from '../tools/kube.js';
+import { getJson, type ToolContext } from '../cluster-access/calls.js';
 import type { ExecChannel, ExecResult } from './exec-channel.js';
-import type { PodObject } from './watch-events.js';
+import type { PodObject } from '../cluster-access/watch-events.js';
 
 /** A shell the client may ask for: a plain command name (bash, sh, zsh, ash...), never a path or arguments. */
 export const SHELL_NAME_PATTERN = '^[a-z][a-z0-9_-]{0,31}$';

@@ -3,7 +3,7 @@
 // service), any method, the request body streamed up and the answer streamed back as it comes.
 //
 // What a pod answers is hostile content served from kiteline's origin, so the answer's headers go
-// through the proxy's policy (src/proxy/headers.ts: no Set-Cookie, nosniff, `Content-Security-Policy:
+// through the proxy's policy (src/cluster-access/headers.ts: no Set-Cookie, nosniff, `Content-Security-Policy:
 // sandbox`, so no script of the pod runs as kiteline), and here also without WWW-Authenticate (no
 // login prompt in kiteline's name) and without Access-Control-* (a pod grants no other origin
 // access to anything). Nothing of the caller's credentials reaches the pod: no cookie, no
@@ -15,8 +15,8 @@
 // subresource on the API server.
 import type { IncomingHttpHeaders } from 'node:http';
 import { BadRequestError } from '../errors.js';
-import { clientResponseHeaders, type HeaderMap } from '../proxy/headers.js';
-import { CLUSTER_SELECTOR } from '../resources/cluster-select.js';
+import { clientResponseHeaders, type HeaderMap } from '../cluster-access/headers.js';
+import { CLUSTER_SELECTOR } from '../cluster-access/cluster-select.js';
 import { POD_RESOURCE, SERVICE_RESOURCE } from './access.js';
 
 export type ProxyKind = 'pods' | 'services';

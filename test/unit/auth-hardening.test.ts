@@ -15,7 +15,7 @@ import { globMatches, patternsMatch } from '../../src/auth/patterns.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { sanitizeKubeconfig } from '../../src/credentials/kubeconfig.js';
 import { loadConfig } from '../../src/config.js';
-import { impersonationHeaders } from '../../src/resources/impersonation.js';
+import { impersonationHeaders } from '../../src/cluster-access/impersonation.js';
 
 t.test('issue 13 point 8: globs match without backtracking blow-up', async (t) => {
   const run = 'a'.repeat(63);

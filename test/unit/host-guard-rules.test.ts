@@ -1,8 +1,8 @@
 // Pure parts of issue 32's host rules: which NoExecute taints a node write adds (by key and value,
 // as the dry run's result is compared with the node), and which names claim the kiteline.io group.
 import t from 'tap';
-import { isKitelineGroupName, namedByGroup } from '../../src/resources/host-guard.js';
-import { addedNoExecuteTaints } from '../../src/resources/kiteline-node.js';
+import { isKitelineGroupName, namedByGroup } from '../../src/cluster-access/host-guard.js';
+import { addedNoExecuteTaints } from '../../src/cluster-access/kiteline-node.js';
 
 const node = (...taints: object[]) => ({ spec: { taints } });
 

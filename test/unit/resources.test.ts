@@ -5,17 +5,17 @@ import type { Principal } from '../../src/auth/principal.js';
 import type { ClusterConnection, ClusterDirectory, ResolvedResource } from '../../src/clusters/types.js';
 import type { HttpError } from '../../src/errors.js';
 import { BadRequestError, ForbiddenError } from '../../src/errors.js';
-import { requireAccess, verbFor } from '../../src/resources/access.js';
-import { parseJsonBody, parseYamlBody } from '../../src/resources/body-parsers.js';
-import { cookieValue, requestedClusterName, selectCluster } from '../../src/resources/cluster-select.js';
+import { requireAccess, verbFor } from '../../src/cluster-access/access.js';
+import { parseJsonBody, parseYamlBody } from '../../src/cluster-access/body-parsers.js';
+import { cookieValue, requestedClusterName, selectCluster } from '../../src/cluster-access/cluster-select.js';
 import { deleteOptions, deletedAtOnce } from '../../src/resources/delete.js';
-import { impersonationHeaders } from '../../src/resources/impersonation.js';
+import { impersonationHeaders } from '../../src/cluster-access/impersonation.js';
 import { patchTypeOf, preparePatch } from '../../src/resources/patch.js';
-import { milliValue } from '../../src/resources/quantity.js';
-import { getSearch, listSearch, objectWatchSearch, withSearch } from '../../src/resources/read-query.js';
-import { checkSegments } from '../../src/resources/segments.js';
-import { canonicalResourceName, collectionPath, objectPath, planTarget } from '../../src/resources/target.js';
-import { prepareWrite } from '../../src/resources/write-body.js';
+import { milliValue } from '../../src/cluster-access/quantity.js';
+import { getSearch, listSearch, objectWatchSearch, withSearch } from '../../src/cluster-access/read-query.js';
+import { checkSegments } from '../../src/cluster-access/segments.js';
+import { canonicalResourceName, collectionPath, objectPath, planTarget } from '../../src/cluster-access/target.js';
+import { prepareWrite } from '../../src/cluster-access/write-body.js';
 import { writeSearch } from '../../src/resources/write-query.js';
 
 const configmaps: ResolvedResource = {

@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { AuditEntry } from '../../audit/record.js';
 import { USERNAME_PATTERN } from '../input-rules.js';
-import { requestedClusterName } from '../../resources/cluster-select.js';
+import { requestedClusterName } from '../../cluster-access/cluster-select.js';
 import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditField, type AuditRoute } from '../audit-table.js';
 
 /** What a route learned while handling a write and the table cannot know. */

@@ -6,7 +6,7 @@
 // a failure answers the failing document's status with the outcomes in details.documents.
 import { Type } from 'typebox';
 import { HttpError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
+import { requireAccess } from '../../cluster-access/access.js';
 import { parseApplyDocuments } from '../../tools/apply-documents.js';
 import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
 import {

@@ -6,12 +6,12 @@
 import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
-import { upstreamHeaders } from '../../resources/impersonation.js';
-import { withSearch } from '../../resources/read-query.js';
-import { NAME_PATTERN } from '../../resources/segments.js';
-import { collectionPath, objectPath } from '../../resources/target.js';
-import { expectSuccess, sendObject, streamToClient } from '../../resources/upstream.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { upstreamHeaders } from '../../cluster-access/impersonation.js';
+import { withSearch } from '../../cluster-access/read-query.js';
+import { NAME_PATTERN } from '../../cluster-access/segments.js';
+import { collectionPath, objectPath } from '../../cluster-access/target.js';
+import { expectSuccess, sendObject, streamToClient } from '../../cluster-access/upstream.js';
 import {
   clusterCookie,
   clusterHeader,

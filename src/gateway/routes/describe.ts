@@ -14,10 +14,10 @@ import { describe } from '../../describe/describe.js';
 import type { Json } from '../../describe/format.js';
 import { callerAccess, RelatedReader } from '../../describe/related.js';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
-import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
-import { objectPath, planTarget } from '../../resources/target.js';
-import { getJson } from '../../tools/kube.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
+import { objectPath, planTarget } from '../../cluster-access/target.js';
+import { getJson } from '../../cluster-access/calls.js';
 import {
   clusterCookie,
   clusterHeader,

@@ -4,9 +4,9 @@
 // for a cluster-scoped object (a Node's events live in "default"); the host guard applies to both.
 import { Type } from 'typebox';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
-import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
-import { planTarget } from '../../resources/target.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
+import { planTarget } from '../../cluster-access/target.js';
 import { objectEvents } from '../../tools/events.js';
 import {
   clusterCookie,

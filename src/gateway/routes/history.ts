@@ -8,9 +8,9 @@ import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Verb } from '../../auth/principal.js';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
-import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../resources/segments.js';
-import { planTarget } from '../../resources/target.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
+import { planTarget } from '../../cluster-access/target.js';
 import {
   DEFAULT_HISTORY_PAGE_SIZE,
   hasRevisions,

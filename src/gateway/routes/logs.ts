@@ -8,14 +8,14 @@
 // as a plain HTTP answer, before any event or WebSocket handshake. docs/workloads.md.
 import { Type } from 'typebox';
 import { BadRequestError } from '../../errors.js';
-import { selectCluster } from '../../resources/cluster-select.js';
-import { impersonationHeaders } from '../../resources/impersonation.js';
-import { NAME_PATTERN } from '../../resources/segments.js';
+import { selectCluster } from '../../cluster-access/cluster-select.js';
+import { impersonationHeaders } from '../../cluster-access/impersonation.js';
+import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { LogSession } from '../../workloads/log-fanout.js';
 import { followLogAsEvents, LogQuery, logOptions, logQueryProperties, openLog, readLog } from '../../workloads/logs.js';
 import { EventStream } from '../../workloads/sse.js';
-import { listPods, podsPath } from '../../workloads/watch-events.js';
+import { listPods, podsPath } from '../../cluster-access/watch-events.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
 import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
 import { endOnRevocation } from '../stream-revocation.js';

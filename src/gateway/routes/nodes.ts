@@ -5,12 +5,12 @@
 // every namespace it evicts from, all checked before the node is cordoned. On kiteline's own host
 // cluster a node that runs a pod of kiteline's install namespace is never drained nor given a NoExecute
 // taint through kiteline (403): evicting kiteline from every node would leave nobody able to undo it
-// through kiteline (src/resources/kiteline-node.ts).
+// through kiteline (src/cluster-access/kiteline-node.ts).
 import { Type, type Static, type TSchema } from 'typebox';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../resources/access.js';
-import { refuseOnKitelineNode } from '../../resources/kiteline-node.js';
-import { NAME_PATTERN } from '../../resources/segments.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
+import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import {
   DEFAULT_DRAIN_TIMEOUT_SECONDS,
   drainNode,

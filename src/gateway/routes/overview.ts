@@ -1,11 +1,11 @@
 // GET /api/v1/overview: the counts on Kite's home page for the selected cluster. The caller must
 // be allowed to list nodes, pods, namespaces and services across all namespaces (403 otherwise).
-import { requireAccess } from '../../resources/access.js';
-import { selectCluster } from '../../resources/cluster-select.js';
+import { requireAccess } from '../../cluster-access/access.js';
+import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { holdClusterSlot } from '../../resources/cluster-slot.js';
-import { impersonationHeaders } from '../../resources/impersonation.js';
+import { impersonationHeaders } from '../../cluster-access/impersonation.js';
 import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
-import { clientClosed } from '../../resources/upstream.js';
+import { clientClosed } from '../../cluster-access/upstream.js';
 import { clusterCookie, clusterHeader, ClusterQuery, ref, replies, type App } from '../schemas.js';
 
 export default async function overviewRoutes(app: App) {

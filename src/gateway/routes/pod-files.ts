@@ -24,7 +24,7 @@ import {
   uploadFile,
   type PodFileTarget,
 } from '../../workloads/pod-files.js';
-import { NAME_PATTERN } from '../../resources/segments.js';
+import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 

@@ -8,8 +8,8 @@ import { Type } from 'typebox';
 import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../workloads/sse.js';
-import { openWatch, podsPath } from '../../workloads/watch-events.js';
-import { NAMESPACE_PATTERN } from '../../resources/segments.js';
+import { openWatch, podsPath } from '../../cluster-access/watch-events.js';
+import { NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
 import {
   clusterCookie,
   clusterHeader,

@@ -10,12 +10,12 @@ import { Type, type Static } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
 import type { ClusterConnection, ResolvedResource } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
-import { requireAccess, verbFor } from '../../resources/access.js';
+import { requireAccess, verbFor } from '../../cluster-access/access.js';
 import { isWriteVerb } from '../../resources/audit.js';
-import { requireReplacedObject } from '../../resources/create-on-update.js';
-import { refuseEvictingWrite, refuseOnKitelineNode } from '../../resources/kiteline-node.js';
-import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../resources/body-parsers.js';
-import { selectCluster } from '../../resources/cluster-select.js';
+import { requireReplacedObject } from '../../cluster-access/create-on-update.js';
+import { refuseEvictingWrite, refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
+import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../cluster-access/body-parsers.js';
+import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
 import { endOnRevocation } from '../stream-revocation.js';
 import {
@@ -25,19 +25,25 @@ import {
   deletedAtOnce,
   waitUntilDeleted,
 } from '../../resources/delete.js';
-import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../resources/impersonation.js';
+import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
 import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
-import { getSearch, listSearch, objectWatchSearch, ReadQuery, withSearch } from '../../resources/read-query.js';
+import { getSearch, listSearch, objectWatchSearch, ReadQuery, withSearch } from '../../cluster-access/read-query.js';
 import {
   checkSegments,
   NAME_PATTERN,
   NAMESPACE_PATTERN,
   RESOURCE_PATTERN,
   type PathSegments,
-} from '../../resources/segments.js';
-import { collectionPath, describeObject, objectPath, planTarget, type ResourceTarget } from '../../resources/target.js';
-import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../resources/upstream.js';
-import { prepareWrite } from '../../resources/write-body.js';
+} from '../../cluster-access/segments.js';
+import {
+  collectionPath,
+  describeObject,
+  objectPath,
+  planTarget,
+  type ResourceTarget,
+} from '../../cluster-access/target.js';
+import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../cluster-access/upstream.js';
+import { prepareWrite } from '../../cluster-access/write-body.js';
 import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query.js';
 import { clusterCookie, clusterHeader, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
@@ -143,7 +149,7 @@ interface Prepared {
   signal: AbortSignal;
 }
 
-/** Node objects: writes that could evict kiteline from its own node (src/resources/kiteline-node.ts). */
+/** Node objects: writes that could evict kiteline from its own node (src/cluster-access/kiteline-node.ts). */
 function isNodes(resolved: ResolvedResource): boolean {
   return resolved.group === '' && resolved.resource === 'nodes';
 }

@@ -14,7 +14,7 @@ import {
   PROXY_TARGET_PATTERN,
   type ProxyKind,
 } from '../../workloads/workload-proxy.js';
-import { upstreamRequestHeaders } from '../../proxy/headers.js';
+import { upstreamRequestHeaders } from '../../cluster-access/headers.js';
 import { isWriteMethod } from '../audit-table.js';
 import { clusterCookie, clusterHeader, replies, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';

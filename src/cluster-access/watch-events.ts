@@ -3,8 +3,8 @@
 // of a label selector.
 import type { ClusterConnection } from '../clusters/types.js';
 import { BadGatewayError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
-import { expectSuccess, readJson } from '../resources/upstream.js';
+import type { UpstreamHeaders } from './impersonation.js';
+import { expectSuccess, readJson } from './upstream.js';
 import { streamLines } from './stream-lines.js';
 
 /** A watch event's line above this ends the watch (an object is at most about 1.5 MiB in etcd). */

@@ -1,11 +1,12 @@
-// The few upstream calls the resource tools (events, apply, node actions, history) make, as
-// small typed functions over one ClusterConnection: read JSON, write JSON, and "write and tell me
-// how it went" for the callers that report per object instead of failing at the first error.
+// The few upstream calls the resource tools (events, apply, node actions, history) and the
+// terminals make, as small typed functions over one ClusterConnection: read JSON, write JSON, and
+// "write and tell me how it went" for the callers that report per object instead of failing at
+// the first error.
 // Every call carries the caller's headers (impersonation) or kiteline's own ({}), said by the caller.
 import type { ClusterConnection } from '../clusters/types.js';
 import { HttpError } from '../errors.js';
-import type { UpstreamHeaders } from '../resources/impersonation.js';
-import { bodyRequest, readJson } from '../resources/upstream.js';
+import type { UpstreamHeaders } from './impersonation.js';
+import { bodyRequest, readJson } from './upstream.js';
 
 /** What every tool call needs: the cluster, the caller's upstream headers, the client's signal. */
 export interface ToolContext {

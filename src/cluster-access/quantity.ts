@@ -1,5 +1,6 @@
 // Kubernetes resource quantities ("500m", "2", "1Gi", "128974848", "1.5e3") as milli-units, the
-// way Go's resource.Quantity.MilliValue() reports them (rounded up). Used by the overview.
+// way Go's resource.Quantity.MilliValue() reports them (rounded up). Used by the overview and the
+// live pod list. (describe/quantity.ts computes exactly, in Go's printed forms, for kubectl describe.)
 const BINARY: Record<string, number> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60 };
 const DECIMAL: Record<string, number> = {
   n: 1e-9,
