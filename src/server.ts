@@ -8,6 +8,7 @@ import { RolelessUserSweeper } from './auth/roleless-users.js';
 import { OidcSignIn } from './auth/oidc.js';
 import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
+import { TemplateStore } from './host/templates.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
@@ -78,6 +79,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     roles: identity.roles,
     apiKeys: identity.apiKeys,
     oauthProviders: identity.oauthProviders,
+    templates: new TemplateStore(host),
     oidc,
     clusters: clusterManager.registry,
     clusterStore: clusterManager.store,

@@ -417,6 +417,14 @@ export function resourceHistoryProperties(yamlDescriptions: { resourceYaml: stri
 }
 
 /** Path parameters of `/:id` routes (the id's format is checked by the route: 400 "invalid id"). */
+/**
+ * A collection route under both spellings Kite's clients use (`/api/v1/admin/users/` and
+ * `/api/v1/admin/users`): `register` is called with each.
+ */
+export function bothSlashes(collection: string, register: (url: string) => unknown): void {
+  for (const url of [`${collection}/`, collection]) register(url);
+}
+
 export const idParams = Type.Object({ id: Type.String({ maxLength: 20, description: 'the integer id' }) });
 
 // Security (components.securitySchemes in the document). An API key goes in Authorization, alone

@@ -12,6 +12,7 @@ import type { APIKeyStore } from '../host/apikeys.js';
 import type { OAuthProviderStore } from '../host/oauth-providers.js';
 import type { RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
+import type { TemplateStore } from '../host/templates.js';
 import type { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -32,6 +33,8 @@ export interface Services {
   apiKeys: APIKeyStore;
   /** OpenID Connect providers (host/oauth-providers.ts). */
   oauthProviders: OAuthProviderStore;
+  /** Resource templates (host/templates.ts; read from the API server, not a cache: it says why). */
+  templates: TemplateStore;
   /** Sign-in with an OpenID Connect provider: the authorization URL, the callback (auth/oidc.ts). */
   oidc: OidcSignIn;
   /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */

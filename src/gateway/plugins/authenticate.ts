@@ -1,16 +1,20 @@
 // Authentication for every request: resolves request.principal from `Authorization: <API key>`
 // (or `Bearer <API key>`) or else the auth_token session cookie, using only the host caches, and
-// sets request.actor for the request log. A kubeconfig token is for the Kubernetes API: on any route
-// other than the proxy's (/k8s/clusters/*, matched by the router, so no spelling of a path gets
-// around it) it authenticates nobody, and routes that require a user answer 403. Route modules guard themselves with
-// `{ onRequest: app.requireUser }` or `{ onRequest: app.requireAdmin }` (before any body is read or
-// validated, so an anonymous caller gets 401, never a validation message).
+// sets request.actor for the request log. A kubeconfig token is for the Kubernetes API: on any
+// route other than the proxy's (/k8s/clusters/*, matched by the router, so no spelling of a path
+// gets around it) it authenticates nobody, and routes that require a user answer 403.
+// Guards run onRequest, before any body is read or validated, so an anonymous caller gets 401,
+// never a validation message. Every route under /api/v1/admin/ is for admins: this plugin guards
+// the whole scope (the routes declare nothing), except the first-run routes whose schema says they
+// are public (create_super_user, import), which decide themselves. Other routes guard themselves
+// with `{ onRequest: app.requireUser }` (or requireAdmin, e.g. the node terminal).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../auth/principal.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
+import { PUBLIC } from '../schemas.js';
 
 export type AuthHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 
@@ -37,6 +41,9 @@ declare module 'fastify' {
 export function wantsSecureCookie(app: FastifyInstance, request: FastifyRequest): boolean {
   return app.services.config.secureCookies || request.protocol === 'https';
 }
+
+/** The admin scope: every route under it requires role admin (the onRoute hook below). */
+export const ADMIN_PREFIX = '/api/v1/admin/';
 
 const KUBECONFIG_TOKEN_SCOPE = `a kubeconfig token is accepted only on the Kubernetes API, under ${PROXY_PREFIX}`;
 
@@ -92,6 +99,15 @@ export default fp(
     };
     app.decorate('requireUser', requireUser);
     app.decorate('requireAdmin', requireAdmin);
+
+    app.addHook('onRoute', (route) => {
+      const security = (route.schema as { security?: unknown } | undefined)?.security;
+      const isPublic = Array.isArray(security) && security.length === PUBLIC.length; // PUBLIC: no requirement
+      if (!route.url.startsWith(ADMIN_PREFIX) || isPublic) return;
+      const own =
+        route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+      route.onRequest = [requireAdmin, ...own.filter((hook) => hook !== requireAdmin)];
+    });
   },
   { name: 'kiteline-authenticate', dependencies: ['kiteline-request-log'] },
 );

