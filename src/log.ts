@@ -1,4 +1,6 @@
 // pino logging with redaction: tokens, passwords, cookies and kubeconfigs never reach a log line.
+import { randomUUID } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { pino, type DestinationStream, type Logger, type LoggerOptions } from 'pino';
 
 /** Paths pino replaces with "[redacted]" wherever they appear in a logged object. */
@@ -81,3 +83,12 @@ export function fixedFieldLogger(log: Logger): Logger {
 }
 
 export type { Logger };
+
+/** A client's X-Request-Id is kept when it is short and plain (it goes into every log line). */
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
+
+/** The id of a request: the client's X-Request-Id when it is acceptable, else a fresh UUID. */
+export function requestIdOf(headers: IncomingHttpHeaders): string {
+  const given = headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}

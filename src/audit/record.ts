@@ -48,6 +48,40 @@ export interface AuditEntry {
   path?: string;
 }
 
+/** Who acted, as a principal names itself (auth/principal.ts; structural, so audit/ needs no auth/). */
+export interface Actor {
+  name: string;
+  kind: string;
+  id: number;
+}
+
+/** The request an entry is about, as Fastify and the upgrade handlers know it. */
+export interface AuditedRequest {
+  id: string;
+  ip: string;
+  url: string;
+}
+
+/**
+ * The who and where of every entry, built in this one place: the actor (or `anonymous`; a sign-in
+ * names the user it tried as `actor` before there is a principal), the request id, the client's
+ * address and the path without its query.
+ */
+export function entryOrigin(
+  principal: Actor | undefined,
+  request: AuditedRequest,
+  actor?: string,
+): Pick<AuditEntry, 'who' | 'whoKind' | 'whoId'> & { requestId: string; clientAddress: string; path: string } {
+  return {
+    who: principal?.name ?? actor ?? 'anonymous',
+    whoKind: principal?.kind ?? (actor ? 'user' : 'anonymous'),
+    ...(principal ? { whoId: principal.id } : {}),
+    requestId: request.id,
+    clientAddress: request.ip,
+    path: request.url.split('?')[0],
+  };
+}
+
 /**
  * The entry of a long-running session (a kubectl exec or port-forward, a terminal): it has a start, an end and byte
  * counts.

@@ -1,5 +1,5 @@
 // Builds the Fastify application: plugins (errors, request log), then the route modules.
-import { randomUUID } from 'node:crypto';
+import { requestIdOf } from '../log.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import sensible from '@fastify/sensible';
@@ -45,7 +45,6 @@ declare module 'fastify' {
   }
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
 /** How often the HTTP server looks for requests past their headers or request deadline. */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
@@ -72,10 +71,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     // X-Forwarded-* only from configured proxies: the client address is not the client's to choose.
     trustProxy: services.config.trustProxy,
     requestIdHeader: false,
-    genReqId: (req) => {
-      const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-    },
+    genReqId: (req) => requestIdOf(req.headers),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1000 },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();

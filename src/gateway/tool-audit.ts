@@ -3,7 +3,7 @@
 // (services.audit.record: the `audit` log line and the durable trail), never a body. The request's
 // own record still comes from the audit plugin.
 import type { FastifyRequest } from 'fastify';
-import type { AuditEntry } from '../audit/record.js';
+import { entryOrigin, type AuditEntry } from '../audit/record.js';
 
 export interface ObjectAudit {
   cluster: string;
@@ -17,13 +17,9 @@ export interface ObjectAudit {
 }
 
 export function auditObject(request: FastifyRequest, entry: ObjectAudit): void {
-  const principal = request.principal;
   const record: AuditEntry = {
-    who: principal?.name ?? 'anonymous',
-    whoKind: principal?.kind ?? 'anonymous',
-    ...(principal ? { whoId: principal.id } : {}),
+    ...entryOrigin(request.principal, request),
     when: new Date().toISOString(),
-    requestId: request.id,
     cluster: entry.cluster,
     verb: entry.verb,
     resource: entry.resource,
@@ -31,8 +27,6 @@ export function auditObject(request: FastifyRequest, entry: ObjectAudit): void {
     name: entry.name,
     result: entry.status < 400 ? 'success' : 'failure',
     status: entry.status,
-    clientAddress: request.ip,
-    path: request.url.split('?')[0],
     ...(entry.dryRun ? { dryRun: true } : {}),
   };
   request.server.services.audit.record(record, request.log);

@@ -5,16 +5,15 @@
 // slows the other, nothing piles up). One audit record when it ends (services.audit: the log line
 // and the durable trail): who, cluster, verb, resource,
 // namespace, name, result, start, end and the bytes each way; never a byte of the stream.
-import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
-import { sessionEntry, type SessionEntry } from '../audit/record.js';
+import { entryOrigin, sessionEntry, type SessionEntry } from '../audit/record.js';
 import type { OpenStreams } from '../auth/open-streams.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
-import type { Logger } from '../log.js';
+import { requestIdOf, type Logger } from '../log.js';
 import { admitProxyRequest, type AdmittedRequest, type NamedRequest, type ProxyServices } from './admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from '../cluster-access/headers.js';
 import { statusOf } from './status.js';
@@ -25,8 +24,6 @@ export interface SessionServices extends ProxyServices {
   openStreams: Pick<OpenStreams, 'open'>;
 }
 
-const REQUEST_ID = /^[A-Za-z0-9._-]{1,64}$/;
-
 /** Runs one upgrade request on the client's socket until either side ends it. */
 export async function runUpgradeSession(
   services: SessionServices,
@@ -35,22 +32,16 @@ export async function runUpgradeSession(
   client: Duplex,
   head: Buffer,
 ): Promise<void> {
-  const given = req.headers['x-request-id'];
-  const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
-  const record: SessionEntry = sessionEntry({
-    who: 'anonymous',
-    whoKind: 'anonymous',
-    requestId,
-    clientAddress: req.socket.remoteAddress ?? '',
-    path: req.url ?? '/',
-  });
+  const requestId = requestIdOf(req.headers);
+  const request = { id: requestId, ip: req.socket.remoteAddress ?? '', url: req.url ?? '/' };
+  const record: SessionEntry = sessionEntry(entryOrigin(undefined, request));
   client.on('error', () => undefined);
   let release: (() => void) | undefined;
   let forget: (() => void) | undefined;
   let admitted: AdmittedRequest | undefined;
   try {
     const principal = authenticate(services, req);
-    Object.assign(record, { who: principal.name, whoKind: principal.kind, whoId: principal.id });
+    Object.assign(record, entryOrigin(principal, request));
     admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers, (named) =>
       describe(record, named),
     );

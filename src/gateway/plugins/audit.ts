@@ -7,7 +7,7 @@
 // Events in the install namespace.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { AuditEntry } from '../../audit/record.js';
+import { entryOrigin, type AuditEntry } from '../../audit/record.js';
 import { USERNAME_PATTERN } from '../input-rules.js';
 import { requestedClusterName } from '../../cluster-access/cluster-select.js';
 import { AUDIT_ROUTES, auditField, auditKey, isWriteMethod, type AuditField, type AuditRoute } from '../audit-table.js';
@@ -65,11 +65,8 @@ export function auditEntry(request: FastifyRequest, reply: FastifyReply, url: st
     ? (detail.cluster ?? request.clusterName ?? askedCluster(request))
     : detail.cluster;
   const record: AuditEntry = {
-    who: principal?.name ?? request.actor ?? 'anonymous',
-    whoKind: principal?.kind ?? (request.actor ? 'user' : 'anonymous'),
-    ...(principal ? { whoId: principal.id } : {}),
+    ...entryOrigin(principal, request, request.actor),
     when: new Date(Date.now() - reply.elapsedTime).toISOString(),
-    requestId: request.id,
     cluster: cluster ?? '',
     verb: detail.verb ?? verb,
     resource: detail.resource ?? resource ?? '',
@@ -77,8 +74,6 @@ export function auditEntry(request: FastifyRequest, reply: FastifyReply, url: st
     name: detail.name ?? auditName(request, route.name) ?? '',
     result: status < 400 ? 'success' : 'failure',
     status,
-    clientAddress: request.ip,
-    path: request.url.split('?')[0],
   };
   const id = auditField(request, 'params.id');
   if (id !== undefined) record.id = id;

@@ -14,7 +14,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type WebSocket from 'ws';
-import { sessionEntry, type SessionEntry } from '../../audit/record.js';
+import { entryOrigin, sessionEntry, type SessionEntry } from '../../audit/record.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
@@ -128,19 +128,7 @@ export default async function terminalRoutes(app: App) {
 
   /** The record of a session, filled in as the request goes. */
   function openRecord(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalRecord {
-    const principal = request.principal!;
-    return sessionEntry({
-      who: principal.name,
-      whoKind: principal.kind,
-      whoId: principal.id,
-      requestId: request.id,
-      verb: 'create',
-      resource,
-      namespace,
-      name,
-      clientAddress: request.ip,
-      path: request.url,
-    });
+    return sessionEntry({ ...entryOrigin(request.principal, request), verb: 'create', resource, namespace, name });
   }
 
   function recordRefusal(request: FastifyRequest, record: TerminalRecord, err: unknown): void {
