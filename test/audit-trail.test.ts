@@ -429,6 +429,8 @@ t.test('two replicas: each sees all records; the leader prunes; after a leader c
     ...FAST,
     KITELINE_AUDIT_CHUNK_SIZE: '2',
     KITELINE_AUDIT_MAX_RECORDS: '6',
+    // No unauthenticated records kept (create_super_user is one): the count below is the whole trail.
+    KITELINE_AUDIT_UNAUTHENTICATED_MAX_RECORDS: '0',
     KITELINE_AUDIT_PRUNE_INTERVAL_MS: '300',
   };
   const one = await startGateway(t, { env: limits });
@@ -446,13 +448,15 @@ t.test('two replicas: each sees all records; the leader prunes; after a leader c
   );
   const follower = leader === one ? two : one;
 
-  // Failed logins on both replicas (any write is audited; these are cheap).
+  // Refused role creations by the admin on both replicas (any write is audited; these are cheap, and
+  // authenticated: unauthenticated records are counted apart, docs/operations.md).
   const attempt = async (gw: TestGateway, n: number) => {
     const requestId = uniqueName(`lc-${n}`);
-    await call(gw.url, 'POST', '/api/auth/login/password', {
-      body: { username: `nobody-${n}`, password: 'not-the-password' },
-      headers: traced(requestId),
+    const res = await call(gw.url, 'POST', '/api/v1/admin/roles/', {
+      body: { name: `Not A Role Name ${n}` },
+      headers: { ...admin.headers, ...traced(requestId) },
     });
+    if (res.status !== 400) throw new Error(`expected a refusal: ${res.status} ${res.text}`);
     return requestId;
   };
   const viaLeader = await attempt(leader, 1);

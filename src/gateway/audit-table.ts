@@ -108,6 +108,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /api/v1/pods/:namespace/:pod/files/upload': { verb: 'upload', resource: 'pods/files', clusterScoped: true },
   // Kubeconfigs (each mints a token, an API key owned by the caller).
   'POST /api/v1/kubeconfig': { verb: 'create', resource: 'kubeconfigs' },
+  'DELETE /api/users/me/kubeconfig-tokens/:id': { verb: 'delete', resource: 'kubeconfig-tokens' },
+  'DELETE /api/v1/admin/kubeconfig-tokens/:id': { verb: 'delete', resource: 'kubeconfig-tokens' },
   // The Kubernetes API proxy (the route fills in what the request info says).
   'POST /k8s/clusters/*': { verb: 'create', clusterScoped: true },
   'PUT /k8s/clusters/*': { verb: 'update', clusterScoped: true },
