@@ -7,64 +7,35 @@
 import type { Logger } from '../log.js';
 import { NotFoundError } from '../errors.js';
 import { apiKeyName, type APIKeyStore } from './apikeys.js';
-import { describeApiError } from './host-errors.js';
-import { SerialTask } from './serial-task.js';
+import { DueSweeper } from './due-sweeper.js';
+import type { APIKeyResource } from './resources.js';
 import type { HostStore } from './store.js';
 
-/** setTimeout's largest delay; a later due time is re-planned when that timer fires. */
-const MAX_DELAY_MS = 2 ** 31 - 1;
-
-export class ExpiredKeySweeper {
-  private readonly task: SerialTask;
-  private timer: NodeJS.Timeout | undefined;
-
+export class ExpiredKeySweeper extends DueSweeper<APIKeyResource> {
   constructor(
-    private readonly host: HostStore,
+    host: HostStore,
     private readonly keys: APIKeyStore,
     private readonly retentionMs: number,
-    private readonly log: Logger,
+    log: Logger,
   ) {
-    this.task = new SerialTask(
-      () => this.sweep(),
-      (err) =>
-        this.log.warn(
-          { err: describeApiError(err) },
-          'deleting expired API keys failed; will retry on the next change',
-        ),
-    );
+    super(log, 'deleting expired API keys', [host.apiKeys]);
   }
 
-  start(): void {
-    for (const event of ['add', 'update', 'delete'] as const) this.host.apiKeys.on(event, () => this.task.request());
-    this.task.request();
+  protected candidates(): readonly APIKeyResource[] {
+    return this.keys.list();
   }
 
-  stop(): void {
-    this.task.stop();
-    clearTimeout(this.timer);
+  protected dueAt(key: APIKeyResource): number | undefined {
+    const expires = Date.parse(key.spec?.expiresAt ?? '');
+    return Number.isNaN(expires) ? undefined : expires + this.retentionMs;
   }
 
-  private async sweep(): Promise<void> {
-    const now = Date.now();
-    let next = Infinity;
-    for (const key of this.keys.list()) {
-      const expires = Date.parse(key.spec?.expiresAt ?? '');
-      if (Number.isNaN(expires)) continue;
-      const due = expires + this.retentionMs;
-      if (due > now) {
-        next = Math.min(next, due);
-        continue;
-      }
-      try {
-        await this.keys.delete(key);
-        this.log.info({ apiKey: apiKeyName(key), expiresAt: key.spec.expiresAt }, 'deleted an expired API key');
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-      }
+  protected async remove(key: APIKeyResource): Promise<void> {
+    try {
+      await this.keys.delete(key);
+      this.log.info({ apiKey: apiKeyName(key), expiresAt: key.spec.expiresAt }, 'deleted an expired API key');
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
     }
-    clearTimeout(this.timer);
-    if (next === Infinity) return;
-    this.timer = setTimeout(() => this.task.request(), Math.min(next - now, MAX_DELAY_MS));
-    this.timer.unref();
   }
 }
