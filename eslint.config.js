@@ -50,6 +50,7 @@ const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
 /** One config block per folder: importing a folder not in its list is an error naming the rule. */
 const layering = Object.entries(LAYERS).map(([folder, allowed]) => {
   const forbidden = FOLDERS.filter((other) => other !== folder && !allowed.includes(other));
+  const may = allowed.join(', ') || 'top-level files';
   return {
     files: [`src/${folder}/**/*.ts`],
     rules: {
@@ -59,7 +60,7 @@ const layering = Object.entries(LAYERS).map(([folder, allowed]) => {
           patterns: [
             {
               regex: `^(\\.\\./)+(${forbidden.join('|')})/`,
-              message: `src/${folder}/ may import only ${allowed.join(', ') || 'the top-level files'} (docs/architecture.md)`,
+              message: `src/${folder}/ may import only ${may} (docs/architecture.md)`,
             },
           ],
         },
