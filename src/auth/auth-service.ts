@@ -9,7 +9,7 @@ import { apiKeySecretMatches, parseApiKey } from '../credentials/apikey-token.js
 import { dummyPasswordHash, verifyPassword } from '../credentials/passwords.js';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
-import { apiKeyName } from '../host/apikeys.js';
+import { apiKeyName, isExpired } from '../host/apikeys.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import {
   resourceId,
@@ -108,8 +108,7 @@ export class AuthService {
   /** Who a key whose secret matched acts as, if it is still in force: not deleted, expired or orphaned. */
   private keyHolder(key: APIKeyResource, id: number): Authentication {
     if (key.metadata.deletionTimestamp) return { failure: 'invalid API key' };
-    const expiresAt = key.spec.expiresAt ? Date.parse(key.spec.expiresAt) : undefined;
-    if (expiresAt !== undefined && !(expiresAt > Date.now())) return { failure: 'API key expired' };
+    if (isExpired(key)) return { failure: 'API key expired' };
     const owner = key.spec.owner;
     if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? []))
       return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
