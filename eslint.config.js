@@ -104,7 +104,7 @@ export default defineConfig(
           allow: [
             { from: 'lib', name: ['Error', 'URL', 'URLSearchParams'] },
             { from: 'package', package: 'url', name: 'URLSearchParams' },
-            { from: 'file', path: 'src/describe/quantity.ts', name: 'Quantity' },
+            { from: 'file', path: 'src/cluster-access/quantity.ts', name: 'Quantity' },
           ],
         },
       ],

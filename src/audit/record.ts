@@ -82,36 +82,6 @@ export function entryOrigin(
   };
 }
 
-/**
- * The entry of a long-running session (a kubectl exec or port-forward, a terminal): it has a start, an end and byte
- * counts.
- */
-export type SessionEntry = AuditEntry & Required<Pick<AuditEntry, 'start' | 'end' | 'bytesIn' | 'bytesOut'>>;
-
-/**
- * A session's entry as the session starts: a refusal until the producer says otherwise, no bytes
- * yet, the path without its query. The producer fills in what it learns as the session goes.
- */
-export function sessionEntry(
-  fields: Pick<AuditEntry, 'who' | 'whoKind' | 'requestId'> & Partial<AuditEntry> & { path: string },
-): SessionEntry {
-  return {
-    cluster: '',
-    verb: '',
-    resource: '',
-    namespace: '',
-    name: '',
-    result: 'failure',
-    status: 0,
-    end: '',
-    bytesIn: 0,
-    bytesOut: 0,
-    ...fields,
-    path: fields.path.split('?')[0],
-    start: new Date().toISOString(),
-  };
-}
-
 /** One stored audit record (in an AuditChunk): time, operator, the action and how it ended. */
 export interface AuditRecord {
   /** When the action began (ISO 8601 UTC). */

@@ -30,17 +30,22 @@ export function verbFor(method: string, hasName: boolean, watch: boolean): Verb 
   }
 }
 
-/** Throws 403 unless one of the principal's roles allows the access. */
-export function requireAccess(
+/** Whether one of the principal's roles allows the access (no error: for optional extras such as pod metrics). */
+export function mayAccess(
   auth: Authorizer,
   principal: Principal,
   cluster: string,
   resource: string,
   namespace: string | undefined,
   verb: Verb,
-): void {
-  const access: AccessRequest = { cluster, namespace: namespace ?? ALL_NAMESPACES, resource, verb };
-  if (auth.authorize(principal, access)) return;
+): boolean {
+  return auth.authorize(principal, { cluster, namespace: namespace ?? ALL_NAMESPACES, resource, verb });
+}
+
+/** Throws 403 unless one of the principal's roles allows the access. */
+export function requireAccess(...args: Parameters<typeof mayAccess>): void {
+  if (mayAccess(...args)) return;
+  const [, principal, cluster, resource, namespace, verb] = args;
   const where = namespace === undefined ? 'across all namespaces' : `in namespace ${namespace}`;
   const who = `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
   throw new ForbiddenError(`${who} may not ${verb} ${resource} ${where} on cluster ${cluster}`);

@@ -54,6 +54,19 @@ export async function getJson<T = KubeObject>(
   return readJson<T>(res);
 }
 
+/** Sends a write (POST, PATCH, DELETE) with a JSON body; the answer is not read yet. */
+function sendWrite(
+  ctx: ToolContext,
+  method: string,
+  path: string,
+  contentType: string,
+  body: unknown,
+  turnKey?: string,
+) {
+  const framed = bodyRequest(contentType, typeof body === 'string' ? body : JSON.stringify(body), ctx.headers);
+  return ctx.conn.request({ method, path, headers: framed.headers, body: framed.body, signal: ctx.signal, turnKey });
+}
+
 /** A write (POST, PATCH, DELETE) with a JSON body; throws the cluster's error as an HttpError. */
 export async function writeJson<T = KubeObject>(
   ctx: ToolContext,
@@ -63,16 +76,7 @@ export async function writeJson<T = KubeObject>(
   body: unknown,
   turnKey?: string,
 ): Promise<T> {
-  const framed = bodyRequest(contentType, typeof body === 'string' ? body : JSON.stringify(body), ctx.headers);
-  const res = await ctx.conn.request({
-    method,
-    path,
-    headers: framed.headers,
-    body: framed.body,
-    signal: ctx.signal,
-    turnKey,
-  });
-  return readJson<T>(res);
+  return readJson<T>(await sendWrite(ctx, method, path, contentType, body, turnKey));
 }
 
 /** The outcome of a write that must not throw: the status, and the object or the error. */
@@ -88,15 +92,7 @@ export async function tryWrite<T = KubeObject>(
   body: unknown,
   turnKey?: string,
 ): Promise<WriteOutcome<T>> {
-  const framed = bodyRequest(contentType, typeof body === 'string' ? body : JSON.stringify(body), ctx.headers);
-  const res = await ctx.conn.request({
-    method,
-    path,
-    headers: framed.headers,
-    body: framed.body,
-    signal: ctx.signal,
-    turnKey,
-  });
+  const res = await sendWrite(ctx, method, path, contentType, body, turnKey);
   const status = res.statusCode;
   try {
     return { ok: true, status, object: await readJson<T>(res) };

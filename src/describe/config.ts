@@ -14,7 +14,7 @@ import {
   str,
   type Json,
 } from './format.js';
-import { Quantity } from './quantity.js';
+import { Quantity } from '../cluster-access/quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
 export function describeConfigMap(cm: Json, events: Json[]): string {

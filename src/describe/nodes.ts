@@ -14,7 +14,8 @@ import {
   str,
   type Json,
 } from './format.js';
-import { podRequestsAndLimits, Quantity, resourceList, type ResourceList } from './quantity.js';
+import { Quantity } from '../cluster-access/quantity.js';
+import { podRequestsAndLimits, resourceList, type ResourceList } from './quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
 const ROLE_PREFIX = 'node-role.kubernetes.io/';

@@ -23,7 +23,7 @@ import {
   byteOrder,
   type Json,
 } from './format.js';
-import { Quantity } from './quantity.js';
+import { Quantity } from '../cluster-access/quantity.js';
 import { NestedWriter, tabbed, type DescribeWriter } from './text.js';
 
 /** How a pod's events are referenced: no kind, and a mirror pod's UID from its annotation (as kubectl). */

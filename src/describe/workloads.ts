@@ -19,7 +19,7 @@ import {
   type Json,
 } from './format.js';
 import { describePodTemplate } from './pods.js';
-import { Quantity } from './quantity.js';
+import { Quantity } from '../cluster-access/quantity.js';
 import { tabbed, type DescribeWriter } from './text.js';
 
 /** The pods a controller owns, by phase (kubectl's getPodStatusForController). */

@@ -2,13 +2,13 @@
 // WebSocket watch): authenticated by the API key in Authorization, admitted like any proxied
 // request, one of the caller's long-running slots on the cluster, then the client's socket and the
 // cluster's spliced both ways with no buffering beyond what each socket holds (pipe: a slow side
-// slows the other, nothing piles up). One audit record when it ends (services.audit: the log line
-// and the durable trail): who, cluster, verb, resource,
-// namespace, name, result, start, end and the bytes each way; never a byte of the stream.
+// slows the other, nothing piles up). One audit record when it ends (audit/session.ts): who,
+// cluster, verb, resource, namespace, name, result, start, end and the bytes each way; never a
+// byte of the stream.
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
-import { entryOrigin, sessionEntry, type SessionEntry } from '../audit/record.js';
+import { AuditSession } from '../audit/session.js';
 import type { OpenStreams } from '../auth/open-streams.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
@@ -34,16 +34,17 @@ export async function runUpgradeSession(
 ): Promise<void> {
   const requestId = requestIdOf(req.headers);
   const request = { id: requestId, ip: req.socket.remoteAddress ?? '', url: req.url ?? '/' };
-  const record: SessionEntry = sessionEntry(entryOrigin(undefined, request));
+  const session = new AuditSession(services.audit, log, undefined, request);
   client.on('error', () => undefined);
   let release: (() => void) | undefined;
   let forget: (() => void) | undefined;
   let admitted: AdmittedRequest | undefined;
+  let status = 0;
   try {
     const principal = authenticate(services, req);
-    Object.assign(record, entryOrigin(principal, request));
+    session.identify(principal, request);
     admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers, (named) =>
-      describe(record, named),
+      describe(session, named),
     );
     release = admitted.conn.admit(`${principal.kind}:${principal.id}`, true);
     const answer = await admitted.conn.upgrade({
@@ -51,15 +52,13 @@ export async function runUpgradeSession(
       path: admitted.upstreamPath,
       headers: { ...upstreamRequestHeaders(req.headers, true), ...admitted.impersonation },
     });
-    record.status = answer.statusCode;
     if (answer.statusCode === 401) {
       answer.socket.destroy();
       throw new BadGatewayError(
         `the cluster rejected kiteline's credentials for it (401): check the registered kubeconfig`,
       );
     }
-    record.result = answer.statusCode === 101 ? 'success' : 'failure';
-    if (answer.statusCode === 101) record.protocol = streamProtocol(answer.headers);
+    if (answer.statusCode === 101) session.name({ protocol: streamProtocol(answer.headers) });
     // Revoked credentials cut both sockets (the spliced bytes have no frame kiteline could end cleanly).
     forget = services.openStreams.open(
       principal,
@@ -69,23 +68,25 @@ export async function runUpgradeSession(
       },
       { stillAllowed: admitted.stillAllowed },
     );
-    await splice(client, head, answer, record);
+    status = answer.statusCode;
+    await splice(client, head, answer, session);
   } catch (err) {
     const known = err instanceof HttpError ? err : undefined;
     if (!known) log.error({ err, requestId }, 'upgrade failed');
-    record.status = known?.status ?? 500;
+    status = known?.status ?? 500;
     refuse(
       client,
-      record.status,
+      status,
       statusOf(known, requestId),
       known instanceof TooManyRequestsError ? known.retryAfterSeconds : undefined,
     );
   } finally {
     forget?.();
     release?.();
-    record.end = new Date().toISOString();
     // Only what names an action is audited: an anonymous refusal or a malformed path is not one.
-    if (admitted || record.who !== 'anonymous') services.audit.record(record, log);
+    if (admitted || session.entry.who !== 'anonymous')
+      session.end({ status, result: status === 101 ? 'success' : 'failure' });
+    else session.drop();
   }
 }
 
@@ -108,12 +109,14 @@ function authenticate(services: SessionServices, req: IncomingMessage): Principa
   return result.principal;
 }
 
-function describe(record: SessionEntry, admitted: NamedRequest): void {
-  record.cluster = admitted.conn.name;
-  record.verb = admitted.access?.verb ?? admitted.info.verb;
-  record.resource = admitted.access?.resource ?? admitted.info.path;
-  record.namespace = admitted.access?.namespace ?? '';
-  record.name = admitted.access?.name ?? '';
+function describe(session: AuditSession, admitted: NamedRequest): void {
+  session.name({
+    cluster: admitted.conn.name,
+    verb: admitted.access?.verb ?? admitted.info.verb,
+    resource: admitted.access?.resource ?? admitted.info.path,
+    namespace: admitted.access?.namespace ?? '',
+    name: admitted.access?.name ?? '',
+  });
 }
 
 /**
@@ -121,23 +124,23 @@ function describe(record: SessionEntry, admitted: NamedRequest): void {
  * non-101 answer (an error Status) is passed through the same way and ends with the cluster's
  * connection (kiteline sends Connection: Upgrade, so the cluster closes after an error).
  */
-function splice(client: Duplex, clientHead: Buffer, answer: UpgradeAnswer, record: SessionEntry): Promise<void> {
+function splice(client: Duplex, clientHead: Buffer, answer: UpgradeAnswer, session: AuditSession): Promise<void> {
   const upstream = answer.socket;
   const upgraded = answer.statusCode === 101;
   client.write(responseHead(answer.statusCode, answer.statusMessage, clientResponseHeaders(answer.headers, upgraded)));
   if (answer.rest.length > 0) {
-    record.bytesOut += answer.rest.length;
+    session.countOut(answer.rest.length);
     client.write(answer.rest);
   }
   if (upgraded && clientHead.length > 0) {
-    record.bytesIn += clientHead.length;
+    session.countIn(clientHead.length);
     upstream.write(clientHead);
   }
   (client as Duplex & { setNoDelay?: (on: boolean) => void }).setNoDelay?.(true);
   (client as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
   return new Promise((resolve) => {
-    upstream.on('data', (chunk: Buffer) => (record.bytesOut += chunk.length));
-    if (upgraded) client.on('data', (chunk: Buffer) => (record.bytesIn += chunk.length));
+    upstream.on('data', (chunk: Buffer) => session.countOut(chunk.length));
+    if (upgraded) client.on('data', (chunk: Buffer) => session.countIn(chunk.length));
     let ended = false;
     const end = () => {
       if (ended) return;

@@ -58,15 +58,3 @@ export async function requireWorkloadAccess(
     subresource: access.resource.includes('/') ? access.resource.slice(access.resource.indexOf('/') + 1) : undefined,
   });
 }
-
-/** Whether the caller's roles allow the access (no error: for optional extras such as pod metrics). */
-export function mayAccess(
-  auth: Authorizer,
-  principal: Principal,
-  cluster: string,
-  resource: string,
-  namespace: string | undefined,
-  verb: Verb,
-): boolean {
-  return auth.authorize(principal, { cluster, namespace: namespace ?? '_all', resource, verb });
-}

@@ -4,7 +4,8 @@
 // the generic describer's field labels and layout.
 import t from 'tap';
 import { formatColumns, tabbed, escapeTerminal } from '../../src/describe/text.js';
-import { Quantity, podRequestsAndLimits } from '../../src/describe/quantity.js';
+import { Quantity } from '../../src/cluster-access/quantity.js';
+import { podRequestsAndLimits } from '../../src/describe/quantity.js';
 import {
   goValue,
   humanDuration,

@@ -5,7 +5,8 @@
 // own host cluster its install namespace is refused, and left out of `_all`. Metrics come along
 // when the caller may also list pods.metrics.k8s.io there. docs/workloads.md.
 import { Type } from 'typebox';
-import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { mayAccess } from '../../cluster-access/access.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../workloads/sse.js';
 import { openWatch, podsPath } from '../../cluster-access/watch-events.js';

@@ -8,7 +8,7 @@ import { Type } from 'typebox';
 import { BadRequestError } from '../../errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
 import { SearchIndexes } from '../../tools/search-index.js';
-import { mayAccess } from '../../workloads/access.js';
+import { mayAccess } from '../../cluster-access/access.js';
 import {
   clusterCookie,
   clusterHeader,

@@ -14,7 +14,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type WebSocket from 'ws';
-import { entryOrigin, sessionEntry, type SessionEntry } from '../../audit/record.js';
+import { AuditSession } from '../../audit/session.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
@@ -22,7 +22,8 @@ import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
 import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clientClosed } from '../../cluster-access/upstream.js';
-import { mayAccess, POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
+import { mayAccess } from '../../cluster-access/access.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { openExec } from '../../workloads/exec-channel.js';
 import { CONTAINER_PATTERN } from '../../workloads/logs.js';
 import {
@@ -56,10 +57,10 @@ const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 const PREPARE_TIMEOUT_MS = 30_000;
 
 /**
- * A session's audit record. The container is its `subject` (kept in the durable trail too); the
+ * A terminal's audit session. The container is its `subject` (kept in the durable trail too); the
  * node terminal's pod and the exit code reach the audit log line.
  */
-type TerminalRecord = SessionEntry & { pod?: string; exitCode?: number };
+type TerminalAudit = AuditSession<{ pod: string; exitCode: number }>;
 
 /** The caller, the cluster it asked for, its upstream headers: what both routes check first. */
 interface TerminalCaller {
@@ -126,33 +127,30 @@ export default async function terminalRoutes(app: App) {
     liveSessions.set(session, ended);
   }
 
-  /** The record of a session, filled in as the request goes. */
-  function openRecord(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalRecord {
-    return sessionEntry({ ...entryOrigin(request.principal, request), verb: 'create', resource, namespace, name });
+  /** The audit of a session, named as the request goes. */
+  function openAudit(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalAudit {
+    return new AuditSession(services.audit, request.log, request.principal, request, {
+      verb: 'create',
+      resource,
+      namespace,
+      name,
+    });
   }
 
-  function recordRefusal(request: FastifyRequest, record: TerminalRecord, err: unknown): void {
-    record.status = err instanceof HttpError ? err.status : 500;
-    record.end = new Date().toISOString();
-    services.audit.record(record, request.log);
-  }
-
-  function recordSession(request: FastifyRequest, record: TerminalRecord, outcome: TerminalOutcome): void {
-    Object.assign(record, {
+  function endAudit(audit: TerminalAudit, outcome: TerminalOutcome): void {
+    audit.end({
       status: 101,
       result: outcome.error === undefined ? 'success' : 'failure',
-      end: new Date().toISOString(),
       bytesIn: outcome.bytesIn,
       bytesOut: outcome.bytesOut,
+      ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}),
     });
-    if (outcome.exitCode !== undefined) record.exitCode = outcome.exitCode;
-    services.audit.record(record, request.log);
   }
 
   /** Picks the cluster, checks every access, takes a long-running slot. */
   async function terminalCaller(
     request: FastifyRequest,
-    record: TerminalRecord,
+    audit: TerminalAudit,
     namespace: string,
     accesses: Array<{ resource: string; name: string | undefined }>,
     adminOnly = false,
@@ -163,7 +161,8 @@ export default async function terminalRoutes(app: App) {
     const conn = await selectCluster(services.clusters, request, (cluster) =>
       services.auth.canAccessCluster(principal, cluster),
     );
-    request.clusterName = record.cluster = conn.name;
+    request.clusterName = conn.name;
+    audit.name({ cluster: conn.name });
     for (const { resource, name } of accesses) {
       await requireWorkloadAccess(services, principal, conn, {
         kind: POD_RESOURCE,
@@ -229,14 +228,15 @@ export default async function terminalRoutes(app: App) {
     async (request, reply) => {
       const { params, query } = request;
       const { namespace, pod } = params;
-      const record = openRecord(request, 'pods/exec', namespace, pod);
+      const audit = openAudit(request, 'pods/exec', namespace, pod);
       let release: (() => void) | undefined;
       try {
         const command = terminalCommand(query.shell);
-        const caller = await terminalCaller(request, record, namespace, [{ resource: 'pods/exec', name: pod }]);
+        const caller = await terminalCaller(request, audit, namespace, [{ resource: 'pods/exec', name: pod }]);
         release = caller.release;
         const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
-        const container = (record.subject = await terminalContainer(ctx, namespace, pod, query.container));
+        const container = await terminalContainer(ctx, namespace, pod, query.container);
+        audit.name({ subject: container });
         const exec = await openExec(
           caller.conn,
           { namespace, pod, container, command, stdin: true, tty: true },
@@ -247,11 +247,11 @@ export default async function terminalRoutes(app: App) {
         session.attach(exec);
         follow(session, (outcome) => {
           caller.release();
-          recordSession(request, record, outcome);
+          endAudit(audit, outcome);
         });
       } catch (err) {
         release?.();
-        recordRefusal(request, record, err);
+        audit.refuse(err instanceof HttpError ? err.status : 500);
         throw err;
       }
     },
@@ -277,12 +277,12 @@ export default async function terminalRoutes(app: App) {
     async (request, reply) => {
       const { node } = request.params;
       const namespace = settings.namespace;
-      const record = openRecord(request, 'nodes/terminal', '', node);
+      const audit = openAudit(request, 'nodes/terminal', '', node);
       let release: (() => void) | undefined;
       try {
         const caller = await terminalCaller(
           request,
-          record,
+          audit,
           namespace,
           [
             { resource: 'pods/exec', name: undefined },
@@ -306,14 +306,14 @@ export default async function terminalRoutes(app: App) {
           caller.principal.name,
           settings,
         );
-        record.pod = `${namespace}/${pod}`;
+        audit.name({ pod: `${namespace}/${pod}` });
         const deletePod = nodePods.track(conn, namespace, pod);
         const ws = await handshake(request, reply, caller, () => void deletePod());
         const session = new TerminalSession(ws);
         follow(session, async (outcome) => {
           await deletePod();
           caller.release();
-          recordSession(request, record, outcome);
+          endAudit(audit, outcome);
         });
         try {
           session.info(`starting pod ${namespace}/${pod} on node ${node}...`);
@@ -337,7 +337,7 @@ export default async function terminalRoutes(app: App) {
         }
       } catch (err) {
         release?.();
-        recordRefusal(request, record, err);
+        audit.refuse(err instanceof HttpError ? err.status : 500);
         throw err;
       }
     },
