@@ -1,7 +1,7 @@
 // Per-principal limits on one cluster's connections: how many long-running requests (watches,
 // deletes that wait) and how many other requests one caller may have open on the cluster at once.
 // Beyond them the caller gets 429 with Retry-After at once, instead of their requests queueing for
-// connections in front of everyone else's (issue 13 point 5: one reader cannot exhaust a cluster).
+// connections in front of everyone else's (one reader cannot exhaust a cluster).
 import { TooManyRequestsError } from '../errors.js';
 
 export interface CallerLimitOptions {

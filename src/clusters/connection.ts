@@ -3,7 +3,7 @@
 // probe that runs on an interval with backoff while the cluster fails. Each replica keeps its own
 // connections; the reconciler creates, updates and closes them.
 //
-// One reader cannot exhaust a cluster (issue 13 point 5): watches (long-running) go on a pool of
+// One reader cannot exhaust a cluster: watches (long-running) go on a pool of
 // their own, so however many are open the requests of others still find a connection; the probe
 // has a connection of its own, so a busy cluster is not reported down; and every caller has a
 // bounded number of slots of each kind (caller-limits.ts).

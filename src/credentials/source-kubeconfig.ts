@@ -226,7 +226,7 @@ function comparable(text: string): URL | undefined {
 const shown = (url: URL) => `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
 
 /**
- * The server a ClusterProfile's credential may be sent to (issue 32 point 4): the profile's status
+ * The server a ClusterProfile's credential may be sent to: the profile's status
  * is written by whoever may patch `clusterprofiles/status`, the credential by whoever may write
  * Secrets; so the Secret names the server it is for (key `server`, else the server of its
  * `kubeconfig`), and a status naming another one is not connected. Returns the pinned server.
