@@ -8,11 +8,15 @@
 // How a route declares its shapes (the convention):
 //  - The module exports `default async function xRoutes(app: App)` (App: the instance with the
 //    TypeBox type provider), so request.body/query/params are typed from the route's schema.
+//  - A route's schema is built by `schemaOf(<tag>)` (admin, auth, setup, ... routes) or
+//    `clusterSchema` (routes on the selected cluster: tag `resources`, the `x-cluster-name` header
+//    and cookie) from the summary and what is the route's own: `schema('Delete a user', { params:
+//    idParams, response: { 200: ref('Success') } })`. They add the tags and the error answers.
 //  - Each body, querystring and params is one `Type.Object(...)` const named after what it is
 //    (`ApplyBody`, `LogQuery`); its type, where a helper needs one, is `Static<typeof ApplyBody>`:
 //    never a hand-written interface beside it. Optional members are Type.Optional; a body that
 //    takes nothing else says `{ additionalProperties: false }`.
-//  - Answers: `replies({ 200: X })` adds ErrorResponse for 4xx and 5xx. A named shape is `ref('User')`
+//  - Answers: `response: { 200: X }`; ErrorResponse for 4xx and 5xx is added. A named shape is `ref('User')`
 //    (typed as the shape); its type is exported here (UserView, ClusterView, ...): views are typed
 //    with it, not with an interface of their own. A member the answer always has is plain; one it
 //    may leave out is Type.Optional (`objectOf` makes them all optional). The handler RETURNS the
@@ -383,11 +387,7 @@ export function registerSharedSchemas(app: FastifyInstance): void {
 const errorRef = ref('ErrorResponse');
 
 /** A route's responses: its success answers plus the one error shape for every 4xx and 5xx. */
-export function replies<const S extends Record<number, TSchema>>(
-  success: S,
-): S & { '4xx': typeof errorRef; '5xx': typeof errorRef } {
-  return { ...success, '4xx': errorRef, '5xx': errorRef };
-}
+type Replies<S extends Record<number, TSchema>> = S & { '4xx': typeof errorRef; '5xx': typeof errorRef };
 
 /** A 204 answer: no body. */
 export function noContent(description: string): TSchema {
@@ -416,7 +416,6 @@ export function resourceHistoryProperties(yamlDescriptions: { resourceYaml: stri
   };
 }
 
-/** Path parameters of `/:id` routes (the id's format is checked by the route: 400 "invalid id"). */
 /**
  * A collection route under both spellings Kite's clients use (`/api/v1/admin/users/` and
  * `/api/v1/admin/users`): `register` is called with each.
@@ -425,6 +424,7 @@ export function bothSlashes(collection: string, register: (url: string) => unkno
   for (const url of [`${collection}/`, collection]) register(url);
 }
 
+/** Path parameters of `/:id` routes (the id's format is checked by the route: 400 "invalid id"). */
 export const idParams = Type.Object({ id: Type.String({ maxLength: 20, description: 'the integer id' }) });
 
 // Security (components.securitySchemes in the document). An API key goes in Authorization, alone
@@ -460,12 +460,12 @@ export const OPTIONALLY_SIGNED_IN: SecurityRequirements = [{}, ...SIGNED_IN];
 export const SESSION_ONLY: SecurityRequirements = [{ sessionCookie: [] }];
 
 /** The target cluster of a request (also the `x-cluster-name` query parameter or cookie). */
-export const clusterHeader = objectOf({
+const clusterHeader = objectOf({
   'x-cluster-name': Type.String({
     description: 'the target cluster (else the query parameter, the cookie, the default cluster)',
   }),
 });
-export const clusterCookie = objectOf({
+const clusterCookie = objectOf({
   'x-cluster-name': Type.String({ description: 'the target cluster, as set by the Kite UI' }),
 });
 
@@ -473,3 +473,55 @@ export const clusterCookie = objectOf({
 export const clusterQueryProperties = { 'x-cluster-name': Type.Optional(Type.String()) };
 /** A querystring of only `x-cluster-name`. */
 export const ClusterQuery = Type.Object(clusterQueryProperties);
+
+// ---- Route schemas ---------------------------------------------------------------------------
+
+/**
+ * What a route's schema says of that route alone; `schemaOf` and `clusterSchema` add what its group
+ * shares. Each part keeps its own type, so the type provider still types request.params, .query
+ * and .body, and the handler's answer, from it.
+ */
+export interface RouteParts {
+  description?: string;
+  security?: SecurityRequirements;
+  params?: TSchema;
+  querystring?: TSchema;
+  body?: TSchema;
+  /** A body the handler checks itself: documented only (plugins/openapi.ts). */
+  documentedBody?: object;
+  consumes?: readonly string[];
+  /** Left out of the OpenAPI document. */
+  hide?: boolean;
+  /** The success answers by status code (the error answers are added). */
+  response: Record<number, TSchema>;
+}
+
+/** A route's whole schema: its parts, the group's tags, the summary, every answer. */
+export type RouteSchema<P extends RouteParts> = Omit<P, 'response'> & {
+  tags: readonly string[];
+  summary: string;
+  response: Replies<P['response']>;
+};
+
+/**
+ * The schema builder of a group of routes (their tags in the OpenAPI document):
+ * `const schema = schemaOf('users')`, then `schema('Delete a user', { params: idParams, response: { 200: X } })`.
+ */
+export function schemaOf(...tags: string[]) {
+  return <P extends RouteParts>(summary: string, parts: P): RouteSchema<P> => ({
+    tags,
+    summary,
+    ...parts,
+    response: { ...parts.response, '4xx': errorRef, '5xx': errorRef },
+  });
+}
+
+const resourcesSchema = schemaOf('resources');
+
+/**
+ * The schema of a route on the selected cluster (tag `resources`): its parts plus the `x-cluster-name`
+ * header and cookie that select the cluster (its querystring names the query parameter).
+ */
+export function clusterSchema<P extends RouteParts>(summary: string, parts: P) {
+  return { ...resourcesSchema(summary, parts), headers: clusterHeader, cookies: clusterCookie };
+}

@@ -4,6 +4,7 @@
 // away. `run` wraps a handler so failures after the client left are a 499, as the resource routes do.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../auth/principal.js';
+import type { ClusterConnection } from '../clusters/types.js';
 import { selectCluster } from '../cluster-access/cluster-select.js';
 import { holdClusterSlot } from '../resources/cluster-slot.js';
 import { impersonationHeaders } from '../cluster-access/impersonation.js';
@@ -13,6 +14,22 @@ import { endOnRevocation } from './stream-revocation.js';
 
 export interface ToolRequest extends ToolContext {
   principal: Principal;
+}
+
+/**
+ * The caller (authenticated: onRequest) and the cluster the request selects among those it may use;
+ * the cluster's name goes to the request log.
+ */
+export async function callerCluster(
+  app: FastifyInstance,
+  request: FastifyRequest,
+): Promise<{ principal: Principal; conn: ClusterConnection }> {
+  const principal = request.principal!;
+  const conn = await selectCluster(app.services.clusters, request, (cluster) =>
+    app.services.auth.canAccessCluster(principal, cluster),
+  );
+  request.clusterName = conn.name;
+  return { principal, conn };
 }
 
 /**
@@ -26,11 +43,7 @@ export async function toolRequest(
   signal: AbortSignal,
   longRunning = false,
 ): Promise<ToolRequest> {
-  const principal = request.principal!;
-  const conn = await selectCluster(app.services.clusters, request, (cluster) =>
-    app.services.auth.canAccessCluster(principal, cluster),
-  );
-  request.clusterName = conn.name;
+  const { principal, conn } = await callerCluster(app, request);
   holdClusterSlot(reply, conn, principal, longRunning);
   if (longRunning) endOnRevocation(app.services, request, reply);
   return { principal, conn, headers: impersonationHeaders(conn, principal), signal };

@@ -11,7 +11,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { PACKAGE_ROOT } from '../../config.js';
-import { PUBLIC, ref, registerSharedSchemas, replies, SECURITY_SCHEMES, SIGNED_IN } from '../schemas.js';
+import { PUBLIC, ref, registerSharedSchemas, schemaOf, SECURITY_SCHEMES, SIGNED_IN } from '../schemas.js';
 
 declare module 'fastify' {
   interface FastifySchema {
@@ -79,12 +79,10 @@ export default fp(
     app.get(
       OPENAPI_PATH,
       {
-        schema: {
-          tags: ['docs'],
-          summary: 'The OpenAPI 3 document of this API',
+        schema: schemaOf('docs')('The OpenAPI 3 document of this API', {
           security: PUBLIC,
-          response: replies({ 200: ref('OpenAPIDocument') }),
-        },
+          response: { 200: ref('OpenAPIDocument') },
+        }),
       },
       async () => app.swagger(),
     );

@@ -9,15 +9,7 @@ import { HttpError } from '../../errors.js';
 import { requireAccess } from '../../cluster-access/access.js';
 import { parseApplyDocuments } from '../../tools/apply-documents.js';
 import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  clusterQueryProperties,
-  objectOf,
-  replies,
-  stringEnum,
-  type App,
-} from '../schemas.js';
+import { clusterQueryProperties, clusterSchema, objectOf, stringEnum, type App } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
@@ -75,21 +67,19 @@ export default async function applyRoutes(app: App) {
     '/api/v1/resources/apply',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary:
-          'Apply multi-document YAML with server-side apply (field manager kiteline), all documents dry-run first',
-        description:
-          'Each document is resolved through discovery ' +
-          '(CRDs of the same file included: they are applied first and waited for), authorized ' +
-          '(create and patch), and dry-run before anything is written. ' +
-          'Conflicts with other field managers fail the apply unless force is set.',
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        querystring: ApplyQuery,
-        body: ApplyBody,
-        response: replies({ 200: ApplyReply }),
-      },
+      schema: clusterSchema(
+        'Apply multi-document YAML with server-side apply (field manager kiteline), all documents dry-run first',
+        {
+          description:
+            'Each document is resolved through discovery ' +
+            '(CRDs of the same file included: they are applied first and waited for), authorized ' +
+            '(create and patch), and dry-run before anything is written. ' +
+            'Conflicts with other field managers fail the apply unless force is set.',
+          querystring: ApplyQuery,
+          body: ApplyBody,
+          response: { 200: ApplyReply },
+        },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       const { body, query } = request;

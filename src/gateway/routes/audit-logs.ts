@@ -5,7 +5,7 @@
 import { Type, type Static } from 'typebox';
 import { NotFoundError, ServiceUnavailableError } from '../../errors.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, parseAuditQuery } from '../../audit/query.js';
-import { bothSlashes, objectOf, replies, resourceHistoryProperties, stringEnum, type App } from '../schemas.js';
+import { bothSlashes, objectOf, resourceHistoryProperties, schemaOf, stringEnum, type App } from '../schemas.js';
 
 const PREFIX = '/api/v1/admin/audit-logs';
 /** How long a query waits for a trail that is still loading (a gateway that just started). */
@@ -60,17 +60,13 @@ const AuditLog = objectOf(
 const AuditLogPage = objectOf({ data: Type.Array(AuditLog), total: int, page: int, size: int });
 
 export default async function auditLogRoutes(app: App) {
-  const route = {
-    schema: {
-      tags: ['operations'],
-      summary: 'The audit trail (Kite audit logs), newest first (role admin)',
-      description:
-        'Every write through the gateway, logins, failed logins and proxy sessions, from every replica, ' +
-        'kept per the audit retention. Filters are exact matches except `search`.',
-      querystring: AuditLogQuery,
-      response: replies({ 200: AuditLogPage }),
-    },
-  };
+  const schema = schemaOf('operations')('The audit trail (Kite audit logs), newest first (role admin)', {
+    description:
+      'Every write through the gateway, logins, failed logins and proxy sessions, from every replica, ' +
+      'kept per the audit retention. Filters are exact matches except `search`.',
+    querystring: AuditLogQuery,
+    response: { 200: AuditLogPage },
+  });
   const list = async (request: { query: Static<typeof AuditLogQuery> }) => {
     const trail = app.services.audit.trail;
     if (!trail)
@@ -80,5 +76,5 @@ export default async function auditLogRoutes(app: App) {
       throw new ServiceUnavailableError('the audit trail is still loading (the gateway started a moment ago); retry');
     return trail.query(query);
   };
-  bothSlashes(PREFIX, (url) => app.get(url, route, list));
+  bothSlashes(PREFIX, (url) => app.get(url, { schema }, list));
 }

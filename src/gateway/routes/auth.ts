@@ -2,7 +2,7 @@
 // current user, refresh, providers. Every way of signing in ends in the same session: the HttpOnly
 // auth_token cookie (SameSite=Lax, Secure behind https).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
 import { LDAP_PROVIDER } from '../../auth/ldap.js';
 import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
@@ -10,10 +10,20 @@ import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError } fro
 import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import { noContent, objectOf, OPTIONALLY_SIGNED_IN, PUBLIC, ref, replies, SESSION_ONLY, type App } from '../schemas.js';
+import {
+  noContent,
+  objectOf,
+  OPTIONALLY_SIGNED_IN,
+  PUBLIC,
+  ref,
+  schemaOf,
+  SESSION_ONLY,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 
-const tags = ['auth'];
+const schema = schemaOf('auth');
 
 /** Other members are accepted and ignored, as they always have been. */
 const LoginBody = Type.Object({
@@ -31,6 +41,12 @@ const CallbackQuery = Type.Object({
   error: Type.Optional(Type.String({ maxLength: 1024 })),
   error_description: Type.Optional(Type.String({ maxLength: 4096 })),
 });
+/** What the two password sign-ins (the user store's, the LDAP directory's) take and answer. */
+const passwordLogin = {
+  security: PUBLIC,
+  body: LoginBody,
+  response: { 204: noContent('logged in: the auth_token cookie is set') },
+};
 const LogoutQuery = Type.Object({
   all: Type.Optional(Type.Boolean({ description: "end every session of the caller's user (needs a session)" })),
 });
@@ -43,39 +59,40 @@ export default async function authRoutes(app: App) {
     reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request), startedAt));
   }
 
-  app.post(
-    '/api/auth/login/password',
-    {
-      schema: {
-        tags,
-        summary: 'Log in with a password',
-        description:
-          'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user ' +
-          'give the same 401; repeated failures (per username and per client address) 429. With an LDAP ' +
-          'directory configured, a username that is no password user is checked against the directory ' +
-          '(as `POST /api/auth/login/ldap`).',
-        security: PUBLIC,
-        body: LoginBody,
-        response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
-      },
-    },
-    async (request, reply) => {
-      const { username, password } = request.body;
-      if (username === '' || password === '') throw new BadRequestError('username and password are required');
-      const user = await auth.login(username, password, request.ip);
-      request.actor = user.spec.username;
-      setSession(request, reply, user);
-      return reply.code(204).send();
-    },
+  /**
+   * A sign-in with a username and a password, checked by `login` (the user store, or the LDAP
+   * directory): a new session.
+   */
+  async function signIn(
+    request: RequestWith<{ body: Static<typeof LoginBody> }>,
+    reply: FastifyReply,
+    login: (username: string, password: string, ip: string) => Promise<UserResource>,
+  ) {
+    const { username, password } = request.body;
+    if (username === '' || password === '') throw new BadRequestError('username and password are required');
+    const user = await login(username, password, request.ip);
+    request.actor = user.spec.username;
+    setSession(request, reply, user);
+    return reply.code(204).send();
+  }
+
+  const loginSchema = schema('Log in with a password', {
+    description:
+      'Sets the HttpOnly `auth_token` session cookie. Unknown user, wrong password and a disabled user ' +
+      'give the same 401; repeated failures (per username and per client address) 429. With an LDAP ' +
+      'directory configured, a username that is no password user is checked against the directory ' +
+      '(as `POST /api/auth/login/ldap`).',
+    ...passwordLogin,
+  });
+  app.post('/api/auth/login/password', { schema: loginSchema }, async (request, reply) =>
+    signIn(request, reply, (username, password, ip) => auth.login(username, password, ip)),
   );
 
-  const logoutSchema = {
-    tags,
-    summary: 'Log out (clears the session cookie)',
+  const logoutSchema = schema('Log out (clears the session cookie)', {
     security: OPTIONALLY_SIGNED_IN,
     querystring: LogoutQuery,
-    response: replies({ 200: ref('Message') }),
-  };
+    response: { 200: ref('Message') },
+  });
   app.post('/api/auth/logout', { schema: logoutSchema }, async (request, reply) => {
     const { all } = request.query;
     if (all) {
@@ -90,11 +107,7 @@ export default async function authRoutes(app: App) {
     return { message: 'logged out' };
   });
 
-  const userSchema = {
-    tags,
-    summary: 'The caller',
-    response: replies({ 200: objectOf({ user: ref('SessionUser') }) }),
-  };
+  const userSchema = schema('The caller', { response: { 200: objectOf({ user: ref('SessionUser') }) } });
   app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
     const principal = request.principal!;
     if (principal.kind === 'user') {
@@ -106,15 +119,13 @@ export default async function authRoutes(app: App) {
     return { user: apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name)) };
   });
 
-  const refreshSchema = {
-    tags,
-    summary: 'Renew the session cookie while the session is valid',
+  const refreshSchema = schema('Renew the session cookie while the session is valid', {
     description:
       'Never past the absolute session lifetime (KITELINE_SESSION_MAX_LIFETIME) counted from the login: ' +
       'then 401, log in again.',
     security: SESSION_ONLY,
-    response: replies({ 204: noContent('the auth_token cookie is renewed') }),
-  };
+    response: { 204: noContent('the auth_token cookie is renewed') },
+  });
   app.post('/api/auth/refresh', { schema: refreshSchema }, async (request, reply) => {
     const principal = request.principal;
     if (!principal || principal.kind !== 'user' || request.headers.authorization) {
@@ -127,41 +138,25 @@ export default async function authRoutes(app: App) {
     return reply.code(204).send();
   });
 
-  app.post(
-    '/api/auth/login/ldap',
-    {
-      schema: {
-        tags,
-        summary: 'Log in with the LDAP directory',
-        description:
-          'Bind-search-bind against the configured directory; sets the same `auth_token` session cookie as a ' +
-          'password login. Unknown user, wrong password and a disabled user give the same 401; failures count ' +
-          'with password logins (429); a user holding no role, directly or by group: 403; LDAP not configured: 404.',
-        security: PUBLIC,
-        body: LoginBody,
-        response: replies({ 204: noContent('logged in: the auth_token cookie is set') }),
-      },
-    },
-    async (request, reply) => {
-      if (!auth.ldap) throw new NotFoundError('LDAP sign-in is not configured');
-      const { username, password } = request.body;
-      if (username === '' || password === '') throw new BadRequestError('username and password are required');
-      const user = await auth.loginLdap(username, password, request.ip);
-      request.actor = user.spec.username;
-      setSession(request, reply, user);
-      return reply.code(204).send();
-    },
-  );
+  const ldapSchema = schema('Log in with the LDAP directory', {
+    description:
+      'Bind-search-bind against the configured directory; sets the same `auth_token` session cookie as a ' +
+      'password login. Unknown user, wrong password and a disabled user give the same 401; failures count ' +
+      'with password logins (429); a user holding no role, directly or by group: 403; LDAP not configured: 404.',
+    ...passwordLogin,
+  });
+  app.post('/api/auth/login/ldap', { schema: ldapSchema }, async (request, reply) => {
+    if (!auth.ldap) throw new NotFoundError('LDAP sign-in is not configured');
+    return signIn(request, reply, (username, password, ip) => auth.loginLdap(username, password, ip));
+  });
 
-  const providersSchema = {
-    tags,
-    summary: 'The login providers',
+  const providersSchema = schema('The login providers', {
     description:
       'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
       '(with an LDAP directory configured, the password form signs its users in too).',
     security: PUBLIC,
-    response: replies({ 200: objectOf({ providers: Type.Array(Type.String()) }) }),
-  };
+    response: { 200: objectOf({ providers: Type.Array(Type.String()) }) },
+  });
   // Not "ldap": Kite's login page shows every other entry as an OAuth button. Its password form
   // signs directory users in (the password login falls back to the directory).
   app.get('/api/auth/providers', { schema: providersSchema }, async () => ({
@@ -184,17 +179,15 @@ export default async function authRoutes(app: App) {
   app.get(
     '/api/auth/login',
     {
-      schema: {
-        tags,
-        summary: 'Start a sign-in with an OAuth (OpenID Connect) provider',
+      schema: schema('Start a sign-in with an OAuth (OpenID Connect) provider', {
         description:
           "Answers the provider's authorization URL (code flow with PKCE, state and nonce) and sets a short-lived " +
           'HttpOnly cookie holding the flow, encrypted; the browser goes to `auth_url`. Unknown or disabled ' +
           'provider: 400.',
         security: PUBLIC,
         querystring: LoginQuery,
-        response: replies({ 200: objectOf({ auth_url: Type.String(), provider: Type.String() }) }),
-      },
+        response: { 200: objectOf({ auth_url: Type.String(), provider: Type.String() }) },
+      }),
     },
     async (request, reply) => {
       const name = request.query.provider;
@@ -210,9 +203,7 @@ export default async function authRoutes(app: App) {
   app.get(
     '/api/auth/callback',
     {
-      schema: {
-        tags,
-        summary: 'Where the OAuth provider sends the browser back',
+      schema: schema('Where the OAuth provider sends the browser back', {
         description:
           'Redeems the code, validates the ID token, creates or updates the user (`provider` = the provider), ' +
           'sets the `auth_token` session cookie and redirects to `/`. Any failure redirects to ' +
@@ -220,8 +211,8 @@ export default async function authRoutes(app: App) {
           'user_info_failed, user_disabled, callback_error, insufficient_permissions).',
         security: PUBLIC,
         querystring: CallbackQuery,
-        response: replies({ 302: noContent('to / (signed in) or /login?error=<code>') }),
-      },
+        response: { 302: noContent('to / (signed in) or /login?error=<code>') },
+      }),
     },
     async (request, reply) => {
       const secure = wantsSecureCookie(app, request);

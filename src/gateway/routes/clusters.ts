@@ -5,10 +5,10 @@
 // probe all live there) and shapes the answer.
 import { Type, type Static } from 'typebox';
 import { BadRequestError, ForbiddenError } from '../../errors.js';
-import { bothSlashes, idParams, objectOf, PUBLIC, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, PUBLIC, ref, schemaOf, type App } from '../schemas.js';
 
 const CONFIG_MAX = 1024 * 1024;
-const tags = ['clusters'];
+const schema = schemaOf('clusters');
 const text = (maxLength: number, description?: string) =>
   Type.Optional(Type.String({ maxLength, ...(description ? { description } : {}) }));
 const flag = (description?: string) => Type.Optional(Type.Boolean(description ? { description } : {}));
@@ -34,34 +34,26 @@ type ClusterBody = Static<typeof ClusterBody>;
 const NewClusterBody = Type.Object({ ...ClusterBody.properties, name: Type.String({ maxLength: 253 }) });
 const ImportBody = Type.Object({ config, inCluster });
 
-const createSchema = {
-  tags,
-  summary: 'Register a cluster (kubeconfig checked at once; duplicate name: 409)',
+const createSchema = schema('Register a cluster (kubeconfig checked at once; duplicate name: 409)', {
   body: NewClusterBody,
-  response: replies({ 201: objectOf({ id: Type.Integer(), message: Type.String() }) }),
-};
+  response: { 201: objectOf({ id: Type.Integer(), message: Type.String() }) },
+});
 
-const updateSchema = {
-  tags,
-  summary: 'Change a cluster: absent members are left as they are',
+const updateSchema = schema('Change a cluster: absent members are left as they are', {
   description:
     'A cluster read from a source (Argo CD, Cluster API, ClusterProfile: its `source` member) is changed there: ' +
     '409 naming the source, except `{isDefault: true}`.',
   params: idParams,
   body: ClusterBody,
-  response: replies({ 200: ref('Message') }),
-};
+  response: { 200: ref('Message') },
+});
 
-const deleteSchema = {
-  tags,
-  summary: 'Delete a cluster and its kubeconfig Secret (the default cluster: 400; one from a source: 409)',
-  params: idParams,
-  response: replies({ 200: ref('Message') }),
-};
+const deleteSchema = schema(
+  'Delete a cluster and its kubeconfig Secret (the default cluster: 400; one from a source: 409)',
+  { params: idParams, response: { 200: ref('Message') } },
+);
 
-const importSchema = {
-  tags: ['setup'],
-  summary: 'Register the first clusters: one per kubeconfig context, or the host cluster',
+const importSchema = schemaOf('setup')('Register the first clusters: one per kubeconfig context, or the host cluster', {
   description:
     'Public only before the first super user is created and while no cluster exists; ' +
     "once a user was ever created it needs an admin (the super user's session cookie from create_super_user), " +
@@ -69,7 +61,7 @@ const importSchema = {
     'Only while no cluster exists (race-free); afterwards 403. The current context becomes the default.',
   security: PUBLIC,
   body: ImportBody,
-  response: replies({
+  response: {
     201: objectOf({
       message: Type.String(),
       clusters: Type.Array(Type.String(), { description: 'the names registered' }),
@@ -77,19 +69,15 @@ const importSchema = {
         description: 'contexts not registered, with the reason (absent when none)',
       }),
     }),
-  }),
-};
+  },
+});
 
-const adminListSchema = {
-  tags,
-  summary: 'List registered clusters (admin view)',
-  response: replies({ 200: Type.Array(ref('Cluster')) }),
-};
-const userListSchema = {
-  tags,
-  summary: 'The enabled clusters the caller may use, by name',
-  response: replies({ 200: Type.Array(ref('ClusterSummary')) }),
-};
+const adminListSchema = schema('List registered clusters (admin view)', {
+  response: { 200: Type.Array(ref('Cluster')) },
+});
+const userListSchema = schema('The enabled clusters the caller may use, by name', {
+  response: { 200: Type.Array(ref('ClusterSummary')) },
+});
 
 function parseId(raw: string): number {
   if (!/^[1-9]\d{0,9}$/.test(raw)) throw new BadRequestError('invalid cluster id');

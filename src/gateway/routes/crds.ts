@@ -12,16 +12,7 @@ import { withSearch } from '../../cluster-access/read-query.js';
 import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { collectionPath, objectPath } from '../../cluster-access/target.js';
 import { expectSuccess, sendObject, streamToClient } from '../../cluster-access/upstream.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  ClusterQuery,
-  clusterQueryProperties,
-  ref,
-  replies,
-  type App,
-  type RequestWith,
-} from '../schemas.js';
+import { ClusterQuery, clusterQueryProperties, clusterSchema, ref, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const CRDS = 'customresourcedefinitions.apiextensions.k8s.io';
@@ -62,38 +53,25 @@ export default async function crdRoutes(app: App) {
     return streamToClient(reply, res);
   }
 
-  const listSchema = (summary: string) => ({
-    tags: ['resources'],
-    summary,
-    headers: clusterHeader,
-    cookies: clusterCookie,
-    querystring: CrdListQuery,
-    response: replies({ 200: ref('KubernetesObject') }),
-  });
-  app.get(
-    '/api/v1/crds',
-    { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds)") },
-    withClientSignal(list),
-  );
-  app.get(
-    '/api/v1/crds/_all',
-    { onRequest: app.requireUser, schema: listSchema("The cluster's CustomResourceDefinitions (Kite's /crds/_all)") },
-    withClientSignal(list),
-  );
+  const crdList = { querystring: CrdListQuery, response: { 200: ref('KubernetesObject') } };
+  for (const path of ['/crds', '/crds/_all']) {
+    const summary = `The cluster's CustomResourceDefinitions (Kite's ${path})`;
+    app.get(
+      `/api/v1${path}`,
+      { onRequest: app.requireUser, schema: clusterSchema(summary, crdList) },
+      withClientSignal(list),
+    );
+  }
 
   app.get(
     '/api/v1/crds/_all/:crd',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: 'One CustomResourceDefinition by name (`<plural>.<group>`)',
-        headers: clusterHeader,
-        cookies: clusterCookie,
+      schema: clusterSchema('One CustomResourceDefinition by name (`<plural>.<group>`)', {
         params: CrdParams,
         querystring: ClusterQuery,
-        response: replies({ 200: ref('KubernetesObject') }),
-      },
+        response: { 200: ref('KubernetesObject') },
+      }),
     },
     withClientSignal(async (request, reply, signal) => {
       const { crd } = request.params;

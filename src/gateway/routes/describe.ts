@@ -5,7 +5,7 @@
 // a Deployment's ReplicaSets, a controller's or a Node's pods, a Service's EndpointSlices, a Node's
 // Lease, a Namespace's quotas) are read with kiteline's own connection, each only when the caller's
 // roles allow that read too (src/describe/related.ts); docs/tools.md ("Describe") says what that
-// reveals. readObjectView and objectViewSchema serve the related-objects route too. Registered with
+// reveals. readObjectView and objectViewParts serve the related-objects route too. Registered with
 // prefix /api/v1, before the generic resource routes.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
@@ -18,15 +18,7 @@ import { requireAccess } from '../../cluster-access/access.js';
 import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
 import { objectPath, planTarget } from '../../cluster-access/target.js';
 import { getJson } from '../../cluster-access/calls.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  ClusterQuery,
-  objectOf,
-  replies,
-  type App,
-  type RequestWith,
-} from '../schemas.js';
+import { ClusterQuery, clusterSchema, objectOf, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 /** The path of a view of one object: /:resource/:namespace/:name/<view>. */
@@ -44,14 +36,8 @@ export const ObjectViewParams = Type.Object({
   name: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
 
-/** The schema parts of a GET /:resource/:namespace/:name/<view> route (describe, related). */
-export const objectViewSchema = {
-  tags: ['resources'],
-  headers: clusterHeader,
-  cookies: clusterCookie,
-  params: ObjectViewParams,
-  querystring: ClusterQuery,
-};
+/** The path and query of a GET /:resource/:namespace/:name/<view> route (describe, related). */
+export const objectViewParts = { params: ObjectViewParams, querystring: ClusterQuery };
 
 const DescribeReply = objectOf({ result: Type.String({ description: 'the describe text, as kubectl prints it' }) });
 
@@ -96,11 +82,10 @@ export default async function describeRoutes(app: App) {
     '/:resource/:namespace/:name/describe',
     {
       onRequest: app.requireUser,
-      schema: {
-        ...objectViewSchema,
-        summary: 'The text kubectl describe prints for an object (namespace `_all` for cluster-scoped kinds)',
-        response: replies({ 200: DescribeReply }),
-      },
+      schema: clusterSchema(
+        'The text kubectl describe prints for an object (namespace `_all` for cluster-scoped kinds)',
+        { ...objectViewParts, response: { 200: DescribeReply } },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       const { resolved, object, related } = await readObjectView(app, request, reply, signal);

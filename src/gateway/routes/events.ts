@@ -8,15 +8,7 @@ import { requireAccess } from '../../cluster-access/access.js';
 import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
 import { planTarget } from '../../cluster-access/target.js';
 import { objectEvents } from '../../tools/events.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  clusterQueryProperties,
-  objectOf,
-  openObject,
-  replies,
-  type App,
-} from '../schemas.js';
+import { clusterQueryProperties, clusterSchema, objectOf, openObject, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const EventsQuery = Type.Object({
@@ -46,14 +38,10 @@ export default async function eventRoutes(app: App) {
     '/api/v1/events/resources',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: 'The events of one object, newest first (core/v1 and events.k8s.io/v1, merged)',
-        headers: clusterHeader,
-        cookies: clusterCookie,
+      schema: clusterSchema('The events of one object, newest first (core/v1 and events.k8s.io/v1, merged)', {
         querystring: EventsQuery,
-        response: replies({ 200: EventList }),
-      },
+        response: { 200: EventList },
+      }),
     },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;

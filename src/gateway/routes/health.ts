@@ -1,25 +1,22 @@
 // Liveness and readiness. /readyz turns 200 once the host-cluster caches have synced.
-import { objectOf, PUBLIC, replies, stringEnum, type App } from '../schemas.js';
+import { objectOf, PUBLIC, schemaOf, stringEnum, type App } from '../schemas.js';
 
 const ok = objectOf({ status: stringEnum(['ok']) });
+const schema = schemaOf('health');
 
 export default async function healthRoutes(app: App) {
   app.get(
     '/healthz',
-    { schema: { tags: ['health'], summary: 'The process is alive', security: PUBLIC, response: replies({ 200: ok }) } },
-    async () => ({
-      status: 'ok' as const,
-    }),
+    { schema: schema('The process is alive', { security: PUBLIC, response: { 200: ok } }) },
+    async () => ({ status: 'ok' as const }),
   );
   app.get(
     '/readyz',
     {
-      schema: {
-        tags: ['health'],
-        summary: 'The host-cluster caches have synced (503 until then)',
+      schema: schema('The host-cluster caches have synced (503 until then)', {
         security: PUBLIC,
-        response: replies({ 200: ok }),
-      },
+        response: { 200: ok },
+      }),
     },
     async (_request, reply) => {
       if (!app.services.host.synced) {

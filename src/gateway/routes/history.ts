@@ -20,13 +20,11 @@ import {
   type WorkloadRef,
 } from '../../tools/history.js';
 import {
-  clusterCookie,
-  clusterHeader,
   ClusterQuery,
   clusterQueryProperties,
+  clusterSchema,
   defaulted,
   objectOf,
-  replies,
   resourceHistoryProperties,
   type App,
   type RequestWith,
@@ -129,17 +127,11 @@ export default async function historyRoutes(app: App) {
     '/api/v1/:resource/:namespace/:name/history',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary:
-          "A workload's revisions, newest first " +
+      schema: clusterSchema(
+        "A workload's revisions, newest first " +
           '(Deployments: ReplicaSets; StatefulSets, DaemonSets: ControllerRevisions; others: empty)',
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        params: WorkloadParams,
-        querystring: HistoryQuery,
-        response: replies({ 200: HistoryReply }),
-      },
+        { params: WorkloadParams, querystring: HistoryQuery, response: { 200: HistoryReply } },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       const { page, pageSize } = request.query;
@@ -152,17 +144,15 @@ export default async function historyRoutes(app: App) {
     '/api/v1/:resource/:namespace/:name/rollback',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary:
-          'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        params: WorkloadParams,
-        querystring: ClusterQuery,
-        body: RollbackBody,
-        response: replies({ 200: objectOf({ message: string, revision: integer }) }),
-      },
+      schema: clusterSchema(
+        'Roll a Deployment, StatefulSet or DaemonSet back to a revision, as kubectl rollout undo --to-revision',
+        {
+          params: WorkloadParams,
+          querystring: ClusterQuery,
+          body: RollbackBody,
+          response: { 200: objectOf({ message: string, revision: integer }) },
+        },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       // No body at all is a rollback to the previous revision.

@@ -1,7 +1,7 @@
 // GET /api/v1/init_check (public): how far first-run setup got. step counts what exists
 // (a user: +1, a cluster: +1); initialized is step == 2.
 import { Type } from 'typebox';
-import { objectOf, PUBLIC, replies, type App } from '../schemas.js';
+import { objectOf, PUBLIC, schemaOf, type App } from '../schemas.js';
 
 const initState = objectOf({
   initialized: Type.Boolean({ description: 'step == 2' }),
@@ -11,14 +11,7 @@ const initState = objectOf({
 export default async function initRoutes(app: App) {
   app.get(
     '/api/v1/init_check',
-    {
-      schema: {
-        tags: ['setup'],
-        summary: 'How far first-run setup got',
-        security: PUBLIC,
-        response: replies({ 200: initState }),
-      },
-    },
+    { schema: schemaOf('setup')('How far first-run setup got', { security: PUBLIC, response: { 200: initState } }) },
     async () => {
       const { users, clusterStore } = app.services;
       const step = (users.any() ? 1 : 0) + (clusterStore.any() ? 1 : 0);

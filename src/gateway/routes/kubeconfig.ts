@@ -21,7 +21,7 @@ import { resourceId, type APIKeyResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { HttpsEndpoint } from '../https.js';
 import { parseId } from '../input-rules.js';
-import { defaulted, idParams, nullable, objectOf, ref, replies, stringEnum, type App } from '../schemas.js';
+import { defaulted, idParams, nullable, objectOf, ref, schemaOf, stringEnum, type App } from '../schemas.js';
 import { kubeconfigTokenView } from '../views/identity.js';
 
 /** Kubeconfigs one user may mint per window, and one client address (several users behind one NAT). */
@@ -31,7 +31,7 @@ export const MINT_WINDOW_SECONDS = 600;
 
 const ME_PREFIX = '/api/users/me/kubeconfig-tokens';
 const ADMIN_PREFIX = '/api/v1/admin/kubeconfig-tokens';
-const tags = ['kubeconfig'];
+const schema = schemaOf('kubeconfig');
 
 const TokenList = objectOf({ tokens: Type.Array(ref('KubeconfigToken')) });
 const AdminTokenQuery = Type.Object({
@@ -108,12 +108,10 @@ export default async function kubeconfigRoutes(app: App) {
     '/api/v1/kubeconfig',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['kubeconfig'],
-        summary: 'A kubeconfig for every cluster you may use, with a new short-lived token (an API key owned by you)',
-        body: KubeconfigBody,
-        response: replies({ 200: Type.String({ description: 'kubeconfig YAML' }) }),
-      },
+      schema: schema(
+        'A kubeconfig for every cluster you may use, with a new short-lived token (an API key owned by you)',
+        { body: KubeconfigBody, response: { 200: Type.String({ description: 'kubeconfig YAML' }) } },
+      ),
     },
     async (request, reply) => {
       const ttlSeconds = request.body?.ttlSeconds ?? config.kubeconfigTokenTtlSeconds;
@@ -158,7 +156,7 @@ export default async function kubeconfigRoutes(app: App) {
     ME_PREFIX,
     {
       onRequest: app.requireUser,
-      schema: { tags, summary: 'Your kubeconfig tokens (never a secret)', response: replies({ 200: TokenList }) },
+      schema: schema('Your kubeconfig tokens (never a secret)', { response: { 200: TokenList } }),
     },
     async (request) => {
       const userId = signedInUserId(request.principal!);
@@ -170,12 +168,10 @@ export default async function kubeconfigRoutes(app: App) {
     `${ME_PREFIX}/:id`,
     {
       onRequest: app.requireUser,
-      schema: {
-        tags,
-        summary: "Revoke one of your kubeconfig tokens (404 for anyone else's)",
+      schema: schema("Revoke one of your kubeconfig tokens (404 for anyone else's)", {
         params: idParams,
-        response: replies({ 200: Deleted }),
-      },
+        response: { 200: Deleted },
+      }),
     },
     async (request) => {
       await apiKeys.delete(tokenById(request.params.id, signedInUserId(request.principal!)));
@@ -186,19 +182,17 @@ export default async function kubeconfigRoutes(app: App) {
   app.get(
     ADMIN_PREFIX,
     {
-      schema: {
-        tags,
-        summary: "Every user's kubeconfig tokens, newest first (role admin)",
+      schema: schema("Every user's kubeconfig tokens, newest first (role admin)", {
         querystring: AdminTokenQuery,
-        response: replies({
+        response: {
           200: objectOf({
             tokens: Type.Array(ref('KubeconfigToken')),
             total: Type.Integer(),
             page: Type.Integer(),
             size: Type.Integer(),
           }),
-        }),
-      },
+        },
+      }),
     },
     async (request) => {
       const { page, size, owner, status } = request.query;
@@ -215,14 +209,7 @@ export default async function kubeconfigRoutes(app: App) {
 
   app.delete(
     `${ADMIN_PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Revoke any kubeconfig token (role admin)',
-        params: idParams,
-        response: replies({ 200: Deleted }),
-      },
-    },
+    { schema: schema('Revoke any kubeconfig token (role admin)', { params: idParams, response: { 200: Deleted } }) },
     async (request) => {
       await apiKeys.delete(tokenById(request.params.id));
       return { success: true, message: 'kubeconfig token revoked' };

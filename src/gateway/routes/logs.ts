@@ -7,8 +7,8 @@
 // can fail before streaming (parameters, roles, the cluster's answer to the first request) fails
 // as a plain HTTP answer, before any event or WebSocket handshake. docs/workloads.md.
 import { Type } from 'typebox';
+import type { Verb } from '../../auth/principal.js';
 import { BadRequestError } from '../../errors.js';
-import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { impersonationHeaders } from '../../cluster-access/impersonation.js';
 import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
@@ -17,9 +17,9 @@ import { followLogAsEvents, LogQuery, logOptions, logQueryProperties, openLog, r
 import { EventStream } from '../../workloads/sse.js';
 import { listPods, podsPath } from '../../cluster-access/watch-events.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
+import { clusterSchema, objectOf, streamed, type App } from '../schemas.js';
 import { endOnRevocation } from '../stream-revocation.js';
-import { toolRequest, withClientSignal } from '../tool-request.js';
+import { callerCluster, toolRequest, withClientSignal } from '../tool-request.js';
 
 const string = Type.String();
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
@@ -75,15 +75,11 @@ export default async function logRoutes(app: App) {
     '/api/v1/logs/:namespace/:pod',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: "A container's log: JSON, or server-sent events with follow=true",
-        headers: clusterHeader,
-        cookies: clusterCookie,
+      schema: clusterSchema("A container's log: JSON, or server-sent events with follow=true", {
         params: PodParams,
         querystring: LogQuery,
-        response: replies({ 200: LogOrEvents }),
-      },
+        response: { 200: LogOrEvents },
+      }),
     },
     withClientSignal(async (request, reply, signal) => {
       const { namespace, pod } = request.params;
@@ -109,18 +105,17 @@ export default async function logRoutes(app: App) {
     '/api/v1/logs/:namespace/:pod/ws',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: "WebSocket: a pod's log, or (pod `_all` and labelSelector) the logs of every pod a selector matches",
-        description:
-          'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), ' +
-          '`info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        params: PodOrAllParams,
-        querystring: LogSessionQuery,
-        response: replies({ 200: webSocketAnswer }),
-      },
+      schema: clusterSchema(
+        "WebSocket: a pod's log, or (pod `_all` and labelSelector) the logs of every pod a selector matches",
+        {
+          description:
+            'Messages are JSON {type, data}: the server sends `log` (with `pod` and `container`), ' +
+            '`info`, `error`, `close` and `pong`; the client may send `{"type":"ping"}`.',
+          params: PodOrAllParams,
+          querystring: LogSessionQuery,
+          response: { 200: webSocketAnswer },
+        },
+      ),
     },
     async (request, reply) => {
       if (!isWebSocketRequest(request))
@@ -132,32 +127,17 @@ export default async function logRoutes(app: App) {
       const labelSelector = query.labelSelector ?? '';
       if (fanOut && labelSelector.trim() === '')
         throw new BadRequestError('pod _all needs a labelSelector: the pods whose logs to follow');
-      const principal = request.principal!;
-      const conn = await selectCluster(services.clusters, request, (cluster) =>
-        services.auth.canAccessCluster(principal, cluster),
-      );
-      request.clusterName = conn.name;
-      await requireWorkloadAccess(services, principal, conn, {
-        kind: POD_RESOURCE,
-        resource: 'pods/log',
-        verb: 'get',
-        namespace,
-        name: fanOut ? undefined : pod,
-      });
-      if (fanOut) {
+      const { principal, conn } = await callerCluster(app, request);
+      // One pod's log; with a selector, also finding and following the pods it matches.
+      const accesses: { resource: string; verb: Verb }[] = [{ resource: 'pods/log', verb: 'get' }];
+      if (fanOut) accesses.push({ resource: 'pods', verb: 'list' }, { resource: 'pods', verb: 'watch' });
+      for (const { resource, verb } of accesses) {
         await requireWorkloadAccess(services, principal, conn, {
           kind: POD_RESOURCE,
-          resource: 'pods',
-          verb: 'list',
+          resource,
+          verb,
           namespace,
-          name: undefined,
-        });
-        await requireWorkloadAccess(services, principal, conn, {
-          kind: POD_RESOURCE,
-          resource: 'pods',
-          verb: 'watch',
-          namespace,
-          name: undefined,
+          name: fanOut ? undefined : pod,
         });
       }
       const headers = impersonationHeaders(conn, principal);

@@ -6,7 +6,7 @@
 // cluster a node that runs a pod of kiteline's install namespace is never drained nor given a NoExecute
 // taint through kiteline (403): evicting kiteline from every node would leave nobody able to undo it
 // through kiteline (src/cluster-access/kiteline-node.ts).
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static } from 'typebox';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess } from '../../cluster-access/access.js';
 import { refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
@@ -30,11 +30,9 @@ import {
 import { HttpError } from '../../errors.js';
 import {
   ClusterQuery,
-  clusterCookie,
-  clusterHeader,
+  clusterSchema,
   objectOf,
   openObject,
-  replies,
   stringEnum,
   type App,
   type RequestWith,
@@ -112,6 +110,23 @@ const DrainReply = objectOf({
   options: openObject(),
 });
 
+/** Every node action names the node (path) and may name the cluster (query). */
+const nodeParts = { params: NodeParams, querystring: ClusterQuery };
+const taintSchema = clusterSchema('Add a taint (replacing the one with the same key and effect)', {
+  ...nodeParts,
+  body: TaintBody,
+  response: { 200: TaintReply },
+});
+const untaintSchema = clusterSchema('Remove the taints with a key (and effect, when given)', {
+  ...nodeParts,
+  body: UntaintBody,
+  response: { 200: UntaintReply },
+});
+const drainSchema = clusterSchema(
+  'Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)',
+  { ...nodeParts, body: DrainBody, response: { 200: DrainReply } },
+);
+
 export default async function nodeRoutes(app: App) {
   // Kite's UI posts cordon and uncordon with Content-Type application/json and no body.
   const parseJson = app.getDefaultJsonParser('error', 'error');
@@ -141,34 +156,16 @@ export default async function nodeRoutes(app: App) {
     return { ctx, node: name };
   }
 
-  const common = {
-    tags: ['resources'],
-    headers: clusterHeader,
-    cookies: clusterCookie,
-    params: NodeParams,
-    querystring: ClusterQuery,
-  };
-  const schema = <B extends TSchema, A extends TSchema>(summary: string, body: B, answer: A) => ({
-    ...common,
-    summary,
-    body,
-    response: replies({ 200: answer }),
-  });
+  const onRequest = app.requireUser;
 
   for (const [action, unschedulable] of [
     ['cordon', true],
     ['uncordon', false],
   ] as const) {
+    const summary = `${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`;
     app.post(
       `/api/v1/nodes/_all/:name/${action}`,
-      {
-        onRequest: app.requireUser,
-        schema: {
-          ...common,
-          summary: `${action === 'cordon' ? 'Mark' : 'Unmark'} the node unschedulable (spec.unschedulable)`,
-          response: replies({ 200: CordonReply }),
-        },
-      },
+      { onRequest, schema: clusterSchema(summary, { ...nodeParts, response: { 200: CordonReply } }) },
       withClientSignal(async (request, reply, signal) => {
         const { ctx, node } = await prepare(request, reply, signal, action);
         return setUnschedulable(ctx, node, unschedulable);
@@ -178,10 +175,7 @@ export default async function nodeRoutes(app: App) {
 
   app.post(
     '/api/v1/nodes/_all/:name/taint',
-    {
-      onRequest: app.requireUser,
-      schema: schema('Add a taint (replacing the one with the same key and effect)', TaintBody, TaintReply),
-    },
+    { onRequest, schema: taintSchema },
     withClientSignal(async (request, reply, signal) => {
       const { body } = request;
       const taint = checkTaint(body.key, body.value, body.effect, true) as Taint;
@@ -194,10 +188,7 @@ export default async function nodeRoutes(app: App) {
 
   app.post(
     '/api/v1/nodes/_all/:name/untaint',
-    {
-      onRequest: app.requireUser,
-      schema: schema('Remove the taints with a key (and effect, when given)', UntaintBody, UntaintReply),
-    },
+    { onRequest, schema: untaintSchema },
     withClientSignal(async (request, reply, signal) => {
       const { body } = request;
       checkTaint(body.key, undefined, body.effect, false);
@@ -208,14 +199,7 @@ export default async function nodeRoutes(app: App) {
 
   app.post(
     '/api/v1/nodes/_all/:name/drain',
-    {
-      onRequest: app.requireUser,
-      schema: schema(
-        'Cordon the node and evict its pods through the Eviction API (PodDisruptionBudgets respected)',
-        DrainBody,
-        DrainReply,
-      ),
-    },
+    { onRequest, schema: drainSchema },
     withClientSignal(async (request, reply, signal) => {
       // No body at all: the defaults.
       const body = request.body ?? {};
@@ -239,27 +223,23 @@ export default async function nodeRoutes(app: App) {
         requireAccess(auth, ctx.principal, ctx.conn.name, 'pods/eviction', namespace, 'create');
         await hostGuard.check(ctx.conn, { resolved: pods, namespace, name: pod.metadata?.name, verb: 'create' });
       }
+      // One record per eviction: accepted (201), refused by a disruption budget (429), failed (409).
       const audit = (report: DrainReport) => {
-        for (const p of report.evicted)
-          auditObject(request, { cluster: ctx.conn.name, verb: 'evict', resource: 'pods/eviction', ...p, status: 201 });
-        for (const p of report.blocked)
-          auditObject(request, {
-            cluster: ctx.conn.name,
-            verb: 'evict',
-            resource: 'pods/eviction',
-            namespace: p.namespace,
-            name: p.name,
-            status: 429,
-          });
-        for (const p of report.failed)
-          auditObject(request, {
-            cluster: ctx.conn.name,
-            verb: 'evict',
-            resource: 'pods/eviction',
-            namespace: p.namespace,
-            name: p.name,
-            status: 409,
-          });
+        const outcomes = [
+          [report.evicted, 201],
+          [report.blocked, 429],
+          [report.failed, 409],
+        ] as const;
+        for (const [pods, status] of outcomes)
+          for (const { namespace, name } of pods)
+            auditObject(request, {
+              cluster: ctx.conn.name,
+              verb: 'evict',
+              resource: 'pods/eviction',
+              namespace,
+              name,
+              status,
+            });
       };
       try {
         const report = await drainNode(ctx, node, plan, options);

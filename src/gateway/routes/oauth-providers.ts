@@ -2,15 +2,14 @@
 // list, get, create, update, delete. Admin only. The client secret is write-only: it goes to the
 // provider's Secret and every answer shows "***" (or "" when none is stored). The rules (names,
 // issuer URLs, no renames) are the store's (host/oauth-providers.ts).
-import type { FastifyReply } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { parseId } from '../input-rules.js';
 import { resourceId } from '../../host/resources.js';
-import { bothSlashes, idParams, objectOf, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, ref, schemaOf, type App } from '../schemas.js';
 import { oauthProviderView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/oauth-providers';
-const tags = ['auth'];
+const schema = schemaOf('auth');
 const ProviderReply = objectOf({ provider: ref('OAuthProvider') });
 
 const url = () => Type.Optional(Type.String({ maxLength: 2048 }));
@@ -57,76 +56,51 @@ export default async function oauthProviderRoutes(app: App) {
   const view = oauthProviderView;
   const byId = (raw: string) => oauthProviders.getById(parseId(raw));
 
-  const listRoute = {
-    schema: {
-      tags,
-      summary: 'List the OAuth (OpenID Connect) providers (client secrets shown as "***")',
-      response: replies({ 200: objectOf({ providers: Type.Array(ref('OAuthProvider')) }) }),
-    },
-  };
-  const list = async () => ({
-    providers: [...oauthProviders.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view),
+  const listSchema = schema('List the OAuth (OpenID Connect) providers (client secrets shown as "***")', {
+    response: { 200: objectOf({ providers: Type.Array(ref('OAuthProvider')) }) },
   });
-  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
+  bothSlashes(PREFIX, (url) =>
+    app.get(url, { schema: listSchema }, async () => ({
+      providers: [...oauthProviders.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view),
+    })),
+  );
 
-  const getSchema = {
-    tags,
-    summary: 'Get an OAuth provider',
-    params: idParams,
-    response: replies({ 200: ProviderReply }),
-  };
+  const getSchema = schema('Get an OAuth provider', { params: idParams, response: { 200: ProviderReply } });
   app.get(`${PREFIX}/:id`, { schema: getSchema }, async (request) => ({
     provider: view(byId(request.params.id)),
   }));
 
-  const createRoute = {
-    schema: {
-      tags,
-      summary: 'Add an OAuth (OpenID Connect) provider',
-      description:
-        '`issuer` is required (its configuration is discovered); `authUrl`, `tokenUrl` and `userInfoUrl` are ' +
-        "stored for Kite's UI only. The client secret goes to a Secret and is never shown again.",
-      body: NewProviderBody,
-      response: replies({ 201: ProviderReply }),
-    },
-  };
-  const create = async (request: { body: Static<typeof NewProviderBody> }, reply: FastifyReply) => {
-    const provider = await oauthProviders.create(withoutReadOnly(request.body));
-    reply.code(201);
-    return { provider: view(provider) };
-  };
-  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
-
-  app.put(
-    `${PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Change an OAuth provider (renaming: 400; a new clientSecret replaces the stored one)',
-        params: idParams,
-        body: ProviderChangeBody,
-        response: replies({ 200: ProviderReply }),
-      },
-    },
-    async (request) => {
-      const provider = byId(request.params.id);
-      return { provider: view(await oauthProviders.update(provider, withoutReadOnly(request.body))) };
-    },
+  const createSchema = schema('Add an OAuth (OpenID Connect) provider', {
+    description:
+      '`issuer` is required (its configuration is discovered); `authUrl`, `tokenUrl` and `userInfoUrl` are ' +
+      "stored for Kite's UI only. The client secret goes to a Secret and is never shown again.",
+    body: NewProviderBody,
+    response: { 201: ProviderReply },
+  });
+  bothSlashes(PREFIX, (url) =>
+    app.post(url, { schema: createSchema }, async (request, reply) => {
+      const provider = await oauthProviders.create(withoutReadOnly(request.body));
+      reply.code(201);
+      return { provider: view(provider) };
+    }),
   );
 
-  app.delete(
-    `${PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Delete an OAuth provider and its client secret (its users stay, and cannot sign in through it)',
-        params: idParams,
-        response: replies({ 200: objectOf({ success: Type.Boolean(), message: Type.String() }) }),
-      },
-    },
-    async (request) => {
-      await oauthProviders.delete(byId(request.params.id));
-      return { success: true, message: 'OAuth provider deleted successfully' };
-    },
+  const changeSchema = schema('Change an OAuth provider (renaming: 400; a new clientSecret replaces the stored one)', {
+    params: idParams,
+    body: ProviderChangeBody,
+    response: { 200: ProviderReply },
+  });
+  app.put(`${PREFIX}/:id`, { schema: changeSchema }, async (request) => {
+    const provider = byId(request.params.id);
+    return { provider: view(await oauthProviders.update(provider, withoutReadOnly(request.body))) };
+  });
+
+  const deleteSchema = schema(
+    'Delete an OAuth provider and its client secret (its users stay, and cannot sign in through it)',
+    { params: idParams, response: { 200: objectOf({ success: Type.Boolean(), message: Type.String() }) } },
   );
+  app.delete(`${PREFIX}/:id`, { schema: deleteSchema }, async (request) => {
+    await oauthProviders.delete(byId(request.params.id));
+    return { success: true, message: 'OAuth provider deleted successfully' };
+  });
 }

@@ -1,34 +1,26 @@
 // GET /api/v1/overview: the counts on Kite's home page for the selected cluster. The caller must
 // be allowed to list nodes, pods, namespaces and services across all namespaces (403 otherwise).
 import { requireAccess } from '../../cluster-access/access.js';
-import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { holdClusterSlot } from '../../resources/cluster-slot.js';
 import { impersonationHeaders } from '../../cluster-access/impersonation.js';
 import { loadOverview, OVERVIEW_RESOURCES } from '../../resources/overview.js';
 import { clientClosed } from '../../cluster-access/upstream.js';
-import { clusterCookie, clusterHeader, ClusterQuery, ref, replies, type App } from '../schemas.js';
+import { clusterSchema, ClusterQuery, ref, type App } from '../schemas.js';
+import { callerCluster } from '../tool-request.js';
 
 export default async function overviewRoutes(app: App) {
   app.get(
     '/api/v1/overview',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: 'Node, pod, namespace and service counts of the selected cluster',
+      schema: clusterSchema('Node, pod, namespace and service counts of the selected cluster', {
         description: 'The caller must be allowed to list nodes, pods, namespaces and services in all namespaces.',
         querystring: ClusterQuery,
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        response: replies({ 200: ref('Overview') }),
-      },
+        response: { 200: ref('Overview') },
+      }),
     },
     async (request, reply) => {
-      const principal = request.principal!;
-      const conn = await selectCluster(app.services.clusters, request, (cluster) =>
-        app.services.auth.canAccessCluster(principal, cluster),
-      );
-      request.clusterName = conn.name;
+      const { principal, conn } = await callerCluster(app, request);
       holdClusterSlot(reply, conn, principal, false);
       for (const resource of OVERVIEW_RESOURCES)
         requireAccess(app.services.auth, principal, conn.name, resource, undefined, 'list');

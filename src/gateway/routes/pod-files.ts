@@ -25,7 +25,7 @@ import {
   type PodFileTarget,
 } from '../../workloads/pod-files.js';
 import { NAME_PATTERN } from '../../cluster-access/segments.js';
-import { clusterCookie, clusterHeader, objectOf, replies, streamed, type App } from '../schemas.js';
+import { clusterSchema, objectOf, streamed, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 const PodParams = Type.Object({
@@ -84,118 +84,133 @@ function contained(reply: FastifyReply, type: string, contentDisposition: string
   });
 }
 
+/** How a file is sent: the command that reads it, its size limit, its type and Content-Disposition. */
+interface FileSending {
+  command: string[];
+  maxBytes: number;
+  type: string;
+  disposition: string;
+}
+
+type PodFileRequest = RequestWith<{ params: PodParams; query: PodFileQuery }>;
+
+/** Every pod-file route names the pod (path) and the container and a path in it (query). */
+const podFileParts = { params: PodParams, querystring: PodFileQuery };
+const listSchema = clusterSchema('A directory in a container: its entries, directories first', {
+  ...podFileParts,
+  response: { 200: Type.Array(FileInfo) },
+});
+const previewSchema = clusterSchema(
+  `A file shown inline (text, or a raster image), cut after ${MAX_PREVIEW_BYTES} bytes`,
+  { ...podFileParts, response: { 200: bytes } },
+);
+const downloadSchema = clusterSchema(`A file, or a directory as a tar archive (at most ${MAX_DOWNLOAD_BYTES} bytes)`, {
+  ...podFileParts,
+  response: { 200: bytes },
+});
+const uploadSchema = clusterSchema(
+  `Writes the multipart \`file\` (at most ${MAX_UPLOAD_BYTES} bytes) into the directory \`path\``,
+  {
+    ...podFileParts,
+    consumes: ['multipart/form-data'],
+    response: { 200: objectOf({ message: string, path: string }) },
+  },
+);
+
 export default async function podFileRoutes(app: App) {
   const { services } = app;
   // Encapsulated: only these routes take multipart bodies, one file of at most MAX_UPLOAD_BYTES.
   await app.register(multipart, { limits: { files: 1, fileSize: MAX_UPLOAD_BYTES, fields: 0, parts: 1 } });
 
-  /** The cluster, the caller's exec right on the pod, and the pod and container. */
-  async function podFiles(ctx: ToolRequest, p: PodParams, query: PodFileQuery): Promise<PodFileTarget> {
+  /**
+   * The cluster, the caller's exec right on the pod, and the pod and container. The pod is the
+   * object of the request's audit record (uploads are audited). `longRunning`: a file transfer.
+   */
+  async function podFiles(
+    request: PodFileRequest,
+    reply: FastifyReply,
+    signal: AbortSignal,
+    longRunning: boolean,
+  ): Promise<{ ctx: ToolRequest; target: PodFileTarget }> {
+    const ctx = await toolRequest(app, request, reply, signal, longRunning);
+    const { namespace, pod } = request.params;
+    request.auditDetail = { cluster: ctx.conn.name, namespace, name: pod };
     await requireWorkloadAccess(services, ctx.principal, ctx.conn, {
       kind: POD_RESOURCE,
       resource: 'pods/exec',
       verb: 'create',
-      namespace: p.namespace,
-      name: p.pod,
+      namespace,
+      name: pod,
     });
-    return { namespace: p.namespace, pod: p.pod, container: query.container ?? '' };
+    return { ctx, target: { namespace, pod, container: request.query.container ?? '' } };
+  }
+
+  /** Sends the file at the query's path as `sending` says, under the headers no pod's content escapes. */
+  async function sendFile(
+    request: PodFileRequest,
+    reply: FastifyReply,
+    signal: AbortSignal,
+    sending: (ctx: ToolRequest, target: PodFileTarget, path: string) => Promise<FileSending> | FileSending,
+  ) {
+    const path = checkedPath(request.query.path);
+    const { ctx, target } = await podFiles(request, reply, signal, true);
+    const { command, maxBytes, type, disposition } = await sending(ctx, target, path);
+    const { stream } = await openFileStream(ctx, target, command, maxBytes);
+    contained(reply, type, disposition);
+    return reply.send(stream);
   }
 
   const base = '/api/v1/pods/:namespace/:pod/files';
-  const common = {
-    tags: ['resources'],
-    headers: clusterHeader,
-    cookies: clusterCookie,
-    params: PodParams,
-    querystring: PodFileQuery,
-  };
+  const onRequest = app.requireUser;
 
   app.get(
     base,
-    {
-      onRequest: app.requireUser,
-      schema: {
-        ...common,
-        summary: 'A directory in a container: its entries, directories first',
-        response: replies({ 200: Type.Array(FileInfo) }),
-      },
-    },
+    { onRequest, schema: listSchema },
     withClientSignal(async (request, reply, signal) => {
-      const { query } = request;
-      const ctx = await toolRequest(app, request, reply, signal);
-      const target = await podFiles(ctx, request.params, query);
-      return listFiles(ctx, target, checkedPath(query.path, '/'));
+      const { ctx, target } = await podFiles(request, reply, signal, false);
+      return listFiles(ctx, target, checkedPath(request.query.path, '/'));
     }),
   );
 
   app.get(
     `${base}/preview`,
-    {
-      onRequest: app.requireUser,
-      schema: {
-        ...common,
-        summary: `A file shown inline (text, or a raster image), cut after ${MAX_PREVIEW_BYTES} bytes`,
-        response: replies({ 200: bytes }),
-      },
-    },
-    withClientSignal(async (request, reply, signal) => {
-      const { query } = request;
-      const path = checkedPath(query.path);
-      const ctx = await toolRequest(app, request, reply, signal, true);
-      const target = await podFiles(ctx, request.params, query);
-      const { stream } = await openFileStream(ctx, target, ['cat', '--', path], MAX_PREVIEW_BYTES);
-      const extension = /\.[A-Za-z0-9]+$/.exec(path)?.[0]?.toLowerCase() ?? '';
-      contained(reply, IMAGE_TYPES[extension] ?? 'text/plain; charset=utf-8', disposition('inline', baseName(path)));
-      return reply.send(stream);
-    }),
+    { onRequest, schema: previewSchema },
+    withClientSignal(async (request, reply, signal) =>
+      sendFile(request, reply, signal, (_ctx, _target, path) => {
+        const extension = /\.[A-Za-z0-9]+$/.exec(path)?.[0]?.toLowerCase() ?? '';
+        return {
+          command: ['cat', '--', path],
+          maxBytes: MAX_PREVIEW_BYTES,
+          type: IMAGE_TYPES[extension] ?? 'text/plain; charset=utf-8',
+          disposition: disposition('inline', baseName(path)),
+        };
+      }),
+    ),
   );
 
   app.get(
     `${base}/download`,
-    {
-      onRequest: app.requireUser,
-      schema: {
-        ...common,
-        summary: `A file, or a directory as a tar archive (at most ${MAX_DOWNLOAD_BYTES} bytes)`,
-        response: replies({ 200: bytes }),
-      },
-    },
-    withClientSignal(async (request, reply, signal) => {
-      const { query } = request;
-      const path = checkedPath(query.path);
-      const ctx = await toolRequest(app, request, reply, signal, true);
-      const target = await podFiles(ctx, request.params, query);
-      const directory = await isDirectory(ctx, target, path);
-      const command = directory ? ['tar', 'cf', '-', '--', path] : ['cat', '--', path];
-      const { stream } = await openFileStream(ctx, target, command, MAX_DOWNLOAD_BYTES);
-      const name = baseName(path);
-      contained(
-        reply,
-        directory ? 'application/x-tar' : 'application/octet-stream',
-        disposition('attachment', directory ? `${name}.tar` : name),
-      );
-      return reply.send(stream);
-    }),
+    { onRequest, schema: downloadSchema },
+    withClientSignal(async (request, reply, signal) =>
+      sendFile(request, reply, signal, async (ctx, target, path) => {
+        const directory = await isDirectory(ctx, target, path);
+        const name = baseName(path);
+        return {
+          command: directory ? ['tar', 'cf', '-', '--', path] : ['cat', '--', path],
+          maxBytes: MAX_DOWNLOAD_BYTES,
+          type: directory ? 'application/x-tar' : 'application/octet-stream',
+          disposition: disposition('attachment', directory ? `${name}.tar` : name),
+        };
+      }),
+    ),
   );
 
   app.put(
     `${base}/upload`,
-    {
-      onRequest: app.requireUser,
-      schema: {
-        ...common,
-        summary: `Writes the multipart \`file\` (at most ${MAX_UPLOAD_BYTES} bytes) into the directory \`path\``,
-        consumes: ['multipart/form-data'],
-        response: replies({ 200: objectOf({ message: string, path: string }) }),
-      },
-    },
+    { onRequest, schema: uploadSchema },
     withClientSignal(async (request, reply, signal) => {
-      const p = request.params;
-      const { query } = request;
-      const directory = checkedPath(query.path);
-      const ctx = await toolRequest(app, request, reply, signal, true);
-      request.auditDetail = { cluster: ctx.conn.name, namespace: p.namespace, name: p.pod };
-      const target = await podFiles(ctx, p, query);
+      const directory = checkedPath(request.query.path);
+      const { ctx, target } = await podFiles(request, reply, signal, true);
       if (!request.isMultipart()) throw new BadRequestError('send the file as multipart/form-data, field `file`');
       const part = await request.file();
       if (!part || part.fieldname !== 'file')
@@ -204,7 +219,7 @@ export default async function podFileRoutes(app: App) {
       const data = await part.toBuffer();
       if (part.file.truncated) throw new PayloadTooLargeError(`an upload is at most ${MAX_UPLOAD_BYTES} bytes`);
       const path = await uploadFile(ctx, target, directory, fileName, data);
-      request.auditDetail.subject = path;
+      request.auditDetail = { ...request.auditDetail, subject: path };
       return { message: 'file uploaded successfully', path };
     }),
   );

@@ -11,15 +11,7 @@ import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../workloads/sse.js';
 import { openWatch, podsPath } from '../../cluster-access/watch-events.js';
 import { NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  clusterQueryProperties,
-  replies,
-  streamed,
-  stringEnum,
-  type App,
-} from '../schemas.js';
+import { clusterQueryProperties, clusterSchema, streamed, stringEnum, type App } from '../schemas.js';
 import { endOnRevocation } from '../stream-revocation.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
@@ -57,15 +49,11 @@ export default async function podWatchRoutes(app: App) {
     '/api/v1/pods/:namespace/watch',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: 'The pods of a namespace (or `_all`) as server-sent events, live',
-        headers: clusterHeader,
-        cookies: clusterCookie,
+      schema: clusterSchema('The pods of a namespace (or `_all`) as server-sent events, live', {
         params: PodWatchParams,
         querystring: PodWatchQuery,
-        response: replies({ 200: PodEvents }),
-      },
+        response: { 200: PodEvents },
+      }),
     },
     withClientSignal(async (request, reply, signal) => {
       const { params, query } = request;

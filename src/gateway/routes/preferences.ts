@@ -5,7 +5,7 @@
 // user's session can save one: an API key has no User to keep it on (400).
 import { Type } from 'typebox';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
-import { objectOf, replies, type App } from '../schemas.js';
+import { objectOf, schemaOf, type App } from '../schemas.js';
 
 /** A saved sidebar preference at most, in bytes of UTF-8 (the CRD allows as many characters). */
 export const MAX_SIDEBAR_PREFERENCE_BYTES = 16 * 1024;
@@ -43,12 +43,10 @@ export default async function preferenceRoutes(app: App) {
     '/api/users/sidebar_preference',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['auth'],
-        summary: "Save the caller's own sidebar layout of Kite's UI (read back in GET /api/auth/user)",
+      schema: schemaOf('auth')("Save the caller's own sidebar layout of Kite's UI (read back in GET /api/auth/user)", {
         body: SidebarPreferenceBody,
-        response: replies({ 200: objectOf({ success: Type.Boolean() }) }),
-      },
+        response: { 200: objectOf({ success: Type.Boolean() }) },
+      }),
     },
     async (request) => {
       const principal = request.principal!;

@@ -8,9 +8,9 @@
 // /api/v1, before the generic resource routes.
 import { Type } from 'typebox';
 import { RelatedFinder } from '../../tools/related.js';
-import { objectOf, replies, type App } from '../schemas.js';
+import { clusterSchema, objectOf, type App } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
-import { objectViewSchema, readObjectView } from './describe.js';
+import { objectViewParts, readObjectView } from './describe.js';
 
 const RelatedReply = Type.Array(
   objectOf({
@@ -26,13 +26,11 @@ export default async function relatedRoutes(app: App) {
     '/:resource/:namespace/:name/related',
     {
       onRequest: app.requireUser,
-      schema: {
-        ...objectViewSchema,
-        summary:
-          "An object's related objects: owners, owned objects, Services and Ingresses, " +
+      schema: clusterSchema(
+        "An object's related objects: owners, owned objects, Services and Ingresses, " +
           'referenced ConfigMaps, Secrets, claims, ServiceAccount',
-        response: replies({ 200: RelatedReply }),
-      },
+        { ...objectViewParts, response: { 200: RelatedReply } },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       const { ctx, resolved, object, related } = await readObjectView(app, request, reply, signal);

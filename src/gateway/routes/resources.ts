@@ -15,7 +15,6 @@ import { isWriteVerb } from '../../resources/audit.js';
 import { requireReplacedObject } from '../../cluster-access/create-on-update.js';
 import { refuseEvictingWrite, refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../cluster-access/body-parsers.js';
-import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
 import { endOnRevocation } from '../stream-revocation.js';
 import {
@@ -45,8 +44,8 @@ import {
 import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../cluster-access/upstream.js';
 import { prepareWrite } from '../../cluster-access/write-body.js';
 import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query.js';
-import { clusterCookie, clusterHeader, ref, replies, type App, type RequestWith } from '../schemas.js';
-import { withClientSignal } from '../tool-request.js';
+import { ClusterQuery, clusterSchema, ref, type App, type RequestWith } from '../schemas.js';
+import { callerCluster, withClientSignal } from '../tool-request.js';
 
 const resource = Type.String({
   maxLength: 253,
@@ -79,64 +78,66 @@ const SubresourceParams = Type.Object({
     description: 'a subresource that reads or writes the object',
   }),
 });
-/** The query of a subresource read: only the cluster (as a query parameter, like the header). */
-const ClusterQuery = Type.Object({ 'x-cluster-name': Type.Optional(Type.String()) });
 /** What a handler reads of any of the three. */
 type Params = Static<typeof ResourceParams> & Partial<Static<typeof ObjectParams>>;
 
 const JSON_HEADERS = { accept: 'application/json' };
 
-/**
- * The documentation of a resource route. Answers stream through from the cluster (Fastify never
- * re-serializes a stream), so the response schemas only document; request bodies are documented
- * but checked by the handlers, which give clearer messages than a schema could.
- */
-function documented(summary: string, success: number[], body?: { schema: object; consumes: string[] }) {
-  return {
-    tags: ['resources'],
-    summary,
-    headers: clusterHeader,
-    cookies: clusterCookie,
-    response: replies(Object.fromEntries(success.map((code) => [code, ref('KubernetesObject')]))),
-    ...(body ? { documentedBody: body.schema, consumes: body.consumes } : {}),
-  };
-}
-
+// The schemas of the resource routes. Answers stream through from the cluster (Fastify never
+// re-serializes a stream), so the response schemas only document; request bodies are documented
+// but checked by the handlers, which give clearer messages than a schema could.
+const object = ref('KubernetesObject');
 const objectBody = {
-  schema: { ...ref('KubernetesObject') },
+  documentedBody: { ...object },
   consumes: [JSON_MEDIA_TYPES[0], ...YAML_MEDIA_TYPES.slice(1)],
 };
 const patchBody = {
-  schema: {
+  documentedBody: {
     description: 'a patch document: an object (strategic merge, merge, apply) or an array of operations (json)',
   },
   consumes: [...JSON_MEDIA_TYPES, YAML_MEDIA_TYPES[0]],
 };
-const docs = {
-  listAll: documented('List a resource in all namespaces (or watch it: watch=true)', [200]),
-  list: documented('List a resource in a namespace or `_all` (or watch it: watch=true)', [200]),
-  get: documented('Get an object (or watch it: watch=true)', [200]),
-  create: documented(
-    'Create an object; metadata.namespace must match the path or is filled from it',
-    [201, 200, 202],
-    objectBody,
-  ),
-  replace: documented('Replace an object (metadata.resourceVersion required; stale: 409)', [200, 201], objectBody),
-  patch: documented(
+const objectParts = { params: ObjectParams, querystring: ReadQuery, response: { 200: object } };
+const schemas = {
+  listAll: clusterSchema('List a resource in all namespaces (or watch it: watch=true)', {
+    ...objectParts,
+    params: ResourceParams,
+  }),
+  list: clusterSchema('List a resource in a namespace or `_all` (or watch it: watch=true)', {
+    ...objectParts,
+    params: CollectionParams,
+  }),
+  get: clusterSchema('Get an object (or watch it: watch=true)', objectParts),
+  create: clusterSchema('Create an object; metadata.namespace must match the path or is filled from it', {
+    ...objectBody,
+    params: CollectionParams,
+    querystring: WriteQuery,
+    response: { 201: object, 200: object, 202: object },
+  }),
+  replace: clusterSchema('Replace an object (metadata.resourceVersion required; stale: 409)', {
+    ...objectBody,
+    params: ObjectParams,
+    querystring: WriteQuery,
+    response: { 200: object, 201: object },
+  }),
+  patch: clusterSchema(
     'Patch an object: patchType absent = strategic merge, merge, json, apply (server-side apply, needs fieldManager)',
-    [200, 201],
-    patchBody,
+    { ...patchBody, params: ObjectParams, querystring: PatchQuery, response: { 200: object, 201: object } },
   ),
-  getSubresource: documented('Get a subresource of an object (status, scale, resize, ephemeralcontainers)', [200]),
-  patchSubresource: documented(
+  getSubresource: clusterSchema('Get a subresource of an object (status, scale, resize, ephemeralcontainers)', {
+    ...objectParts,
+    params: SubresourceParams,
+    querystring: ClusterQuery,
+  }),
+  patchSubresource: clusterSchema(
     'Patch a subresource of an object, e.g. pods/resize (in-place resize); authorized as <resource>/<subresource>',
-    [200],
-    patchBody,
+    { ...patchBody, params: SubresourceParams, querystring: PatchQuery, response: { 200: object } },
   ),
-  remove: documented(
-    'Delete an object; by default waits until it is gone (504 when timeoutSeconds runs out)',
-    [200, 202],
-  ),
+  remove: clusterSchema('Delete an object; by default waits until it is gone (504 when timeoutSeconds runs out)', {
+    params: ObjectParams,
+    querystring: DeleteQuery,
+    response: { 200: object, 202: object },
+  }),
 };
 
 /** What every resource request works with once the cluster and resource are known. */
@@ -170,11 +171,7 @@ export default async function resourceRoutes(app: App) {
       namespace: params.namespace,
       name: params.name,
     });
-    const principal = request.principal!;
-    const conn = await selectCluster(app.services.clusters, request, (cluster) =>
-      app.services.auth.canAccessCluster(principal, cluster),
-    );
-    request.clusterName = conn.name;
+    const { principal, conn } = await callerCluster(app, request);
     const longRunning = isLongRunning(request.method, request.query as ReadQuery & DeleteQuery);
     holdClusterSlot(reply, conn, principal, longRunning);
     if (longRunning) endOnRevocation(app.services, request, reply);
@@ -449,49 +446,14 @@ export default async function resourceRoutes(app: App) {
 
   // Authenticate in onRequest: no body is parsed or validated for an anonymous caller.
   const onRequest = app.requireUser;
-  app.get(
-    '/:resource',
-    { onRequest, schema: { ...docs.listAll, params: ResourceParams, querystring: ReadQuery } },
-    guarded(list),
-  );
-  app.get(
-    '/:resource/:namespace',
-    { onRequest, schema: { ...docs.list, params: CollectionParams, querystring: ReadQuery } },
-    guarded(list),
-  );
-  app.get(
-    '/:resource/:namespace/:name',
-    { onRequest, schema: { ...docs.get, params: ObjectParams, querystring: ReadQuery } },
-    guarded(get),
-  );
-  app.post(
-    '/:resource/:namespace',
-    { onRequest, schema: { ...docs.create, params: CollectionParams, querystring: WriteQuery } },
-    guarded(create),
-  );
-  app.put(
-    '/:resource/:namespace/:name',
-    { onRequest, schema: { ...docs.replace, params: ObjectParams, querystring: WriteQuery } },
-    guarded(replace),
-  );
-  app.patch(
-    '/:resource/:namespace/:name',
-    { onRequest, schema: { ...docs.patch, params: ObjectParams, querystring: PatchQuery } },
-    guarded(patch),
-  );
-  app.get(
-    '/:resource/:namespace/:name/:subresource',
-    { onRequest, schema: { ...docs.getSubresource, params: SubresourceParams, querystring: ClusterQuery } },
-    guarded(getSubresource),
-  );
-  app.patch(
-    '/:resource/:namespace/:name/:subresource',
-    { onRequest, schema: { ...docs.patchSubresource, params: SubresourceParams, querystring: PatchQuery } },
-    guarded(patchSubresource),
-  );
-  app.delete(
-    '/:resource/:namespace/:name',
-    { onRequest, schema: { ...docs.remove, params: ObjectParams, querystring: DeleteQuery } },
-    guarded(remove),
-  );
+  const byName = '/:resource/:namespace/:name';
+  app.get('/:resource', { onRequest, schema: schemas.listAll }, guarded(list));
+  app.get('/:resource/:namespace', { onRequest, schema: schemas.list }, guarded(list));
+  app.get(byName, { onRequest, schema: schemas.get }, guarded(get));
+  app.post('/:resource/:namespace', { onRequest, schema: schemas.create }, guarded(create));
+  app.put(byName, { onRequest, schema: schemas.replace }, guarded(replace));
+  app.patch(byName, { onRequest, schema: schemas.patch }, guarded(patch));
+  app.get(`${byName}/:subresource`, { onRequest, schema: schemas.getSubresource }, guarded(getSubresource));
+  app.patch(`${byName}/:subresource`, { onRequest, schema: schemas.patchSubresource }, guarded(patchSubresource));
+  app.delete(byName, { onRequest, schema: schemas.remove }, guarded(remove));
 }

@@ -2,16 +2,15 @@
 // create, update, delete, and assign/unassign to users. Admin only. The rules (built-in roles
 // cannot be changed or deleted: 403; no renames; a deleted role leaves every user and key; the
 // last enabled admin keeps admin) are the role store's (host/roles.ts) and the user store's.
-import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { checkPatterns, checkRoleName, parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
 import { resourceId, type RoleResource } from '../../host/resources.js';
-import { bothSlashes, idParams, objectOf, ref, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, ref, schemaOf, type App } from '../schemas.js';
 import { roleView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/roles';
-const tags = ['roles'];
+const schema = schemaOf('roles');
 const RoleReply = objectOf({ role: ref('Role') });
 const AssignmentReply = objectOf({ assignment: ref('RoleAssignment') });
 const subjectProperties = {
@@ -67,104 +66,75 @@ export default async function roleRoutes(app: App) {
   const view = (role: RoleResource) => roleView(role, users.list());
   const roleById = (raw: string) => roles.getById(parseId(raw));
 
-  const listRoute = {
-    schema: { tags, summary: 'List roles', response: replies({ 200: objectOf({ roles: Type.Array(ref('Role')) }) }) },
-  };
-  const list = async () => ({ roles: [...roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view) });
-  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
+  const listSchema = schema('List roles', { response: { 200: objectOf({ roles: Type.Array(ref('Role')) }) } });
+  bothSlashes(PREFIX, (url) =>
+    app.get(url, { schema: listSchema }, async () => ({
+      roles: [...roles.list()].sort((a, b) => resourceId(a)! - resourceId(b)!).map(view),
+    })),
+  );
 
-  const getSchema = { tags, summary: 'Get a role', params: idParams, response: replies({ 200: RoleReply }) };
+  const getSchema = schema('Get a role', { params: idParams, response: { 200: RoleReply } });
   app.get(`${PREFIX}/:id`, { schema: getSchema }, async (request) => ({
     role: view(roleById(request.params.id)),
   }));
 
-  const createRoute = {
-    schema: {
-      tags,
-      summary: 'Create a role',
-      body: NewRoleBody,
-      response: replies({ 201: RoleReply }),
-    },
-  };
-  const create = async (request: { body: Static<typeof NewRoleBody> }, reply: FastifyReply) => {
-    const body = request.body;
-    checkRoleName(body.name);
-    checkRules(body);
-    const role = await roles.create(body.name, body);
-    reply.code(201);
-    return { role: view(role) };
-  };
-  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
-
-  app.put(
-    `${PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Change a role (built-in roles: 403; renaming: 400)',
-        params: idParams,
-        body: RoleChangeBody,
-        response: replies({ 200: RoleReply }),
-      },
-    },
-    async (request) => {
-      const role = roleById(request.params.id);
-      checkRules(request.body);
-      return { role: view(await roles.update(role, request.body)) };
-    },
+  const createSchema = schema('Create a role', { body: NewRoleBody, response: { 201: RoleReply } });
+  bothSlashes(PREFIX, (url) =>
+    app.post(url, { schema: createSchema }, async (request, reply) => {
+      const body = request.body;
+      checkRoleName(body.name);
+      checkRules(body);
+      const role = await roles.create(body.name, body);
+      reply.code(201);
+      return { role: view(role) };
+    }),
   );
 
-  const deleteSchema = {
-    tags,
-    summary: 'Delete a role and its assignments (built-in roles: 403)',
+  const changeSchema = schema('Change a role (built-in roles: 403; renaming: 400)', {
     params: idParams,
-    response: replies({ 200: ref('Success') }),
-  };
+    body: RoleChangeBody,
+    response: { 200: RoleReply },
+  });
+  app.put(`${PREFIX}/:id`, { schema: changeSchema }, async (request) => {
+    const role = roleById(request.params.id);
+    checkRules(request.body);
+    return { role: view(await roles.update(role, request.body)) };
+  });
+
+  const deleteSchema = schema('Delete a role and its assignments (built-in roles: 403)', {
+    params: idParams,
+    response: { 200: ref('Success') },
+  });
   app.delete(`${PREFIX}/:id`, { schema: deleteSchema }, async (request) => {
     await roles.delete(roleById(request.params.id));
     return { success: true };
   });
 
-  app.post(
-    `${PREFIX}/:id/assign`,
-    {
-      schema: {
-        tags,
-        summary: "Give the role to a user, or to an identity provider's group (201; 200 when already given)",
-        params: idParams,
-        body: AssignBody,
-        response: replies({ 200: AssignmentReply, 201: AssignmentReply }),
-      },
-    },
-    async (request, reply) => {
-      const role = roleById(request.params.id);
-      const subjectType = checkSubjectType(request.body.subjectType);
-      const { roleId, subject, added } =
-        subjectType === 'group'
-          ? await roles.assignGroup(role, request.body.subject, auth.groupSources())
-          : await roles.assign(role, request.body.subject);
-      reply.code(added ? 201 : 200);
-      return { assignment: { roleId, subjectType, subject } };
-    },
+  const assignSchema = schema(
+    "Give the role to a user, or to an identity provider's group (201; 200 when already given)",
+    { params: idParams, body: AssignBody, response: { 200: AssignmentReply, 201: AssignmentReply } },
   );
+  app.post(`${PREFIX}/:id/assign`, { schema: assignSchema }, async (request, reply) => {
+    const role = roleById(request.params.id);
+    const subjectType = checkSubjectType(request.body.subjectType);
+    const { roleId, subject, added } =
+      subjectType === 'group'
+        ? await roles.assignGroup(role, request.body.subject, auth.groupSources())
+        : await roles.assign(role, request.body.subject);
+    reply.code(added ? 201 : 200);
+    return { assignment: { roleId, subjectType, subject } };
+  });
 
-  app.delete(
-    `${PREFIX}/:id/assign`,
-    {
-      schema: {
-        tags,
-        summary: 'Take the role from a user or a group (not admin from the last enabled admin: 409)',
-        params: idParams,
-        querystring: AssignQuery,
-        response: replies({ 200: ref('Success') }),
-      },
-    },
-    async (request) => {
-      const role = roleById(request.params.id);
-      if (checkSubjectType(request.query.subjectType) === 'group')
-        await roles.unassignGroup(role, request.query.subject, auth.groupSources());
-      else await roles.unassign(role, request.query.subject);
-      return { success: true };
-    },
-  );
+  const unassignSchema = schema('Take the role from a user or a group (not admin from the last enabled admin: 409)', {
+    params: idParams,
+    querystring: AssignQuery,
+    response: { 200: ref('Success') },
+  });
+  app.delete(`${PREFIX}/:id/assign`, { schema: unassignSchema }, async (request) => {
+    const role = roleById(request.params.id);
+    if (checkSubjectType(request.query.subjectType) === 'group')
+      await roles.unassignGroup(role, request.query.subject, auth.groupSources());
+    else await roles.unassign(role, request.query.subject);
+    return { success: true };
+  });
 }

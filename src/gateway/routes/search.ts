@@ -9,15 +9,7 @@ import { BadRequestError } from '../../errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
 import { SearchIndexes } from '../../tools/search-index.js';
 import { mayAccess } from '../../cluster-access/access.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  clusterQueryProperties,
-  defaulted,
-  objectOf,
-  replies,
-  type App,
-} from '../schemas.js';
+import { clusterQueryProperties, clusterSchema, defaulted, objectOf, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const SearchQuery = Type.Object({
@@ -63,16 +55,10 @@ export default async function searchRoutes(app: App) {
     '/api/v1/search',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary:
-          'Objects of the common kinds whose name contains the query or whose label matches it, ' +
-          'that the caller may list',
-        headers: clusterHeader,
-        cookies: clusterCookie,
-        querystring: SearchQuery,
-        response: replies({ 200: SearchAnswer }),
-      },
+      schema: clusterSchema(
+        'Objects of the common kinds whose name contains the query or whose label matches it, that the caller may list',
+        { querystring: SearchQuery, response: { 200: SearchAnswer } },
+      ),
     },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;

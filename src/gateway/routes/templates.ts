@@ -4,17 +4,16 @@
 // (src/host/templates.ts). Template JSON: {id, ID, name, description, yaml, createdAt, updatedAt};
 // the name cannot change after creation, as in Kite's UI. docs/tools.md, "Templates and sidebar
 // preferences".
-import type { FastifyReply } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { Type } from 'typebox';
 import { parseAllDocuments } from 'yaml';
 import { parseId } from '../input-rules.js';
 import { BadRequestError } from '../../errors.js';
 import { templateView } from '../../host/templates.js';
-import { bothSlashes, idParams, objectOf, replies, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, schemaOf, type App } from '../schemas.js';
 
 const READ_PREFIX = '/api/v1/templates';
 const ADMIN_PREFIX = '/api/v1/admin/templates';
-const tags = ['templates'];
+const schema = schemaOf('templates');
 const string = Type.String();
 const integer = Type.Integer();
 
@@ -66,79 +65,56 @@ function checkYaml(text: string): void {
 
 export default async function templateRoutes(app: App) {
   const store = app.services.templates;
+  const templateById = async (raw: string) => store.byId(parseId(raw));
 
-  const listRoute = {
-    onRequest: app.requireUser,
-    schema: { tags, summary: 'List the resource templates', response: replies({ 200: Type.Array(Template) }) },
-  };
-  const list = async () => (await store.list()).map(templateView);
-  bothSlashes(READ_PREFIX, (url) => app.get(url, listRoute, list));
-
-  app.get(
-    `${READ_PREFIX}/:id`,
-    {
-      onRequest: app.requireUser,
-      schema: { tags, summary: 'Read one resource template', params: idParams, response: replies({ 200: Template }) },
-    },
-    async (request) => templateView(await store.byId(parseId(request.params.id))),
+  const listSchema = schema('List the resource templates', { response: { 200: Type.Array(Template) } });
+  bothSlashes(READ_PREFIX, (url) =>
+    app.get(url, { onRequest: app.requireUser, schema: listSchema }, async () =>
+      (await store.list()).map(templateView),
+    ),
   );
 
-  const createRoute = {
-    schema: {
-      tags,
-      summary: 'Create a resource template',
-      body: NewTemplateBody,
-      response: replies({ 201: Template }),
-    },
-  };
-  const create = async (request: { body: Static<typeof NewTemplateBody> }, reply: FastifyReply) => {
-    const { name, description, yaml } = request.body;
-    checkYaml(yaml);
-    const created = await store.create({ name, ...(description ? { description } : {}), yaml });
-    reply.code(201);
-    return templateView(created);
-  };
-  bothSlashes(ADMIN_PREFIX, (url) => app.post(url, createRoute, create));
+  const readSchema = schema('Read one resource template', { params: idParams, response: { 200: Template } });
+  app.get(`${READ_PREFIX}/:id`, { onRequest: app.requireUser, schema: readSchema }, async (request) =>
+    templateView(await templateById(request.params.id)),
+  );
 
-  app.put(
-    `${ADMIN_PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Change a resource template’s description or YAML (the name cannot change)',
-        params: idParams,
-        body: TemplateChangeBody,
-        response: replies({ 200: Template }),
-      },
-    },
-    async (request) => {
-      const template = await store.byId(parseId(request.params.id));
+  const createSchema = schema('Create a resource template', { body: NewTemplateBody, response: { 201: Template } });
+  bothSlashes(ADMIN_PREFIX, (url) =>
+    app.post(url, { schema: createSchema }, async (request, reply) => {
       const { name, description, yaml } = request.body;
-      if (name !== undefined && name !== template.spec.name)
-        throw new BadRequestError("a template's name cannot change: create a new template");
-      if (yaml !== undefined) checkYaml(yaml);
-      return templateView(
-        await store.update(template, {
-          ...(description !== undefined ? { description } : {}),
-          ...(yaml !== undefined ? { yaml } : {}),
-        }),
-      );
-    },
+      checkYaml(yaml);
+      const created = await store.create({ name, ...(description ? { description } : {}), yaml });
+      reply.code(201);
+      return templateView(created);
+    }),
   );
 
-  app.delete(
-    `${ADMIN_PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Delete a resource template',
-        params: idParams,
-        response: replies({ 200: objectOf({ message: string }) }),
-      },
-    },
-    async (request) => {
-      await store.delete(await store.byId(parseId(request.params.id)));
-      return { message: 'template deleted' };
-    },
-  );
+  const changeSchema = schema('Change a resource template’s description or YAML (the name cannot change)', {
+    params: idParams,
+    body: TemplateChangeBody,
+    response: { 200: Template },
+  });
+  app.put(`${ADMIN_PREFIX}/:id`, { schema: changeSchema }, async (request) => {
+    const template = await templateById(request.params.id);
+    const { name, description, yaml } = request.body;
+    if (name !== undefined && name !== template.spec.name)
+      throw new BadRequestError("a template's name cannot change: create a new template");
+    if (yaml !== undefined) checkYaml(yaml);
+    return templateView(
+      await store.update(template, {
+        ...(description !== undefined ? { description } : {}),
+        ...(yaml !== undefined ? { yaml } : {}),
+      }),
+    );
+  });
+
+  const deleteSchema = schema('Delete a resource template', {
+    params: idParams,
+    response: { 200: objectOf({ message: string }) },
+  });
+  app.delete(`${ADMIN_PREFIX}/:id`, { schema: deleteSchema }, async (request) => {
+    await store.delete(await templateById(request.params.id));
+    return { message: 'template deleted' };
+  });
 }

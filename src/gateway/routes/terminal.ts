@@ -18,7 +18,6 @@ import { AuditSession } from '../../audit/session.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
-import { selectCluster } from '../../cluster-access/cluster-select.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
 import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clientClosed } from '../../cluster-access/upstream.js';
@@ -42,15 +41,8 @@ import {
   type TerminalOutcome,
 } from '../../workloads/terminal.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import {
-  clusterCookie,
-  clusterHeader,
-  ClusterQuery,
-  clusterQueryProperties,
-  replies,
-  streamed,
-  type App,
-} from '../schemas.js';
+import { ClusterQuery, clusterQueryProperties, clusterSchema, streamed, type App } from '../schemas.js';
+import { callerCluster } from '../tool-request.js';
 
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
@@ -61,6 +53,12 @@ const PREPARE_TIMEOUT_MS = 30_000;
  * node terminal's pod and the exit code reach the audit log line.
  */
 type TerminalAudit = AuditSession<{ pod: string; exitCode: number }>;
+
+/** A session being opened: its audit, and the cluster slot it holds once it has one. */
+interface Opening {
+  audit: TerminalAudit;
+  release?: () => void;
+}
 
 /** The caller, the cluster it asked for, its upstream headers: what both routes check first. */
 interface TerminalCaller {
@@ -127,14 +125,27 @@ export default async function terminalRoutes(app: App) {
     liveSessions.set(session, ended);
   }
 
-  /** The audit of a session, named as the request goes. */
-  function openAudit(request: FastifyRequest, resource: string, namespace: string, name: string): TerminalAudit {
-    return new AuditSession(services.audit, request.log, request.principal, request, {
+  /**
+   * Opens a session with `open` (everything up to the running shell), audited as `create` on
+   * `resource`; when that fails, the slot it took is given back and the refusal audited.
+   */
+  async function openSession(
+    request: FastifyRequest,
+    target: { resource: string; namespace: string; name: string },
+    open: (opening: Opening) => Promise<void>,
+  ): Promise<void> {
+    const audit: TerminalAudit = new AuditSession(services.audit, request.log, request.principal, request, {
       verb: 'create',
-      resource,
-      namespace,
-      name,
+      ...target,
     });
+    const opening: Opening = { audit };
+    try {
+      await open(opening);
+    } catch (err) {
+      opening.release?.();
+      audit.refuse(err instanceof HttpError ? err.status : 500);
+      throw err;
+    }
   }
 
   function endAudit(audit: TerminalAudit, outcome: TerminalOutcome): void {
@@ -147,22 +158,18 @@ export default async function terminalRoutes(app: App) {
     });
   }
 
-  /** Picks the cluster, checks every access, takes a long-running slot. */
+  /** Picks the cluster, checks every access, takes a long-running slot (the opening's to give back). */
   async function terminalCaller(
     request: FastifyRequest,
-    audit: TerminalAudit,
+    opening: Opening,
     namespace: string,
     accesses: Array<{ resource: string; name: string | undefined }>,
     adminOnly = false,
   ): Promise<TerminalCaller> {
     if (!isWebSocketRequest(request))
       throw new BadRequestError('this route speaks WebSocket: send an Upgrade: websocket request');
-    const principal = request.principal!;
-    const conn = await selectCluster(services.clusters, request, (cluster) =>
-      services.auth.canAccessCluster(principal, cluster),
-    );
-    request.clusterName = conn.name;
-    audit.name({ cluster: conn.name });
+    const { principal, conn } = await callerCluster(app, request);
+    opening.audit.name({ cluster: conn.name });
     for (const { resource, name } of accesses) {
       await requireWorkloadAccess(services, principal, conn, {
         kind: POD_RESOURCE,
@@ -173,6 +180,7 @@ export default async function terminalRoutes(app: App) {
       });
     }
     const release = conn.admit(`${principal.kind}:${principal.id}`, true);
+    opening.release = release;
     const stillAllowed = (now: Principal) =>
       (!adminOnly || services.auth.isAdmin(now)) &&
       services.auth.canAccessCluster(now, conn.name) &&
@@ -212,28 +220,22 @@ export default async function terminalRoutes(app: App) {
     '/api/v1/terminal/:namespace/:pod/ws',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['resources'],
-        summary: "WebSocket: a shell in a pod's container (Kite's terminal)",
+      schema: clusterSchema("WebSocket: a shell in a pod's container (Kite's terminal)", {
         description:
           'Authorized as create on pods/exec in the namespace. ' +
           `Without \`shell\`: bash when the container has it, else sh. ${protocol}`,
-        headers: clusterHeader,
-        cookies: clusterCookie,
         params: PodTerminalParams,
         querystring: PodTerminalQuery,
-        response: replies({ 200: webSocketAnswer }),
-      },
+        response: { 200: webSocketAnswer },
+      }),
     },
     async (request, reply) => {
       const { params, query } = request;
       const { namespace, pod } = params;
-      const audit = openAudit(request, 'pods/exec', namespace, pod);
-      let release: (() => void) | undefined;
-      try {
+      await openSession(request, { resource: 'pods/exec', namespace, name: pod }, async (opening) => {
+        const { audit } = opening;
         const command = terminalCommand(query.shell);
-        const caller = await terminalCaller(request, audit, namespace, [{ resource: 'pods/exec', name: pod }]);
-        release = caller.release;
+        const caller = await terminalCaller(request, opening, namespace, [{ resource: 'pods/exec', name: pod }]);
         const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
         const container = await terminalContainer(ctx, namespace, pod, query.container);
         audit.name({ subject: container });
@@ -249,11 +251,7 @@ export default async function terminalRoutes(app: App) {
           caller.release();
           endAudit(audit, outcome);
         });
-      } catch (err) {
-        release?.();
-        audit.refuse(err instanceof HttpError ? err.status : 500);
-        throw err;
-      }
+      });
     },
   );
 
@@ -261,28 +259,23 @@ export default async function terminalRoutes(app: App) {
     '/api/v1/node-terminal/:node/ws',
     {
       onRequest: app.requireAdmin,
-      schema: {
-        tags: ['resources'],
-        summary: 'WebSocket: a shell on a node, through a short-lived privileged pod on it (admins only)',
+      schema: clusterSchema('WebSocket: a shell on a node, through a short-lived privileged pod on it (admins only)', {
         description:
           `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. ` +
           `The pod is deleted when the session ends. ${protocol}`,
-        headers: clusterHeader,
-        cookies: clusterCookie,
         params: NodeTerminalParams,
         querystring: ClusterQuery,
-        response: replies({ 200: webSocketAnswer }),
-      },
+        response: { 200: webSocketAnswer },
+      }),
     },
     async (request, reply) => {
       const { node } = request.params;
       const namespace = settings.namespace;
-      const audit = openAudit(request, 'nodes/terminal', '', node);
-      let release: (() => void) | undefined;
-      try {
+      await openSession(request, { resource: 'nodes/terminal', namespace: '', name: node }, async (opening) => {
+        const { audit } = opening;
         const caller = await terminalCaller(
           request,
-          audit,
+          opening,
           namespace,
           [
             { resource: 'pods/exec', name: undefined },
@@ -290,7 +283,6 @@ export default async function terminalRoutes(app: App) {
           ],
           true,
         );
-        release = caller.release;
         const { conn, headers } = caller;
         // Root on a node of kiteline's own host cluster reads every Secret mounted there (kiteline's
         // session key and stored kubeconfigs, wherever its pods run or will): never through kiteline.
@@ -335,11 +327,7 @@ export default async function terminalRoutes(app: App) {
         } catch (err) {
           session.fail(`the node terminal could not start: ${(err as Error).message}`);
         }
-      } catch (err) {
-        release?.();
-        audit.refuse(err instanceof HttpError ? err.status : 500);
-        throw err;
-      }
+      });
     },
   );
 }

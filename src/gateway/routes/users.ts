@@ -4,17 +4,17 @@
 // flow goes on signed in (the cluster import that follows needs an admin). The rules (the first
 // super user, not yourself, the last enabled admin, username uniqueness) are the user store's
 // (host/users.ts); these routes parse, call it and shape the answer.
-import type { FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { checkPassword, checkUsername, parseId } from '../input-rules.js';
 import { creationTime } from '../../host/cache-index.js';
 import { resourceId, type UserResource } from '../../host/resources.js';
+import type { NewUser } from '../../host/users.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
-import { bothSlashes, idParams, objectOf, PUBLIC, ref, replies, stringEnum, type App } from '../schemas.js';
+import { bothSlashes, idParams, objectOf, PUBLIC, ref, schemaOf, stringEnum, type App } from '../schemas.js';
 import { userView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/users';
-const tags = ['users'];
+const schema = schemaOf('users');
 const integer = Type.Integer();
 
 // NewUserBody and UserChangeBody accept (and ignore) other members, as they always have.
@@ -66,143 +66,112 @@ export default async function userRoutes(app: App) {
   const callerUserId = (principal: { kind: string; id: number } | undefined) =>
     principal?.kind === 'user' ? principal.id : undefined;
 
-  const superUserSchema = {
-    tags: ['setup'],
-    summary: 'Create the first user, with role admin, and sign in as that user',
+  /** A new user from the body: the first super user (create_super_user) or one an admin adds. */
+  async function createUser(
+    body: Static<typeof NewUserBody>,
+    create: (user: Omit<NewUser, 'roles'>) => Promise<UserResource>,
+  ): Promise<UserResource> {
+    const { username, password, name } = body;
+    checkUsername(username);
+    checkPassword(password);
+    return create({ username, password, name: name ?? '' });
+  }
+
+  const superUserSchema = schemaOf('setup')('Create the first user, with role admin, and sign in as that user', {
     description:
       'Public until the first super user exists (of two concurrent calls exactly one succeeds); ' +
       'afterwards 403 for good, ' +
       'even if every user is deleted later. Sets the `auth_token` session cookie of the new user, as a login does.',
     security: PUBLIC,
     body: NewUserBody,
-    response: replies({ 201: ref('User') }),
-  };
+    response: { 201: ref('User') },
+  });
   app.post(`${PREFIX}/create_super_user`, { schema: superUserSchema }, async (request, reply) => {
-    const { username, password, name } = request.body;
-    checkUsername(username);
-    checkPassword(password);
-    const user = await users.createSuperUser({ username, password, name: name ?? '' });
+    const user = await createUser(request.body, (user) => users.createSuperUser(user));
     reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
     reply.code(201);
     return view(user);
   });
 
-  const listRoute = {
-    schema: {
-      tags,
-      summary: 'List users (paged, searchable, sortable)',
-      querystring: UserListQuery,
-      response: replies({ 200: UserList }),
-    },
-  };
-  const list = async (request: { query: Static<typeof UserListQuery> }) => {
-    const { page = 1, size = 20, search, role, sortBy = 'id', sortOrder = 'desc' } = request.query;
-    const needle = search?.toLowerCase();
-    let selected = users.list().filter((u) => {
-      if (role !== undefined && role !== '' && !(u.spec.roles ?? []).includes(role)) return false;
-      if (needle)
-        return u.spec.username.toLowerCase().includes(needle) || (u.spec.name ?? '').toLowerCase().includes(needle);
-      return true;
-    });
-    const direction = sortOrder === 'asc' ? 1 : -1;
-    selected = [...selected].sort((a, b) => {
-      const ka = sortKey(a, sortBy);
-      const kb = sortKey(b, sortBy);
-      if (ka === null || kb === null) {
-        if (ka !== kb) return ka === null ? 1 : -1; // never-logged-in users last, either order
-      } else if (ka !== kb) {
-        return (ka < kb ? -1 : 1) * direction;
-      }
-      return ((resourceId(a) ?? 0) - (resourceId(b) ?? 0)) * direction;
-    });
-    const start = (page - 1) * size;
-    return { users: selected.slice(start, start + size).map(view), total: selected.length, page, size };
-  };
-  bothSlashes(PREFIX, (url) => app.get(url, listRoute, list));
-
-  const createRoute = {
-    schema: { tags, summary: 'Create a user (no role)', body: NewUserBody, response: replies({ 201: ref('User') }) },
-  };
-  const create = async (request: { body: Static<typeof NewUserBody> }, reply: FastifyReply) => {
-    const { username, password, name } = request.body;
-    checkUsername(username);
-    checkPassword(password);
-    const user = await users.create({ username, password, name: name ?? '' });
-    reply.code(201);
-    return view(user);
-  };
-  bothSlashes(PREFIX, (url) => app.post(url, createRoute, create));
-
-  app.put(
-    `${PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: "Change a user's name or avatar URL",
-        params: idParams,
-        body: UserChangeBody,
-        response: replies({ 200: ref('User') }),
-      },
-    },
-    async (request) => {
-      const user = userById(request.params.id);
-      const { name, avatar_url } = request.body;
-      const changes: { name?: string; avatarURL?: string } = {};
-      if (name !== undefined) changes.name = name;
-      if (avatar_url !== undefined) changes.avatarURL = avatar_url;
-      return view(await users.update(user, changes));
-    },
+  const listSchema = schema('List users (paged, searchable, sortable)', {
+    querystring: UserListQuery,
+    response: { 200: UserList },
+  });
+  bothSlashes(PREFIX, (url) =>
+    app.get(url, { schema: listSchema }, async (request) => {
+      const { page = 1, size = 20, search, role, sortBy = 'id', sortOrder = 'desc' } = request.query;
+      const needle = search?.toLowerCase();
+      let selected = users.list().filter((u) => {
+        if (role !== undefined && role !== '' && !(u.spec.roles ?? []).includes(role)) return false;
+        if (needle)
+          return u.spec.username.toLowerCase().includes(needle) || (u.spec.name ?? '').toLowerCase().includes(needle);
+        return true;
+      });
+      const direction = sortOrder === 'asc' ? 1 : -1;
+      selected = [...selected].sort((a, b) => {
+        const ka = sortKey(a, sortBy);
+        const kb = sortKey(b, sortBy);
+        if (ka === null || kb === null) {
+          if (ka !== kb) return ka === null ? 1 : -1; // never-logged-in users last, either order
+        } else if (ka !== kb) {
+          return (ka < kb ? -1 : 1) * direction;
+        }
+        return ((resourceId(a) ?? 0) - (resourceId(b) ?? 0)) * direction;
+      });
+      const start = (page - 1) * size;
+      return { users: selected.slice(start, start + size).map(view), total: selected.length, page, size };
+    }),
   );
 
-  app.delete(
-    `${PREFIX}/:id`,
-    {
-      schema: {
-        tags,
-        summary: 'Delete a user (not yourself, not the last enabled admin: 409)',
-        params: idParams,
-        response: replies({ 200: ref('Success') }),
-      },
-    },
-    async (request) => {
-      await users.delete(userById(request.params.id), callerUserId(request.principal));
-      return { success: true };
-    },
+  const createSchema = schema('Create a user (no role)', { body: NewUserBody, response: { 201: ref('User') } });
+  bothSlashes(PREFIX, (url) =>
+    app.post(url, { schema: createSchema }, async (request, reply) => {
+      const user = await createUser(request.body, (user) => users.create(user));
+      reply.code(201);
+      return view(user);
+    }),
   );
 
-  app.post(
-    `${PREFIX}/:id/reset_password`,
-    {
-      schema: {
-        tags,
-        summary: "Set a user's password (ends the user's sessions)",
-        params: idParams,
-        body: PasswordBody,
-        response: replies({ 200: ref('User') }),
-      },
-    },
-    async (request) => {
-      const user = userById(request.params.id);
-      checkPassword(request.body.password);
-      return view(await users.setPassword(user, request.body.password));
-    },
-  );
+  const changeSchema = schema("Change a user's name or avatar URL", {
+    params: idParams,
+    body: UserChangeBody,
+    response: { 200: ref('User') },
+  });
+  app.put(`${PREFIX}/:id`, { schema: changeSchema }, async (request) => {
+    const user = userById(request.params.id);
+    const { name, avatar_url } = request.body;
+    const changes: { name?: string; avatarURL?: string } = {};
+    if (name !== undefined) changes.name = name;
+    if (avatar_url !== undefined) changes.avatarURL = avatar_url;
+    return view(await users.update(user, changes));
+  });
 
-  app.post(
-    `${PREFIX}/:id/enable`,
-    {
-      schema: {
-        tags,
-        summary:
-          'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
-        params: idParams,
-        body: EnableBody,
-        response: replies({ 200: ref('Success') }),
-      },
-    },
-    async (request) => {
-      await users.setEnabled(userById(request.params.id), request.body.enabled, callerUserId(request.principal));
-      return { success: true };
-    },
+  const deleteSchema = schema('Delete a user (not yourself, not the last enabled admin: 409)', {
+    params: idParams,
+    response: { 200: ref('Success') },
+  });
+  app.delete(`${PREFIX}/:id`, { schema: deleteSchema }, async (request) => {
+    await users.delete(userById(request.params.id), callerUserId(request.principal));
+    return { success: true };
+  });
+
+  const passwordSchema = schema("Set a user's password (ends the user's sessions)", {
+    params: idParams,
+    body: PasswordBody,
+    response: { 200: ref('User') },
+  });
+  app.post(`${PREFIX}/:id/reset_password`, { schema: passwordSchema }, async (request) => {
+    const user = userById(request.params.id);
+    checkPassword(request.body.password);
+    return view(await users.setPassword(user, request.body.password));
+  });
+
+  const enableSchema = schema(
+    'Enable or disable a user (disabling ends the sessions; not yourself, not the last enabled admin: 409)',
+    { params: idParams, body: EnableBody, response: { 200: ref('Success') } },
   );
+  app.post(`${PREFIX}/:id/enable`, { schema: enableSchema }, async (request) => {
+    await users.setEnabled(userById(request.params.id), request.body.enabled, callerUserId(request.principal));
+    return { success: true };
+  });
 }

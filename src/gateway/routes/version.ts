@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type, type Static } from 'typebox';
 import { PACKAGE_ROOT } from '../../config.js';
-import { replies, type App } from '../schemas.js';
+import { schemaOf, type App } from '../schemas.js';
 
 const VersionInfo = Type.Object({
   version: Type.String(),
@@ -35,11 +35,7 @@ export default async function versionRoutes(app: App) {
     '/api/v1/version',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['health'],
-        summary: "kiteline's version (Kite's shape)",
-        response: replies({ 200: VersionInfo }),
-      },
+      schema: schemaOf('health')("kiteline's version (Kite's shape)", { response: { 200: VersionInfo } }),
     },
     async () => info,
   );

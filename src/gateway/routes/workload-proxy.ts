@@ -16,7 +16,7 @@ import {
 } from '../../workloads/workload-proxy.js';
 import { upstreamRequestHeaders } from '../../cluster-access/headers.js';
 import { isWriteMethod } from '../audit-table.js';
-import { clusterCookie, clusterHeader, replies, streamed, type App } from '../schemas.js';
+import { clusterSchema, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
@@ -94,21 +94,15 @@ export default async function workloadProxyRoutes(app: App) {
 
   for (const kind of ['pods', 'services'] as const) {
     const what = kind === 'pods' ? 'a pod' : 'a service';
-    const schema = {
-      tags: ['resources'],
-      summary: `Any request to ${what} through the cluster's proxy subresource (Kite's links)`,
-      headers: clusterHeader,
-      cookies: clusterCookie,
-      params: ProxyParams,
-      response: replies({ 200: answer }),
-    };
+    const summary = `Any request to ${what} through the cluster's proxy subresource (Kite's links)`;
     const base = `/api/v1/namespaces/:namespace/${kind}/:name/proxy`;
+    const schema = clusterSchema(summary, { params: ProxyParams, response: { 200: answer } });
     app.route({ method: METHODS, url: base, schema, handler: forward(kind), onRequest: app.requireUser });
     // The rest of the path: find-my-way's wildcard, left out of the OpenAPI document like the kubectl proxy's.
     app.route({
       method: METHODS,
       url: `${base}/*`,
-      schema: { ...schema, params: ProxyPathParams, hide: true },
+      schema: clusterSchema(summary, { params: ProxyPathParams, hide: true, response: { 200: answer } }),
       handler: forward(kind),
       onRequest: app.requireUser,
     });
