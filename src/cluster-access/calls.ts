@@ -68,15 +68,8 @@ function sendWrite(
 }
 
 /** A write (POST, PATCH, DELETE) with a JSON body; throws the cluster's error as an HttpError. */
-export async function writeJson<T = KubeObject>(
-  ctx: ToolContext,
-  method: string,
-  path: string,
-  contentType: string,
-  body: unknown,
-  turnKey?: string,
-): Promise<T> {
-  return readJson<T>(await sendWrite(ctx, method, path, contentType, body, turnKey));
+export async function writeJson<T = KubeObject>(...write: Parameters<typeof sendWrite>): Promise<T> {
+  return readJson<T>(await sendWrite(...write));
 }
 
 /** The outcome of a write that must not throw: the status, and the object or the error. */
@@ -84,15 +77,8 @@ export type WriteOutcome<T = KubeObject> =
   { ok: true; status: number; object: T } | { ok: false; status: number; error: HttpError };
 
 /** Like writeJson, but an HTTP error of the cluster is returned, not thrown (network errors still throw). */
-export async function tryWrite<T = KubeObject>(
-  ctx: ToolContext,
-  method: string,
-  path: string,
-  contentType: string,
-  body: unknown,
-  turnKey?: string,
-): Promise<WriteOutcome<T>> {
-  const res = await sendWrite(ctx, method, path, contentType, body, turnKey);
+export async function tryWrite<T = KubeObject>(...write: Parameters<typeof sendWrite>): Promise<WriteOutcome<T>> {
+  const res = await sendWrite(...write);
   const status = res.statusCode;
   try {
     return { ok: true, status, object: await readJson<T>(res) };
