@@ -75,20 +75,24 @@ internal.addSubnet('100::', 64, 'ipv6'); // discard
 
 /** Why kiteline does not connect there, for messages. */
 export const REFUSED_WHY = 'a link-local or cloud metadata address';
+/** Why an address outside the public internet is refused, for messages. */
+export const INTERNAL_WHY = 'a loopback, private, link-local or otherwise non-public address';
 
-/**
- * Whether an IP address (IPv4, or IPv6 with or without brackets and zone) is one kiteline never
- * connects to: the reason when it is, else undefined. A host name is not an address: undefined.
- */
-export function refusedAddress(address: string): string | undefined {
+/** `why` when the IP address (IPv4, or IPv6 with or without brackets and zone) is in `list`. */
+function listed(list: BlockList, address: string, why: string): string | undefined {
   const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   const family = isIP(bare);
   if (family === 0) return undefined;
-  return refused.check(bare, family === 4 ? 'ipv4' : 'ipv6') ? REFUSED_WHY : undefined;
+  return list.check(bare, family === 4 ? 'ipv4' : 'ipv6') ? why : undefined;
 }
 
-/** Why an address outside the public internet is refused, for messages. */
-export const INTERNAL_WHY = 'a loopback, private, link-local or otherwise non-public address';
+/**
+ * Whether an IP address is one kiteline never connects to: the reason when it is, else
+ * undefined. A host name is not an address: undefined.
+ */
+export function refusedAddress(address: string): string | undefined {
+  return listed(refused, address, REFUSED_WHY);
+}
 
 /**
  * Whether an IP address is outside the public internet (loopback, private, shared, link-local,
@@ -96,10 +100,7 @@ export const INTERNAL_WHY = 'a loopback, private, link-local or otherwise non-pu
  * embeddings of 0.0.0.0/8): the reason when it is, else undefined. A host name: undefined.
  */
 export function internalAddress(address: string): string | undefined {
-  const bare = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const family = isIP(bare);
-  if (family === 0) return undefined;
-  return internal.check(bare, family === 4 ? 'ipv4' : 'ipv6') ? INTERNAL_WHY : undefined;
+  return listed(internal, address, INTERNAL_WHY);
 }
 
 /** A host name resolved to an address kiteline does not connect to. */
