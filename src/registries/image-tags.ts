@@ -304,7 +304,9 @@ class Lookup {
     }
     const schemes = this.endpoint.http ? ['http:', 'https:'] : ['https:'];
     if (!realm || !schemes.includes(realm.protocol) || realm.username || realm.password)
-      throw new BadGatewayError(`registry ${this.ref.registry} named a token server kiteline does not use: ${text}`);
+      throw new BadGatewayError(
+        `registry ${this.ref.registry} named a token server kiteline does not use: ${text.slice(0, 200)}`,
+      );
     const port = Number(realm.port) || (realm.protocol === 'http:' ? 80 : 443);
     const why = this.reader.refusal(realm.hostname, port);
     if (why)
