@@ -45,6 +45,8 @@ const LAYERS = {
   workloads: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   describe: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],
+  // Image registries (an image's tags): no cluster, only the address rules of credentials/.
+  registries: ['credentials'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
 

@@ -53,6 +53,8 @@ export interface Config {
    * resolves, connections still refuse link-local and metadata addresses (refused-addresses.ts).
    */
   clusterLookup?: LookupFunction;
+  /** GET /api/v1/image/tags: the registries it may reach on internal addresses, credentials, deadline. */
+  imageRegistries: ImageRegistriesConfig;
   /** Identity of this replica (leader election holder id, logs). */
   replicaId: string;
   /** Serve GET /metrics without authentication (default: admin principals only). */
@@ -139,6 +141,85 @@ function publishNamespace(name: string, raw: string | undefined): string | undef
   if (!raw || raw.trim() === '') return undefined;
   if (!NAMESPACE_NAME.test(raw.trim())) throw new ConfigError(`${name}: "${raw}" is not a namespace name`);
   return raw.trim();
+}
+
+/** A registry's API endpoint: host (lower case, IPv6 without brackets), port, and plain http or https. */
+export interface RegistryEndpoint {
+  host: string;
+  port: number;
+  http: boolean;
+}
+
+/** How kiteline asks registries for an image's tags (docs/tools.md, "Image tags"). */
+export interface ImageRegistriesConfig {
+  /**
+   * Registries an admin allows on addresses outside the public internet (loopback, private, a
+   * cluster's Services); every other registry, and every token server, must be public. Plain http
+   * only for those listed with http://.
+   */
+  internal: RegistryEndpoint[];
+  /** Secret (install namespace, type kubernetes.io/dockerconfigjson) with credentials per registry. */
+  credentialsSecret: string;
+  /** PEM of CAs trusted for registries besides the system's. */
+  ca: string | undefined;
+  /** The whole look-up (token, every page) gets this long. */
+  timeoutMs: number;
+  /** Resolves registry host names instead of DNS; never set from flags or the environment, only by tests. */
+  lookup?: LookupFunction;
+}
+
+/**
+ * A registry as an image or a docker config names it: `host`, `host:port`, `[v6]:port`, optionally
+ * with `https://` or `http://` and a path (ignored, as in docker config's "https://index.docker.io/v1/").
+ * undefined when it is none.
+ */
+export function registryEndpoint(text: string): RegistryEndpoint | undefined {
+  const scheme = /^(https?):\/\//i.exec(text)?.[1]?.toLowerCase();
+  let url: URL;
+  try {
+    url = new URL(scheme ? text : `https://${text}`);
+  } catch {
+    return undefined;
+  }
+  if (url.username || url.password || url.search || url.hash || url.hostname === '') return undefined;
+  const http = scheme === 'http';
+  const port = url.port === '' ? (http ? 80 : 443) : Number(url.port);
+  return { host: url.hostname.replace(/^\[|\]$/g, '').toLowerCase(), port, http };
+}
+
+/**
+ * KITELINE_IMAGE_REGISTRIES_INTERNAL and friends. The internal list is comma-separated registries
+ * as images name them (`registry.kube-system.svc:5000`, `http://127.0.0.1:5000`).
+ */
+function imageRegistriesConfig(pick: (flag: string, envName: string) => string | undefined): ImageRegistriesConfig {
+  const raw = pick('image-registries-internal', 'KITELINE_IMAGE_REGISTRIES_INTERNAL') ?? '';
+  const internal = raw
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '')
+    .map((entry) => {
+      const endpoint = /^(https?:\/\/)?[^/]+$/i.test(entry) ? registryEndpoint(entry) : undefined;
+      if (!endpoint)
+        throw new ConfigError(
+          `image-registries-internal: "${entry}" is not a registry (host, host:port or http://host:port)`,
+        );
+      return endpoint;
+    });
+  const secret = pick('image-registry-secret', 'KITELINE_IMAGE_REGISTRY_SECRET') || 'kiteline-registry-credentials';
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(secret))
+    throw new ConfigError(`image-registry-secret: "${secret}" is not a Secret name`);
+  return {
+    internal,
+    credentialsSecret: secret,
+    ca: caFile('image-registry-ca-file', pick('image-registry-ca-file', 'KITELINE_IMAGE_REGISTRY_CA_FILE')),
+    timeoutMs: integer(
+      'image-registry-timeout-ms',
+      pick('image-registry-timeout-ms', 'KITELINE_IMAGE_REGISTRY_TIMEOUT_MS'),
+      10_000,
+      100,
+      120_000,
+    ),
+  };
 }
 
 /** An LDAP directory users sign in against: bind as a service account, find the user, bind as them. */
@@ -543,6 +624,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       100,
       120000,
     ),
+    imageRegistries: imageRegistriesConfig(pick),
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),

@@ -17,6 +17,7 @@ import authRoutes from './routes/auth.js';
 import clusterRoutes from './routes/clusters.js';
 import describeRoutes from './routes/describe.js';
 import healthRoutes from './routes/health.js';
+import imageTagRoutes from './routes/image-tags.js';
 import initRoutes from './routes/init.js';
 import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
@@ -101,6 +102,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Kite UI's resource templates and the user's sidebar preference (docs/tools.md).
   await app.register(templateRoutes);
   await app.register(preferenceRoutes);
+  // Kite's image editor: an image's tags from its registry (docs/tools.md, "Image tags").
+  await app.register(imageTagRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
   // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.
