@@ -12,7 +12,7 @@ import { RateLimiter } from '../../auth/rate-limiter.js';
 import { ForbiddenError, TooManyRequestsError } from '../../errors.js';
 import { secretValue } from '../../host/owned-secrets.js';
 import { ImageTagReader, MAX_TAGS } from '../../registries/image-tags.js';
-import { objectOf, replies, type App } from '../schemas.js';
+import { objectOf, schemaOf, type App } from '../schemas.js';
 
 /** Look-ups one principal may start per minute: enough for the UI asking again as the image is typed. */
 export const LOOKUPS_PER_MINUTE = 60;
@@ -48,12 +48,10 @@ export default async function imageTagRoutes(app: App) {
     '/api/v1/image/tags',
     {
       onRequest: app.requireUser,
-      schema: {
-        tags: ['images'],
-        summary: 'The tags of an image’s repository, from its registry',
+      schema: schemaOf('images')('The tags of an image’s repository, from its registry', {
         querystring: ImageTagsQuery,
-        response: replies({ 200: ImageTags }),
-      },
+        response: { 200: ImageTags },
+      }),
     },
     async (request) => {
       const principal = request.principal!;
