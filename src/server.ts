@@ -79,6 +79,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     roles: identity.roles,
     apiKeys: identity.apiKeys,
     oauthProviders: identity.oauthProviders,
+    generalSettings: identity.generalSettings,
     templates: new TemplateStore(host),
     oidc,
     clusters: clusterManager.registry,

@@ -31,6 +31,7 @@ import relatedRoutes from './routes/related.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
 import searchRoutes from './routes/search.js';
+import settingRoutes from './routes/settings.js';
 import terminalRoutes from './routes/terminal.js';
 import templateRoutes from './routes/templates.js';
 import toolRoutes from './routes/tools.js';
@@ -101,6 +102,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   // Kite UI's resource templates and the user's sidebar preference (docs/tools.md).
   await app.register(templateRoutes);
   await app.register(preferenceRoutes);
+  // Kite's settings pages: general settings, the AI status (docs/tools.md, "Settings").
+  await app.register(settingRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
   // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.

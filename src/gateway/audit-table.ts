@@ -74,6 +74,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   [`PUT ${TEMPLATES}/:id`]: { verb: 'update', resource: 'templates' },
   [`DELETE ${TEMPLATES}/:id`]: { verb: 'delete', resource: 'templates' },
   'POST /api/users/sidebar_preference': { verb: 'update', resource: 'sidebar_preferences' },
+  // Settings (one object each).
+  'PUT /api/v1/admin/general-setting': { verb: 'update', resource: 'generalsettings' },
   // The resource gateway.
   'POST /api/v1/:resource/:namespace': { verb: 'create', ...RESOURCE },
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },

@@ -10,6 +10,7 @@ import { limitPasswordHashing } from '../credentials/passwords.js';
 import type { Logger } from '../log.js';
 import { APIKeyStore } from './apikeys.js';
 import { ExpiredKeySweeper } from './expired-keys.js';
+import { GeneralSettingStore } from './general-setting.js';
 import { IdBackfill } from './id-backfill.js';
 import { IdAllocator } from './ids.js';
 import { LDAP_SOURCE } from './group-subjects.js';
@@ -31,6 +32,8 @@ export class IdentityStores {
   readonly sessionKey: SessionKey;
   /** OpenID Connect providers users sign in with (their client secrets in owned Secrets). */
   readonly oauthProviders: OAuthProviderStore;
+  /** Kite's general settings (password login among them) and the global sidebar layout. */
+  readonly generalSettings: GeneralSettingStore;
   private readonly backfill: IdBackfill;
   private readonly hasher: PlainPasswordHasher;
   private readonly expiredKeys: ExpiredKeySweeper;
@@ -57,6 +60,7 @@ export class IdentityStores {
     this.apiKeys = apiKeys;
     this.sessionKey = new SessionKey(host);
     this.oauthProviders = new OAuthProviderStore(host, ids);
+    this.generalSettings = new GeneralSettingStore(host, () => this.signInWithoutPassword());
     this.host = host;
     this.backfill = new IdBackfill(ids, log, [users, roles, apiKeys, this.oauthProviders]);
     this.hasher = new PlainPasswordHasher(host, log);
@@ -75,6 +79,11 @@ export class IdentityStores {
   groupSources(): string[] {
     const providers = this.oauthProviders.list().map(providerName);
     return this.config.ldap ? [...providers, LDAP_SOURCE] : providers;
+  }
+
+  /** Someone can sign in without a password: an enabled OAuth provider, or an LDAP directory. */
+  signInWithoutPassword(): boolean {
+    return this.oauthProviders.enabled().length > 0 || this.config.ldap !== undefined;
   }
 
   /**

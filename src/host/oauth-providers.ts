@@ -43,7 +43,11 @@ export function providerName(provider: OAuthProviderResource): string {
   return provider.spec?.name || provider.metadata.name;
 }
 
-function checkUrl(field: string, value: string, required: boolean): void {
+/**
+ * A URL kiteline sends a secret to: https (http only on a loopback host), without credentials or a
+ * fragment; 400 naming `field` otherwise ("" only when not `required`).
+ */
+export function checkUrl(field: string, value: string, required: boolean): void {
   if (value === '') {
     if (required) throw new BadRequestError(`${field} is required`);
     return;
