@@ -20,6 +20,7 @@ import healthRoutes from './routes/health.js';
 import initRoutes from './routes/init.js';
 import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
+import ldapSettingRoutes from './routes/ldap-setting.js';
 import logRoutes from './routes/logs.js';
 import metricsRoutes from './routes/metrics.js';
 import oauthProviderRoutes from './routes/oauth-providers.js';
@@ -92,6 +93,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(initRoutes);
   await app.register(authRoutes);
   await app.register(oauthProviderRoutes);
+  await app.register(ldapSettingRoutes);
   await app.register(userRoutes);
   await app.register(roleRoutes);
   await app.register(apiKeyRoutes);

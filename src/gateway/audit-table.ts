@@ -76,6 +76,7 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'POST /api/users/sidebar_preference': { verb: 'update', resource: 'sidebar_preferences' },
   // Settings (one object each).
   'PUT /api/v1/admin/general-setting': { verb: 'update', resource: 'generalsettings' },
+  'PUT /api/v1/admin/ldap-setting': { verb: 'update', resource: 'ldapsettings' },
   // The resource gateway.
   'POST /api/v1/:resource/:namespace': { verb: 'create', ...RESOURCE },
   'PUT /api/v1/:resource/:namespace/:name': { verb: 'update', ...RESOURCE, name: 'params.name' },

@@ -6,7 +6,7 @@ import { Type } from 'typebox';
 import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
 import { LDAP_PROVIDER } from '../../auth/ldap.js';
 import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
-import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
@@ -143,7 +143,6 @@ export default async function authRoutes(app: App) {
       },
     },
     async (request, reply) => {
-      if (!auth.ldap) throw new NotFoundError('LDAP sign-in is not configured');
       const { username, password } = request.body;
       if (username === '' || password === '') throw new BadRequestError('username and password are required');
       const user = await auth.loginLdap(username, password, request.ip);
