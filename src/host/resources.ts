@@ -111,6 +111,8 @@ export interface OAuthProviderSpec {
   scopes?: string;
   usernameClaim?: string;
   groupsClaim?: string;
+  /** Kite's: comma-separated groups (of groupsClaim), one of which a user must be in to sign in; "" for anyone. */
+  allowedGroups?: string;
   enabled?: boolean;
 }
 export type OAuthProviderResource = Resource<OAuthProviderSpec, { conditions?: Condition[] }>;

@@ -1,14 +1,19 @@
 // Kite's settings (docs/tools.md, "Settings"): GET|PUT /api/v1/admin/general-setting[/] (its UI's
 // Settings → General, and the password-login switch of Settings → Authentication; admins only),
-// and GET /api/v1/ai/status for every signed-in user (whether Kite's UI shows its AI assistant).
-// The AI API key is write-only: answers say only whether one is stored (`aiApiKey` is always "").
-// The rules are the store's (host/general-setting.ts).
+// POST|DELETE /api/v1/admin/sidebar_preference/global (the sidebar layout for everyone; every
+// user reads it in GET /api/auth/user), and GET /api/v1/ai/status for every signed-in user
+// (whether Kite's UI shows its AI assistant). The AI API key is write-only: answers say only
+// whether one is stored (`aiApiKey` is always ""). The rules are the store's (host/general-setting.ts).
 import { Type } from 'typebox';
+import { BadRequestError } from '../../errors.js';
 import { AI_PROVIDERS, type GeneralSettings } from '../../host/general-setting.js';
-import { bothSlashes, replies, stringEnum, type App } from '../schemas.js';
+import { acceptEmptyJsonBody } from '../empty-json-body.js';
+import { bothSlashes, ref, replies, stringEnum, type App } from '../schemas.js';
+import { checkPreference, SidebarPreferenceBody } from './preferences.js';
 
 const tags = ['settings'];
 const GENERAL_SETTING = '/api/v1/admin/general-setting';
+const GLOBAL_SIDEBAR = '/api/v1/admin/sidebar_preference/global';
 
 const image = (description: string) => Type.String({ maxLength: 255, description });
 
@@ -79,6 +84,8 @@ function generalSettingView(settings: GeneralSettings) {
 
 export default async function settingRoutes(app: App) {
   const { generalSettings } = app.services;
+  // Kite's UI deletes the global sidebar with Content-Type application/json and no body.
+  acceptEmptyJsonBody(app);
 
   const getRoute = {
     schema: {
@@ -124,5 +131,43 @@ export default async function settingRoutes(app: App) {
       },
     },
     async () => generalSettings.aiStatus(),
+  );
+  app.post(
+    GLOBAL_SIDEBAR,
+    {
+      schema: {
+        tags,
+        summary: "Set Kite UI's sidebar layout for everyone",
+        description:
+          'Every user but admins gets it as their `sidebar_preference` (GET /api/auth/user), and may no longer ' +
+          'save their own (403); an admin gets it while they have none of their own. JSON text of an object, at ' +
+          'most 16 KiB.',
+        body: SidebarPreferenceBody,
+        response: replies({ 200: ref('Success') }),
+      },
+    },
+    async (request) => {
+      const text = request.body.sidebar_preference;
+      if (text.trim() === '')
+        throw new BadRequestError('sidebar_preference is required (DELETE removes the global sidebar)');
+      checkPreference(text);
+      await generalSettings.setGlobalSidebarPreference(text);
+      return { success: true };
+    },
+  );
+
+  app.delete(
+    GLOBAL_SIDEBAR,
+    {
+      schema: {
+        tags,
+        summary: 'Remove the global sidebar layout (everyone keeps their own again)',
+        response: replies({ 200: ref('Success') }),
+      },
+    },
+    async () => {
+      await generalSettings.setGlobalSidebarPreference('');
+      return { success: true };
+    },
   );
 }
