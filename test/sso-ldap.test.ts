@@ -69,8 +69,13 @@ t.test('LDAP sign-in against a real directory', async (t) => {
     },
   });
   const admin = withCookie(await bootstrapAdmin(gw.url));
-  // Not "ldap": Kite's login page would show it as an OAuth button; its password form does LDAP.
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
+  // Not "ldap" in `providers`: Kite's login page of before would show it as an OAuth button; its
+  // password form does LDAP. The newer page reads the forms from `credentialProviders`.
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, {
+    providers: ['password'],
+    credentialProviders: ['password', 'ldap'],
+    oauthProviders: [],
+  });
 
   // The service account's password is a Secret in the install namespace.
   const noSecret = await ldapLogin(gw, 'alice', 'alice-password-1', '10.0.0.1');
