@@ -11,7 +11,15 @@ import { kubectl, kubectlInBackground, uniqueName } from './helpers/clusters.js'
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
 import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
-import { BASE, SERVICE_DN, SERVICE_PASSWORD, startSlapd, type TestDirectory } from './helpers/slapd.js';
+import {
+  BASE,
+  directoryEnv,
+  SERVICE_DN,
+  SERVICE_PASSWORD,
+  startSlapd,
+  storeBindPassword,
+  type TestDirectory,
+} from './helpers/slapd.js';
 
 const LDAP = '/api/v1/admin/ldap-setting';
 const ROLES = '/api/v1/admin/roles';
@@ -53,6 +61,13 @@ function sessionOf(res: { headers: Headers }): { headers: { cookie: string } } {
   const match = /auth_token=([^;]+)/.exec(res.headers.get('set-cookie') ?? '');
   if (!match) throw new Error('no session cookie');
   return withCookie(`auth_token=${match[1]}`);
+}
+
+/** `kubectl patch` of the LDAPSetting's spec (a merge patch), as an operator would. */
+async function patchSetting(gw: TestGateway, spec: object): Promise<void> {
+  const args = ['-n', gw.namespace, 'patch', 'ldapsettings.kiteline.io', 'ldap', '--type=merge'];
+  const res = await kubectlInBackground(gw.kubeconfig, [...args, '-p', JSON.stringify({ spec })]);
+  if (res.status !== 0) throw new Error(`kubectl patch: ${res.stderr}`);
 }
 
 /** The LDAPSetting and its Secret as the host has them. */
@@ -195,17 +210,7 @@ t.test('configured from the UI, changed by the API and by kubectl, each holding 
   const alice2 = sessionOf(aliceAgain);
 
   // ---- kubectl: turned off, her sessions are suspended; on again, they are back ----
-  const off = await kubectlInBackground(gw.kubeconfig, [
-    '-n',
-    gw.namespace,
-    'patch',
-    'ldapsettings.kiteline.io',
-    'ldap',
-    '--type=merge',
-    '-p',
-    '{"spec":{"enabled":false}}',
-  ]);
-  t.equal(off.status, 0, off.stderr);
+  await patchSetting(gw, { enabled: false });
   await eventually(
     'the directory to be off',
     async () => (await ldapLogin(gw, 'alice', 'alice-password-1')).status === 404,
@@ -213,17 +218,7 @@ t.test('configured from the UI, changed by the API and by kubectl, each holding 
   t.equal((await call(gw.url, 'GET', '/api/auth/user', alice2)).status, 401, 'her session is suspended');
   t.same((await call(gw.url, 'GET', '/api/auth/providers')).body.credentialProviders, ['password']);
   t.match((await call(gw.url, 'GET', LDAP, admin)).body, { enabled: false, source: 'setting' });
-  const on = await kubectlInBackground(gw.kubeconfig, [
-    '-n',
-    gw.namespace,
-    'patch',
-    'ldapsettings.kiteline.io',
-    'ldap',
-    '--type=merge',
-    '-p',
-    '{"spec":{"enabled":true}}',
-  ]);
-  t.equal(on.status, 0, on.stderr);
+  await patchSetting(gw, { enabled: true });
   await eventually(
     'her session to be back',
     async () => (await call(gw.url, 'GET', '/api/auth/user', alice2)).status === 200,
@@ -231,17 +226,7 @@ t.test('configured from the UI, changed by the API and by kubectl, each holding 
   t.pass('on again: her session holds again');
 
   // An LDAPSetting applied with kubectl that breaks a rule is not used, and says why.
-  const plain = await kubectlInBackground(gw.kubeconfig, [
-    '-n',
-    gw.namespace,
-    'patch',
-    'ldapsettings.kiteline.io',
-    'ldap',
-    '--type=merge',
-    '-p',
-    '{"spec":{"serverUrl":"ldap://ldap.example.com:389","useStartTLS":false}}',
-  ]);
-  t.equal(plain.status, 0, plain.stderr);
+  await patchSetting(gw, { serverUrl: 'ldap://ldap.example.com:389', useStartTLS: false });
   const broken = await eventually('the broken setting to show', async () => {
     const res = await call(gw.url, 'GET', LDAP, admin);
     return res.body.problem ? res.body : undefined;
@@ -289,26 +274,10 @@ t.test('the environment and the LDAPSetting: the environment until one exists, t
   const gw = await startGateway(t, {
     namespace,
     logName: 'kite-ldap-env',
-    env: {
-      KITELINE_LDAP_URL: directory.url,
-      KITELINE_LDAP_START_TLS: 'true',
-      KITELINE_LDAP_CA_FILE: directory.caFile,
-      KITELINE_LDAP_BIND_DN: SERVICE_DN,
-      KITELINE_LDAP_USER_BASE: `ou=people,${BASE}`,
-      KITELINE_LDAP_GROUP_BASE: `ou=groups,${BASE}`,
-      KITELINE_TRUST_PROXY: 'loopback',
-    },
+    env: { ...directoryEnv(directory), KITELINE_TRUST_PROXY: 'loopback' },
   });
   const admin = withCookie(await bootstrapAdmin(gw.url));
-  kubectl(gw.kubeconfig, [
-    '-n',
-    namespace,
-    'create',
-    'secret',
-    'generic',
-    'kiteline-ldap-bind',
-    `--from-literal=password=${SERVICE_PASSWORD}`,
-  ]);
+  storeBindPassword(gw.kubeconfig, namespace);
   const roles = (await call(gw.url, 'GET', `${ROLES}/`, admin)).body.roles as { id: number; name: string }[];
   await call(gw.url, 'POST', `${ROLES}/${roles.find((r) => r.name === 'viewer')!.id}/assign`, {
     ...admin,

@@ -235,26 +235,11 @@ t.test('general settings: defaults, role by role, the AI key write-only, bad inp
     aiApiKeySecretRef: { name: 'kiteline-general-setting' },
     kubectlEnabled: true,
   });
-  const secret = kubectl(gw.kubeconfig, [
-    '-n',
-    ns,
-    'get',
-    'secret',
-    'kiteline-general-setting',
-    '-o',
-    'jsonpath={.data.aiApiKey}',
-  ]);
-  t.equal(Buffer.from(secret.stdout, 'base64').toString(), AI_KEY, 'but in its Secret');
-  const owner = kubectl(gw.kubeconfig, [
-    '-n',
-    ns,
-    'get',
-    'secret',
-    'kiteline-general-setting',
-    '-o',
-    'jsonpath={.metadata.ownerReferences[0].kind}',
-  ]);
-  t.equal(owner.stdout, 'GeneralSetting', 'owned by the GeneralSetting');
+  const secret = JSON.parse(
+    kubectl(gw.kubeconfig, ['-n', ns, 'get', 'secret', 'kiteline-general-setting', '-o', 'json']).stdout,
+  );
+  t.equal(Buffer.from(secret.data.aiApiKey, 'base64').toString(), AI_KEY, 'but in its Secret');
+  t.equal(secret.metadata.ownerReferences[0].kind, 'GeneralSetting', 'owned by the GeneralSetting');
   await audited('generalsettings', 'update');
 
   // ---- the AI status: every signed-in user, never the key ----

@@ -42,20 +42,10 @@ export interface GeneralSettings {
 }
 
 /** A change: the members given; `aiApiKey` absent or "" keeps the stored key. */
-export interface GeneralSettingInput {
-  aiAgentEnabled?: boolean;
-  aiProvider?: string;
-  aiModel?: string;
-  aiApiKey?: string;
-  aiBaseUrl?: string;
-  aiMaxTokens?: number;
-  kubectlEnabled?: boolean;
-  kubectlImage?: string;
-  nodeTerminalImage?: string;
-  enableAnalytics?: boolean;
-  enableVersionCheck?: boolean;
-  passwordLoginDisabled?: boolean;
-}
+export type GeneralSettingInput = Omit<
+  GeneralSettingSpec,
+  'aiProvider' | 'aiApiKeySecretRef' | 'globalSidebarPreference'
+> & { aiProvider?: string; aiApiKey?: string };
 
 /** What GET /api/v1/ai/status tells every signed-in user: never the key. */
 export type AiStatus = { enabled: false } | { enabled: true; provider: AiProvider; model: string };

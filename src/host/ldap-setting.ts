@@ -64,21 +64,7 @@ export interface LdapSettings {
 }
 
 /** A change: the members given (strings trimmed); `bindPassword` absent or "" keeps the stored one. */
-export interface LdapSettingInput {
-  enabled?: boolean;
-  serverUrl?: string;
-  useStartTLS?: boolean;
-  caCert?: string;
-  bindDn?: string;
-  bindPassword?: string;
-  userBaseDn?: string;
-  userFilter?: string;
-  usernameAttribute?: string;
-  displayNameAttribute?: string;
-  groupBaseDn?: string;
-  groupFilter?: string;
-  groupNameAttribute?: string;
-}
+export type LdapSettingInput = Omit<LdapSettingSpec, 'bindPasswordSecretRef'> & { bindPassword?: string };
 
 type Members = Omit<LdapSettings, 'bindPasswordConfigured' | 'source' | 'problem'>;
 const STRINGS = [

@@ -184,7 +184,7 @@ export default async function authRoutes(app: App) {
     description:
       'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
       "while the password form signs anyone in (with an LDAP directory, it signs the directory's users in too). " +
-      '`credentialProviders` and `oauthProviders` (Kite UI of April 2026): the forms, `password` (unless ' +
+      "`credentialProviders` and `oauthProviders` (Kite's newer login page): the forms, `password` (unless " +
       'password login is disabled) and `ldap` (POST /api/auth/login/<name>), and the OAuth providers.',
     security: PUBLIC,
     response: replies({
