@@ -95,9 +95,16 @@ export interface Config {
   clusterSources: ClusterSourcesConfig;
   /** Publish a ClusterProfile for each of kiteline's own clusters into this namespace; undefined: off. */
   publishClusterProfiles: string | undefined;
-  /** Sign-in against an LDAP directory (POST /api/auth/login/ldap); undefined: off. */
+  /**
+   * Sign-in against an LDAP directory (POST /api/auth/login/ldap) from the environment; undefined:
+   * none (an LDAPSetting, when there is one, decides instead: docs/auth.md, "LDAP").
+   */
   ldap: LdapConfig | undefined;
+  /** The timeout and re-check interval of any directory, the environment's or an LDAPSetting's. */
+  ldapTiming: LdapTiming;
 }
+
+export type LdapTiming = Pick<LdapConfig, 'timeoutMs' | 'recheckIntervalMs'>;
 
 /** The namespaces each cluster source is read from; an empty list: that source is off. */
 export interface ClusterSourcesConfig {
@@ -663,6 +670,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       pick('publish-clusterprofiles', 'KITELINE_PUBLISH_CLUSTERPROFILES'),
     ),
     ldap: ldapConfig(pick),
+    ldapTiming: ldapTiming(pick),
   };
 }
 
@@ -674,29 +682,60 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
 }
 
+/** KITELINE_LDAP_TIMEOUT_MS and KITELINE_LDAP_RECHECK_INTERVAL (seconds). */
+function ldapTiming(pick: (flag: string, envName: string) => string | undefined): LdapTiming {
+  return {
+    timeoutMs: integer('ldap-timeout-ms', pick('ldap-timeout-ms', 'KITELINE_LDAP_TIMEOUT_MS'), 10_000, 100, 120_000),
+    recheckIntervalMs:
+      integer(
+        'ldap-recheck-interval',
+        pick('ldap-recheck-interval', 'KITELINE_LDAP_RECHECK_INTERVAL'),
+        300,
+        1,
+        86_400,
+      ) * 1000,
+  };
+}
+
+/**
+ * The rules of a directory's address, the environment's and an LDAPSetting's alike (`names` are
+ * the fields as the caller calls them): an ldap:// or ldaps:// URL without a path; StartTLS only on
+ * ldap://; and, since every user's password crosses that connection, never in clear text beyond
+ * this machine (ldap:// without StartTLS only on loopback). What is wrong, or undefined.
+ */
+export function ldapAddressProblem(
+  url: string,
+  startTls: boolean,
+  names: { url: string; startTls: string } = { url: 'ldap-url', startTls: 'ldap-start-tls' },
+): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return `${names.url} must be an ldap:// or ldaps:// URL, got "${url}"`;
+  }
+  if (!['ldap:', 'ldaps:'].includes(parsed.protocol) || parsed.pathname.replace(/^\/$/, '') || parsed.search)
+    return `${names.url} must be an ldap:// or ldaps:// URL without a path, got "${url}"`;
+  if (!parsed.hostname || parsed.username || parsed.password || parsed.hash)
+    return `${names.url} must name a host, without credentials or a #`;
+  if (startTls && parsed.protocol === 'ldaps:') return `${names.startTls} is for ldap:// URLs (ldaps is TLS already)`;
+  if (parsed.protocol === 'ldap:' && !startTls && !isLoopbackHost(parsed.hostname))
+    return (
+      `${names.url}: ldap:// without StartTLS would send passwords in clear text; use ldaps:// or turn ` +
+      `${names.startTls} on (only a directory on loopback may go without)`
+    );
+  return undefined;
+}
+
 /** KITELINE_LDAP_*: undefined unless KITELINE_LDAP_URL is set. */
 function ldapConfig(pick: (flag: string, envName: string) => string | undefined): LdapConfig | undefined {
   const value = (flag: string, fallback = '') =>
     pick(`ldap-${flag}`, `KITELINE_LDAP_${flag.toUpperCase().replace(/-/g, '_')}`) || fallback;
   const url = value('url');
   if (!url) return undefined;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ConfigError(`ldap-url must be an ldap:// or ldaps:// URL, got "${url}"`);
-  }
-  if (!['ldap:', 'ldaps:'].includes(parsed.protocol) || parsed.pathname.replace(/^\/$/, '') || parsed.search)
-    throw new ConfigError(`ldap-url must be an ldap:// or ldaps:// URL without a path, got "${url}"`);
   const startTls = boolean('ldap-start-tls', pick('ldap-start-tls', 'KITELINE_LDAP_START_TLS'), false);
-  if (startTls && parsed.protocol === 'ldaps:')
-    throw new ConfigError('ldap-start-tls is for ldap:// URLs (ldaps is TLS already)');
-  // Every user's password is sent to the directory: never in clear text beyond this machine.
-  if (parsed.protocol === 'ldap:' && !startTls && !isLoopbackHost(parsed.hostname))
-    throw new ConfigError(
-      'ldap-url: ldap:// without StartTLS would send passwords in clear text; use ldaps:// or ldap-start-tls=true ' +
-        '(only a directory on loopback may go without)',
-    );
+  const problem = ldapAddressProblem(url, startTls);
+  if (problem) throw new ConfigError(problem);
   const bindDn = value('bind-dn');
   const userBase = value('user-base');
   if (!bindDn || !userBase) throw new ConfigError('ldap-url needs ldap-bind-dn and ldap-user-base too');
@@ -715,14 +754,6 @@ function ldapConfig(pick: (flag: string, envName: string) => string | undefined)
     groupBase: value('group-base'),
     groupFilter: value('group-filter', '(member={dn})'),
     groupAttribute: value('group-attribute', 'cn'),
-    timeoutMs: integer('ldap-timeout-ms', pick('ldap-timeout-ms', 'KITELINE_LDAP_TIMEOUT_MS'), 10_000, 100, 120_000),
-    recheckIntervalMs:
-      integer(
-        'ldap-recheck-interval',
-        pick('ldap-recheck-interval', 'KITELINE_LDAP_RECHECK_INTERVAL'),
-        300,
-        1,
-        86_400,
-      ) * 1000,
+    ...ldapTiming(pick),
   };
 }

@@ -43,15 +43,19 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
   const identity = new IdentityStores(host, config, log);
-  const ldapConfig = config.ldap;
-  const ldap = ldapConfig
-    ? new LdapAuthenticator(ldapConfig, () => identity.installSecret(ldapConfig.bindPasswordSecret, 'password'))
-    : undefined;
+  // The directory in force is read at each use: an LDAPSetting's changes hold without a restart.
+  const ldap = new LdapAuthenticator(
+    () => identity.ldapSettings.directory(),
+    (secret) => identity.installSecret(secret, 'password'),
+  );
   const auth = new AuthService(identity, config, log, ldap);
-  const ldapRecheck =
-    ldap && ldapConfig
-      ? new LdapRecheck(ldap, identity.users, ldapConfig.recheckIntervalMs, () => clusterManager.lease.isLeader, log)
-      : undefined;
+  const ldapRecheck = new LdapRecheck(
+    ldap,
+    identity.users,
+    config.ldapTiming.recheckIntervalMs,
+    () => clusterManager.lease.isLeader,
+    log,
+  );
   const rolelessUsers = new RolelessUserSweeper(
     identity.users,
     identity.roles,
@@ -79,6 +83,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     roles: identity.roles,
     apiKeys: identity.apiKeys,
     oauthProviders: identity.oauthProviders,
+    generalSettings: identity.generalSettings,
+    ldapSettings: identity.ldapSettings,
     templates: new TemplateStore(host),
     oidc,
     clusters: clusterManager.registry,
@@ -97,7 +103,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   });
   await host.start();
   await identity.start();
-  ldapRecheck?.start();
+  ldapRecheck.start();
   rolelessUsers.start();
   await audit.trail?.start();
   clusterManager.start();
@@ -134,7 +140,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     stopWatchingIdentity();
     openStreams.stop();
     identity.stop();
-    ldapRecheck?.stop();
+    ldapRecheck.stop();
     rolelessUsers.stop();
     await clusterManager.stop();
     await host.stop();

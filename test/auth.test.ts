@@ -11,7 +11,11 @@ import { ADMIN, bootstrapAdmin, login, withCookie } from './helpers/auth-session
 t.test('login, current user, refresh, logout, providers', async (t) => {
   // Behind a trusted proxy (loopback), so X-Forwarded-Proto counts.
   const gw = await startGateway(t, { logName: 'auth-session', env: { KITELINE_TRUST_PROXY: 'loopback' } });
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, {
+    providers: ['password'],
+    credentialProviders: ['password'],
+    oauthProviders: [],
+  });
   t.equal((await call(gw.url, 'GET', '/api/auth/user')).status, 401, 'no session: 401');
   await bootstrapAdmin(gw.url);
 

@@ -16,7 +16,7 @@ import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
 import { startOidcProvider, type TestOidcProvider } from './helpers/oidc-provider.js';
 import { oidcSignIn, signInError } from './helpers/oidc-sign-in.js';
-import { BASE, SERVICE_DN, SERVICE_PASSWORD, startSlapd, userDn, type TestDirectory } from './helpers/slapd.js';
+import { directoryEnv, startSlapd, storeBindPassword, userDn } from './helpers/slapd.js';
 
 const ROLES = '/api/v1/admin/roles';
 const PROVIDERS = '/api/v1/admin/oauth-providers';
@@ -39,17 +39,6 @@ async function addProvider(gw: TestGateway, admin: Session, name: string, op: Te
 async function roleId(gw: TestGateway, admin: Session, name: string): Promise<number> {
   const roles = (await call(gw.url, 'GET', `${ROLES}/`, admin)).body.roles as { id: number; name: string }[];
   return roles.find((r) => r.name === name)!.id;
-}
-
-function ldapEnv(directory: TestDirectory): Record<string, string> {
-  return {
-    KITELINE_LDAP_URL: directory.url,
-    KITELINE_LDAP_START_TLS: 'true',
-    KITELINE_LDAP_CA_FILE: directory.caFile,
-    KITELINE_LDAP_BIND_DN: SERVICE_DN,
-    KITELINE_LDAP_USER_BASE: `ou=people,${BASE}`,
-    KITELINE_LDAP_GROUP_BASE: `ou=groups,${BASE}`,
-  };
 }
 
 function annotations(gw: TestGateway, kind: string, name: string): Record<string, string> {
@@ -80,12 +69,9 @@ t.test('a group assignment names its provider; the same group name elsewhere gra
     ],
     { 'platform-admins': ['lara', 'leon'], 'ldap-staff': ['lara'] },
   );
-  const gw = await startGateway(t, { env: ldapEnv(directory) });
+  const gw = await startGateway(t, { env: directoryEnv(directory) });
   const admin = withCookie(await bootstrapAdmin(gw.url));
-  kubectl(gw.kubeconfig, [
-    ...['-n', gw.namespace, 'create', 'secret', 'generic', 'kiteline-ldap-bind'],
-    `--from-literal=password=${SERVICE_PASSWORD}`,
-  ]);
+  storeBindPassword(gw.kubeconfig, gw.namespace);
   const corp = await startOidcProvider(`${gw.url}/api/auth/callback`);
   const partner = await startOidcProvider(`${gw.url}/api/auth/callback`);
   t.teardown(() => Promise.all([corp.close(), partner.close()]));

@@ -48,7 +48,7 @@ t.test("Kite's login page flow in a browser", async (t) => {
 
   // Kite's login page: the providers, then login(provider) = fetch the auth_url and go there.
   const providers = await page.evaluate(async () => (await fetch('/api/auth/providers')).json());
-  t.same(providers, { providers: ['corp', 'password'] });
+  t.same(providers, { providers: ['corp', 'password'], credentialProviders: ['password'], oauthProviders: ['corp'] });
   await Promise.all([
     page.waitForNavigation(),
     page.evaluate(async () => {

@@ -6,16 +6,16 @@
 // whose certificate the configured CA did not sign.
 import t from 'tap';
 import { Attribute, Change } from 'ldapts';
-import { kubectl, uniqueName } from './helpers/clusters.js';
+import { uniqueName } from './helpers/clusters.js';
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
 import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
 import {
-  BASE,
+  directoryEnv,
   groupDn,
   SERVICE_DN,
-  SERVICE_PASSWORD,
   startSlapd,
+  storeBindPassword,
   userDn,
   type TestDirectory,
 } from './helpers/slapd.js';
@@ -23,15 +23,7 @@ import {
 const ROLES = '/api/v1/admin/roles';
 
 function ldapEnv(directory: TestDirectory, caFile: string): Record<string, string> {
-  return {
-    KITELINE_LDAP_URL: directory.url,
-    KITELINE_LDAP_START_TLS: 'true',
-    KITELINE_LDAP_CA_FILE: caFile,
-    KITELINE_LDAP_BIND_DN: SERVICE_DN,
-    KITELINE_LDAP_USER_BASE: `ou=people,${BASE}`,
-    KITELINE_LDAP_GROUP_BASE: `ou=groups,${BASE}`,
-    KITELINE_LOGIN_MAX_FAILURES: '4',
-  };
+  return { ...directoryEnv(directory, caFile), KITELINE_LOGIN_MAX_FAILURES: '4' };
 }
 
 async function ldapLogin(gw: TestGateway, username: string, password: string, address?: string) {
@@ -69,21 +61,18 @@ t.test('LDAP sign-in against a real directory', async (t) => {
     },
   });
   const admin = withCookie(await bootstrapAdmin(gw.url));
-  // Not "ldap": Kite's login page would show it as an OAuth button; its password form does LDAP.
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
+  // Not "ldap" in `providers`: Kite's login page of before would show it as an OAuth button; its
+  // password form does LDAP. The newer page reads the forms from `credentialProviders`.
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, {
+    providers: ['password'],
+    credentialProviders: ['password', 'ldap'],
+    oauthProviders: [],
+  });
 
   // The service account's password is a Secret in the install namespace.
   const noSecret = await ldapLogin(gw, 'alice', 'alice-password-1', '10.0.0.1');
   t.equal(noSecret.status, 503, 'no service password yet: 503, not a failed login');
-  kubectl(gw.kubeconfig, [
-    '-n',
-    namespace,
-    'create',
-    'secret',
-    'generic',
-    'kiteline-ldap-bind',
-    `--from-literal=password=${SERVICE_PASSWORD}`,
-  ]);
+  storeBindPassword(gw.kubeconfig, namespace);
 
   const roles = (await call(gw.url, 'GET', `${ROLES}/`, admin)).body.roles as { id: number; name: string }[];
   const adminRole = roles.find((r) => r.name === 'admin')!.id;
@@ -229,15 +218,7 @@ t.test('ldaps with the CA of the directory; a certificate the configured CA did 
     },
   });
   const ldapsAdmin = withCookie(await bootstrapAdmin(ldaps.url));
-  kubectl(ldaps.kubeconfig, [
-    '-n',
-    ldaps.namespace,
-    'create',
-    'secret',
-    'generic',
-    'kiteline-ldap-bind',
-    `--from-literal=password=${SERVICE_PASSWORD}`,
-  ]);
+  storeBindPassword(ldaps.kubeconfig, ldaps.namespace);
   const viewer = (await call(ldaps.url, 'GET', `${ROLES}/`, ldapsAdmin)).body.roles.find(
     (r: { name: string }) => r.name === 'viewer',
   );
@@ -254,15 +235,7 @@ t.test('ldaps with the CA of the directory; a certificate the configured CA did 
 
   const gw = await startGateway(t, { env: ldapEnv(directory, directory.otherCaFile) });
   await bootstrapAdmin(gw.url);
-  kubectl(gw.kubeconfig, [
-    '-n',
-    gw.namespace,
-    'create',
-    'secret',
-    'generic',
-    'kiteline-ldap-bind',
-    `--from-literal=password=${SERVICE_PASSWORD}`,
-  ]);
+  storeBindPassword(gw.kubeconfig, gw.namespace);
   await eventually(
     'the answer to be about TLS',
     async () => {

@@ -116,7 +116,11 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
   });
   t.equal(renamed.status, 400, 'no renames');
 
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['corp', 'password'] });
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, {
+    providers: ['corp', 'password'],
+    credentialProviders: ['password'],
+    oauthProviders: ['corp'],
+  });
 
   const roles = (await call(gw.url, 'GET', `${ROLES}/`, admin)).body.roles as { id: number; name: string }[];
   const adminRole = roles.find((r) => r.name === 'admin')!.id;
@@ -319,7 +323,11 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
   // ---- a disabled or deleted provider signs nobody in ----
   const pending = await attempt(gw, 'alice-sub');
   await call(gw.url, 'PUT', `${PROVIDERS}/${created.body.provider.id}`, { ...admin, body: { enabled: false } });
-  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, { providers: ['password'] });
+  t.same((await call(gw.url, 'GET', '/api/auth/providers')).body, {
+    providers: ['password'],
+    credentialProviders: ['password'],
+    oauthProviders: [],
+  });
   t.equal((await call(gw.url, 'GET', '/api/auth/login?provider=corp')).status, 400, 'disabled: unknown');
   t.equal(errorOf((await finish(pending)).location), 'callback_failed', 'a sign-in under way ends too');
   await call(gw.url, 'PUT', `${PROVIDERS}/${created.body.provider.id}`, { ...admin, body: { enabled: true } });

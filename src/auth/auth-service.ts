@@ -8,7 +8,13 @@ import type { Config } from '../config.js';
 import { apiKeySecretMatches, parseApiKey } from '../credentials/apikey-token.js';
 import { dummyPasswordHash, verifyPassword } from '../credentials/passwords.js';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
-import { ForbiddenError, ServiceUnavailableError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import {
+  ForbiddenError,
+  NotFoundError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+  UnauthorizedError,
+} from '../errors.js';
 import { apiKeyName, isExpired } from '../host/apikeys.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import {
@@ -57,6 +63,7 @@ export class AuthService {
   private readonly apiKeys: IdentityStores['apiKeys'];
   private readonly sessionKey: IdentityStores['sessionKey'];
   private readonly oauthProviders: IdentityStores['oauthProviders'];
+  private readonly generalSettings: IdentityStores['generalSettings'];
   private readonly lastSeen: LastSeenRecorder;
   /** Where groups come from now ("ldap" and the OAuthProviders' names: IdentityStores.groupSources). */
   readonly groupSources: () => string[];
@@ -64,17 +71,21 @@ export class AuthService {
   private readonly sessions = new WeakMap<Principal, SessionFacts>();
 
   constructor(
-    identity: Pick<IdentityStores, 'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders' | 'groupSources'>,
+    identity: Pick<
+      IdentityStores,
+      'users' | 'roles' | 'apiKeys' | 'sessionKey' | 'oauthProviders' | 'generalSettings' | 'groupSources'
+    >,
     private readonly config: Config,
     log: Logger,
-    /** Sign-in against the LDAP directory, when one is configured. */
-    readonly ldap?: LdapAuthenticator,
+    /** Sign-in against the LDAP directory in force (none: LDAP sign-in is off). */
+    readonly ldap: LdapAuthenticator,
   ) {
     this.users = identity.users;
     this.roles = identity.roles;
     this.apiKeys = identity.apiKeys;
     this.sessionKey = identity.sessionKey;
     this.oauthProviders = identity.oauthProviders;
+    this.generalSettings = identity.generalSettings;
     this.groupSources = () => identity.groupSources();
     this.limiter = new RateLimiter(config.loginMaxFailures, config.loginWindowSeconds);
     this.lastSeen = new LastSeenRecorder(log);
@@ -144,11 +155,13 @@ export class AuthService {
   /**
    * An OpenID Connect user's provider still exists and is enabled: disabling or deleting a provider
    * (a compromised client secret, a provider that is gone) ends its users' sessions and stops their
-   * keys at once. LDAP users answer to the re-check instead.
+   * keys at once. Likewise LDAP users while no directory is in force (an LDAPSetting disabled);
+   * otherwise they answer to the re-check.
    */
   private providerInService(user: UserResource): boolean {
     const provider = userProvider(user);
-    if (provider === 'password' || provider === LDAP_PROVIDER) return true;
+    if (provider === 'password') return true;
+    if (provider === LDAP_PROVIDER) return this.ldap.configured;
     const registered = this.oauthProviders.byName(provider);
     return registered !== undefined && registered.spec.enabled !== false;
   }
@@ -320,8 +333,12 @@ export class AuthService {
     // A user of an identity provider has no password here: the same answer as an unknown user;
     // with a directory configured, a name that is no password user's is the directory's (so Kite's
     // login page, which has only the password form, signs LDAP users in too).
+    // With password login disabled (Kite's general setting), the form still signs directory users in.
     const found = this.users.byUsername(username);
-    if (this.ldap && !(found && isPasswordUser(found))) return this.loginLdap(username, password, address);
+    const passwordLogin = !this.generalSettings.passwordLoginDisabled();
+    if (this.ldap.configured && !(passwordLogin && found && isPasswordUser(found)))
+      return this.loginLdap(username, password, address);
+    if (!passwordLogin) throw new ForbiddenError('password login is disabled');
     let user = found && isPasswordUser(found) ? found : undefined;
     const hash = user ? this.users.passwordHash(user) : undefined;
     const plain = user && hash === undefined ? this.users.plainPassword(user) : undefined;
@@ -358,7 +375,7 @@ export class AuthService {
    * user.
    */
   async loginLdap(username: string, password: string, address: string): Promise<UserResource> {
-    if (!this.ldap) throw new UnauthorizedError('LDAP sign-in is not configured');
+    if (!this.ldap.configured) throw new NotFoundError('LDAP sign-in is not configured');
     const keys = [`user:${username}`, `addr:${address}`];
     const wait = this.limiter.retryAfter(keys);
     if (wait !== undefined)

@@ -2,7 +2,8 @@
 // each user of the directory is looked up with the service account. One the directory no longer
 // has (or has under another DN) is revoked: every session ends and their API keys stop. One it
 // still has gets the directory's groups now, so a group change reaches their roles without a new
-// sign-in. A directory that cannot be reached changes nothing (the round is tried again later).
+// sign-in. A directory that cannot be reached changes nothing (the round is tried again later), nor
+// does having none (LDAP turned off: its users' sessions are suspended instead, auth-service.ts).
 import { identityHasSubject, userProvider, userSubject, type UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
@@ -29,9 +30,9 @@ export class LdapRecheck {
     this.timer = undefined;
   }
 
-  /** One round (skipped when one is still running or this replica is not the leader). */
+  /** One round (skipped when one is still running, this replica is not the leader, or no directory is in force). */
   async runOnce(): Promise<void> {
-    if (this.running || !this.isLeader()) return;
+    if (this.running || !this.isLeader() || !this.ldap.configured) return;
     this.running = true;
     const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
     try {

@@ -2,7 +2,9 @@
 // configured filter, bind as the user with the password given (the directory checks it), bind as
 // the service account again and read the user's groups. ldaps:// or StartTLS with the configured
 // CA; certificates are always verified. The directory is asked on every sign-in, so a user removed
-// from it (or from a group) is refused (or loses the group's roles) at their next sign-in.
+// from it (or from a group) is refused (or loses the group's roles) at their next sign-in. Which
+// directory, if any, is read at each sign-in too (host/ldap-setting.ts: an LDAPSetting, else the
+// environment's), so a change made in Kite's UI or with kubectl holds from the next sign-in on.
 import { Client, InvalidCredentialsError, type Entry } from 'ldapts';
 import type { LdapConfig } from '../config.js';
 import { ServiceUnavailableError } from '../errors.js';
@@ -29,18 +31,24 @@ function first(entry: Entry, attribute: string): string | undefined {
 
 export class LdapAuthenticator {
   constructor(
-    private readonly config: LdapConfig,
-    /** The service account's password (Secret config.bindPasswordSecret, key `password`), read when needed. */
-    private readonly bindPassword: () => string | undefined,
+    /** The directory in force now; undefined: none (LDAP sign-in is off). */
+    private readonly directory: () => LdapConfig | undefined,
+    /** The service account's password: key `password` of the Secret named, read when needed. */
+    private readonly bindPassword: (secretName: string) => string | undefined,
   ) {}
 
-  private client(): Client {
-    const tlsOptions = { ...(this.config.ca ? { ca: [this.config.ca] } : {}), minVersion: 'TLSv1.2' as const };
+  /** A directory is in force now. */
+  get configured(): boolean {
+    return this.directory() !== undefined;
+  }
+
+  private client(config: LdapConfig): Client {
+    const tlsOptions = { ...(config.ca ? { ca: [config.ca] } : {}), minVersion: 'TLSv1.2' as const };
     return new Client({
-      url: this.config.url,
-      timeout: this.config.timeoutMs,
-      connectTimeout: this.config.timeoutMs,
-      ...(this.config.url.startsWith('ldaps:') ? { tlsOptions } : {}),
+      url: config.url,
+      timeout: config.timeoutMs,
+      connectTimeout: config.timeoutMs,
+      ...(config.url.startsWith('ldaps:') ? { tlsOptions } : {}),
       strictDN: true,
     });
   }
@@ -65,33 +73,36 @@ export class LdapAuthenticator {
   }
 
   private async lookup(username: string, password: string | undefined): Promise<ExternalIdentity | undefined> {
+    // The directory of this sign-in, read once: one turned off meanwhile is not "no such user".
+    const config = this.directory();
+    if (!config) throw new ServiceUnavailableError('LDAP sign-in is not configured');
     if (!USERNAME.test(username)) return undefined;
-    const client = this.client();
+    const client = this.client(config);
     const serviceBind = async () => {
-      const secret = this.bindPassword();
+      const secret = this.bindPassword(config.bindPasswordSecret);
       if (!secret) throw new ServiceUnavailableError('the LDAP service account password is not configured');
       try {
-        await client.bind(this.config.bindDn, secret);
+        await client.bind(config.bindDn, secret);
       } catch (err) {
         throw directoryError('the LDAP directory refused the service account', err);
       }
     };
     try {
       try {
-        if (this.config.startTls)
-          await client.startTLS({ ...(this.config.ca ? { ca: [this.config.ca] } : {}), minVersion: 'TLSv1.2' });
+        if (config.startTls)
+          await client.startTLS({ ...(config.ca ? { ca: [config.ca] } : {}), minVersion: 'TLSv1.2' });
       } catch (err) {
         throw directoryError('LDAP StartTLS failed', err);
       }
       await serviceBind();
       // Function replacers: a `$&` or `$'` in a value must not splice parts of the template in.
-      const filter = this.config.userFilter.replaceAll('{username}', () => escapeFilterValue(username));
-      const { searchEntries: users } = await client.search(this.config.userBase, {
+      const filter = config.userFilter.replaceAll('{username}', () => escapeFilterValue(username));
+      const { searchEntries: users } = await client.search(config.userBase, {
         scope: 'sub',
         filter,
         sizeLimit: 2,
         // entryUUID (RFC 4530; OpenLDAP, 389 Directory Server): an operational attribute, sent only when asked for.
-        attributes: ['dn', this.config.usernameAttribute, this.config.nameAttribute, 'mail', ENTRY_UUID],
+        attributes: ['dn', config.usernameAttribute, config.nameAttribute, 'mail', ENTRY_UUID],
       });
       // None, or an ambiguous filter: nobody signs in.
       if (users.length !== 1) return undefined;
@@ -104,22 +115,22 @@ export class LdapAuthenticator {
           throw err;
         }
       }
-      const directoryName = first(user, this.config.usernameAttribute);
-      const name = first(user, this.config.nameAttribute);
+      const directoryName = first(user, config.usernameAttribute);
+      const name = first(user, config.nameAttribute);
       const groups: string[] = [];
-      if (this.config.groupBase) {
+      if (config.groupBase) {
         if (password !== undefined) await serviceBind();
-        const groupFilter = this.config.groupFilter
+        const groupFilter = config.groupFilter
           .replaceAll('{dn}', () => escapeFilterValue(user.dn))
           .replaceAll('{username}', () => escapeFilterValue(directoryName ?? username));
-        const { searchEntries } = await client.search(this.config.groupBase, {
+        const { searchEntries } = await client.search(config.groupBase, {
           scope: 'sub',
           filter: groupFilter,
           sizeLimit: 1000,
-          attributes: [this.config.groupAttribute],
+          attributes: [config.groupAttribute],
         });
         for (const entry of searchEntries) {
-          const group = first(entry, this.config.groupAttribute);
+          const group = first(entry, config.groupAttribute);
           if (group) groups.push(group);
         }
       }

@@ -41,10 +41,15 @@ export class SignInFailure extends Error {
     message: string,
     readonly provider?: string,
     readonly user?: string,
+    /** The login page's `reason` when it has a word of its own for it (else the message). */
+    readonly reason?: string,
   ) {
     super(message);
   }
 }
+
+/** Kite's login page reason for a user in none of the provider's allowedGroups. */
+export const NOT_IN_ALLOWED_GROUPS = 'not_in_allowed_groups';
 
 interface FlowState {
   /** Provider name, state, nonce, PKCE verifier, redirect URI, expiry (seconds). */
@@ -206,7 +211,20 @@ export class OidcSignIn {
         throw new SignInFailure('user_info_failed', 'the user info could not be read', flow.p);
       }
     }
-    return identityOf(flow.p, claims, usernameClaims, groupsClaim);
+    const identity = identityOf(flow.p, claims, usernameClaims, groupsClaim);
+    // Kite's allowedGroups: only members of one of them sign in, refused before any user is made.
+    const allowed = allowedGroups(provider);
+    if (allowed.length > 0 && !identity.groups.some((group) => allowed.includes(group))) {
+      this.log.info({ provider: flow.p, user: identity.username }, 'sign-in refused: in none of the allowed groups');
+      throw new SignInFailure(
+        'insufficient_permissions',
+        `${identity.username} is in none of the groups allowed to sign in with ${flow.p}`,
+        flow.p,
+        identity.username,
+        NOT_IN_ALLOWED_GROUPS,
+      );
+    }
+    return identity;
   }
 
   private forgetOldStates(): void {
@@ -242,6 +260,14 @@ export class OidcSignIn {
       return undefined;
     }
   }
+}
+
+/** The provider's allowedGroups (Kite stores them comma-separated); none: everyone may sign in. */
+export function allowedGroups(provider: OAuthProviderResource): string[] {
+  return (provider.spec.allowedGroups ?? '')
+    .split(',')
+    .map((group) => group.trim())
+    .filter(Boolean);
 }
 
 /** "openid" plus the provider's scopes (Kite stores them comma-separated). */

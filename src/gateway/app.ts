@@ -21,6 +21,7 @@ import imageTagRoutes from './routes/image-tags.js';
 import initRoutes from './routes/init.js';
 import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
+import ldapSettingRoutes from './routes/ldap-setting.js';
 import logRoutes from './routes/logs.js';
 import metricsRoutes from './routes/metrics.js';
 import oauthProviderRoutes from './routes/oauth-providers.js';
@@ -32,6 +33,7 @@ import relatedRoutes from './routes/related.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
 import searchRoutes from './routes/search.js';
+import settingRoutes from './routes/settings.js';
 import terminalRoutes from './routes/terminal.js';
 import templateRoutes from './routes/templates.js';
 import toolRoutes from './routes/tools.js';
@@ -92,6 +94,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(initRoutes);
   await app.register(authRoutes);
   await app.register(oauthProviderRoutes);
+  await app.register(ldapSettingRoutes);
   await app.register(userRoutes);
   await app.register(roleRoutes);
   await app.register(apiKeyRoutes);
@@ -104,6 +107,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(preferenceRoutes);
   // Kite's image editor: an image's tags from its registry (docs/tools.md, "Image tags").
   await app.register(imageTagRoutes);
+  // Kite's settings pages: general settings, the AI status (docs/tools.md, "Settings").
+  await app.register(settingRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
   // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.

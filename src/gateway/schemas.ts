@@ -320,6 +320,7 @@ export const OAuthProvider = Type.Object(
     scopes: string,
     usernameClaim: string,
     groupsClaim: string,
+    allowedGroups: Type.String({ description: 'comma-separated: only their members sign in; "" for anyone' }),
     enabled: boolean,
     createdAt: timestamp(),
   },

@@ -9,6 +9,8 @@ import type { OidcSignIn } from '../auth/oidc.js';
 import type { OpenStreams } from '../auth/open-streams.js';
 import type { Config } from '../config.js';
 import type { APIKeyStore } from '../host/apikeys.js';
+import type { GeneralSettingStore } from '../host/general-setting.js';
+import type { LdapSettingStore } from '../host/ldap-setting.js';
 import type { OAuthProviderStore } from '../host/oauth-providers.js';
 import type { RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
@@ -33,6 +35,10 @@ export interface Services {
   apiKeys: APIKeyStore;
   /** OpenID Connect providers (host/oauth-providers.ts). */
   oauthProviders: OAuthProviderStore;
+  /** Kite's general settings: AI, kubectl console, password login, the global sidebar (host/general-setting.ts). */
+  generalSettings: GeneralSettingStore;
+  /** The LDAP directory configured from Kite's UI or kubectl, else the environment's (host/ldap-setting.ts). */
+  ldapSettings: LdapSettingStore;
   /** Resource templates (host/templates.ts; read from the API server, not a cache: it says why). */
   templates: TemplateStore;
   /** Sign-in with an OpenID Connect provider: the authorization URL, the callback (auth/oidc.ts). */

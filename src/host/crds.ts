@@ -4,17 +4,21 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { parse } from 'yaml';
 import type { Logger } from '../log.js';
 import { apiStatus, describeApiError } from './host-errors.js';
 
 const HASH_ANNOTATION = 'kiteline.io/crd-hash';
 
+/**
+ * The CRDs of `dir`, as client-node's typed objects: its serializer writes a create or replace from
+ * the typed members only, so members spelled otherwise in YAML (`x-kubernetes-validations`, typed
+ * `x_kubernetes_validations`) would be dropped if the parsed YAML were sent as it is.
+ */
 export function readCrds(dir: string): k8s.V1CustomResourceDefinition[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') || f.endsWith('.yml'))
     .sort()
-    .map((f) => parse(readFileSync(join(dir, f), 'utf8')) as k8s.V1CustomResourceDefinition);
+    .map((f) => k8s.loadYaml<k8s.V1CustomResourceDefinition>(readFileSync(join(dir, f), 'utf8')));
 }
 
 function withHash(crd: k8s.V1CustomResourceDefinition): k8s.V1CustomResourceDefinition {

@@ -4,7 +4,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from './resources.js';
 
-export type Plural = 'users' | 'roles' | 'apikeys' | 'clusters' | 'templates' | 'oauthproviders';
+export type Plural =
+  'users' | 'roles' | 'apikeys' | 'clusters' | 'templates' | 'oauthproviders' | 'generalsettings' | 'ldapsettings';
 
 const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

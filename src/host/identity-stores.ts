@@ -10,9 +10,11 @@ import { limitPasswordHashing } from '../credentials/passwords.js';
 import type { Logger } from '../log.js';
 import { APIKeyStore } from './apikeys.js';
 import { ExpiredKeySweeper } from './expired-keys.js';
+import { GeneralSettingStore } from './general-setting.js';
 import { IdBackfill } from './id-backfill.js';
 import { IdAllocator } from './ids.js';
 import { LDAP_SOURCE } from './group-subjects.js';
+import { LdapSettingStore } from './ldap-setting.js';
 import { OAuthProviderStore, providerName } from './oauth-providers.js';
 import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
@@ -31,6 +33,10 @@ export class IdentityStores {
   readonly sessionKey: SessionKey;
   /** OpenID Connect providers users sign in with (their client secrets in owned Secrets). */
   readonly oauthProviders: OAuthProviderStore;
+  /** Kite's general settings (password login among them) and the global sidebar layout. */
+  readonly generalSettings: GeneralSettingStore;
+  /** The LDAP directory: an LDAPSetting, else the environment's (KITELINE_LDAP_*). */
+  readonly ldapSettings: LdapSettingStore;
   private readonly backfill: IdBackfill;
   private readonly hasher: PlainPasswordHasher;
   private readonly expiredKeys: ExpiredKeySweeper;
@@ -38,7 +44,7 @@ export class IdentityStores {
 
   constructor(
     host: HostStore,
-    private readonly config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds' | 'ldap'>,
+    config: Pick<Config, 'passwordHashConcurrency' | 'expiredKeyRetentionSeconds' | 'ldap' | 'ldapTiming'>,
     log: Logger,
   ) {
     limitPasswordHashing(config.passwordHashConcurrency);
@@ -57,6 +63,18 @@ export class IdentityStores {
     this.apiKeys = apiKeys;
     this.sessionKey = new SessionKey(host);
     this.oauthProviders = new OAuthProviderStore(host, ids);
+    this.generalSettings = new GeneralSettingStore(host, () => this.signInWithoutPassword());
+    this.ldapSettings = new LdapSettingStore(
+      host,
+      config.ldap,
+      config.ldapTiming,
+      () =>
+        this.generalSettings.passwordLoginDisabled() && this.oauthProviders.enabled().length === 0
+          ? 'LDAP cannot be turned off while password login is disabled and no OAuth provider is enabled: ' +
+            'nobody could sign in'
+          : undefined,
+      log,
+    );
     this.host = host;
     this.backfill = new IdBackfill(ids, log, [users, roles, apiKeys, this.oauthProviders]);
     this.hasher = new PlainPasswordHasher(host, log);
@@ -74,17 +92,24 @@ export class IdentityStores {
    */
   groupSources(): string[] {
     const providers = this.oauthProviders.list().map(providerName);
-    return this.config.ldap ? [...providers, LDAP_SOURCE] : providers;
+    return this.ldapSettings.directory() ? [...providers, LDAP_SOURCE] : providers;
+  }
+
+  /** Someone can sign in without a password: an enabled OAuth provider, or an LDAP directory. */
+  signInWithoutPassword(): boolean {
+    return this.oauthProviders.enabled().length > 0 || this.ldapSettings.directory() !== undefined;
   }
 
   /**
    * Calls `listener` on every change the identity caches see: users, roles, API keys, OAuth
-   * providers and the Secrets beside them (password and key hashes, the session key), whoever wrote
+   * providers, the LDAP setting and the Secrets beside them (password and key hashes, the session key), whoever wrote
    * it. Returns the unsubscription.
    */
   onChange(listener: () => void): () => void {
-    const { users, roles, apiKeys, oauthProviders, secrets } = this.host;
-    const caches = [users, roles, apiKeys, oauthProviders, secrets] as Array<WatchedCache<KubernetesObject>>;
+    const { users, roles, apiKeys, oauthProviders, ldapSettings, secrets } = this.host;
+    const caches = [users, roles, apiKeys, oauthProviders, ldapSettings, secrets] as Array<
+      WatchedCache<KubernetesObject>
+    >;
     for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.on(verb, listener);
     return () => {
       for (const cache of caches) for (const verb of INFORMER_EVENTS) cache.off(verb, listener);

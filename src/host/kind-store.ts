@@ -15,7 +15,7 @@ import { isAlreadyExists, isNotFound } from './host-errors.js';
 import { ensureId } from './id-assign.js';
 import type { IdAllocator, IdKind } from './ids.js';
 import type { WatchedCache } from './informer.js';
-import { deleteOwnedSecret, upsertSecret } from './owned-secrets.js';
+import { deleteOwnedSecret, writeOwnedSecret, type OwnedSecret } from './owned-secrets.js';
 import { ID_LABEL, MANAGED_BY, MANAGED_BY_LABEL, resourceId, type KiteResource } from './resources.js';
 import { retryOnConflict } from './retry.js';
 import type { HostStore } from './store.js';
@@ -29,14 +29,6 @@ export interface KindDefinition<T extends KiteResource> {
   /** The natural key clients name objects by (username, role name, key name). */
   keyOf: (obj: T) => string | undefined;
   cache: (host: HostStore) => WatchedCache<T>;
-}
-
-/** A Secret that belongs to the object: created with it (rolled back with it), deleted with it. */
-export interface OwnedSecret {
-  name: string;
-  values: Record<string, string>;
-  /** Keys to remove when the Secret already exists (a plain password applied by hand). */
-  drop?: string[];
 }
 
 export class KindStore<T extends KiteResource> {
@@ -123,12 +115,11 @@ export class KindStore<T extends KiteResource> {
 
   /** Creates or updates the object's Secret (owned by it when created here); waits for the cache. */
   protected async writeSecret(owner: T, secret: OwnedSecret): Promise<void> {
-    const exists = this.host.secrets.get(secret.name, this.host.namespace) !== undefined;
-    const written = await upsertSecret(this.host.core, this.host.namespace, secret.name, secret.values, {
-      ...(exists ? {} : { owner: { ...owner, kind: this.definition.kind, apiVersion: this.crs.apiVersion } }),
-      ...(secret.drop ? { drop: secret.drop } : {}),
-    });
-    await this.host.secrets.waitFor(secret.name, hasVersion(written));
+    await writeOwnedSecret(
+      this.host,
+      { ...owner, kind: this.definition.kind, apiVersion: this.crs.apiVersion },
+      secret,
+    );
   }
 
   /** A merge patch of the object as it is now (no precondition). */

@@ -36,6 +36,8 @@ export interface OAuthProviderInput {
   scopes?: string;
   usernameClaim?: string;
   groupsClaim?: string;
+  /** Comma-separated group names; "" lets anyone sign in. */
+  allowedGroups?: string;
   enabled?: boolean;
 }
 
@@ -43,7 +45,11 @@ export function providerName(provider: OAuthProviderResource): string {
   return provider.spec?.name || provider.metadata.name;
 }
 
-function checkUrl(field: string, value: string, required: boolean): void {
+/**
+ * A URL kiteline sends a secret to: https (http only on a loopback host), without credentials or a
+ * fragment; 400 naming `field` otherwise ("" only when not `required`).
+ */
+export function checkUrl(field: string, value: string, required: boolean): void {
   if (value === '') {
     if (required) throw new BadRequestError(`${field} is required`);
     return;
@@ -75,6 +81,8 @@ function checkInput(input: OAuthProviderInput, creating: boolean): void {
     checkUrl('issuer (OpenID Connect discovery is required)', input.issuer ?? '', true);
   for (const field of ['authUrl', 'tokenUrl', 'userInfoUrl'] as const)
     if (input[field] !== undefined) checkUrl(field, input[field], false);
+  if (input.allowedGroups !== undefined && /[\x00-\x1f\x7f]/.test(input.allowedGroups))
+    throw new BadRequestError('allowedGroups must be group names separated by commas, on one line');
   for (const field of ['usernameClaim', 'groupsClaim'] as const) {
     const value = input[field];
     if (value !== undefined && value !== '' && !CLAIM_NAME.test(value))
@@ -184,6 +192,13 @@ function specOf(input: OAuthProviderInput & { clientSecretRef?: { name: string }
     'groupsClaim',
   ] as const;
   for (const field of fields) if (input[field] !== undefined) spec[field] = input[field];
+  // Stored as Kite does (comma-separated), each name trimmed.
+  if (input.allowedGroups !== undefined)
+    spec.allowedGroups = input.allowedGroups
+      .split(',')
+      .map((group) => group.trim())
+      .filter(Boolean)
+      .join(',');
   if (input.enabled !== undefined) spec.enabled = input.enabled;
   if (input.clientSecretRef) spec.clientSecretRef = input.clientSecretRef;
   return spec;

@@ -2,10 +2,12 @@
 // by their custom resource (so Kubernetes garbage-collects them with it), and rewritten so that
 // they end up holding hashes only.
 import type * as k8s from '@kubernetes/client-node';
+import { hasVersion } from './cache-sync.js';
 import { ownerReference } from './crud.js';
 import { isAlreadyExists, isNotFound } from './host-errors.js';
 import { retryOnConflict } from './retry.js';
 import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
+import type { HostStore } from './store.js';
 
 export const LAST_APPLIED_ANNOTATION = 'kubectl.kubernetes.io/last-applied-configuration';
 
@@ -59,6 +61,31 @@ export async function upsertSecret(
       body: { ...current, metadata: { ...current.metadata, annotations }, data, stringData: undefined },
     });
   });
+}
+
+/** A Secret that belongs to an object: created with it (rolled back with it), deleted with it. */
+export interface OwnedSecret {
+  name: string;
+  values: Record<string, string>;
+  /** Keys to remove when the Secret already exists (a plain password applied by hand). */
+  drop?: string[];
+}
+
+/**
+ * Creates or updates `secret` in the install namespace, owned by `owner` (its kind and apiVersion
+ * set) when created here; returns once the Secret cache shows it.
+ */
+export async function writeOwnedSecret(
+  host: Pick<HostStore, 'core' | 'namespace' | 'secrets'>,
+  owner: k8s.KubernetesObject,
+  secret: OwnedSecret,
+): Promise<void> {
+  const exists = host.secrets.get(secret.name, host.namespace) !== undefined;
+  const written = await upsertSecret(host.core, host.namespace, secret.name, secret.values, {
+    ...(exists ? {} : { owner }),
+    ...(secret.drop ? { drop: secret.drop } : {}),
+  });
+  await host.secrets.waitFor(secret.name, hasVersion(written));
 }
 
 /** Deletes a Secret that kiteline created (managed-by label); leaves anyone else's alone. */

@@ -111,6 +111,8 @@ export interface OAuthProviderSpec {
   scopes?: string;
   usernameClaim?: string;
   groupsClaim?: string;
+  /** Kite's: comma-separated groups (of groupsClaim), one of which a user must be in to sign in; "" for anyone. */
+  allowedGroups?: string;
   enabled?: boolean;
 }
 export type OAuthProviderResource = Resource<OAuthProviderSpec, { conditions?: Condition[] }>;
@@ -120,3 +122,48 @@ export function resourceId(obj: KubernetesObject): number | undefined {
   const raw = obj.metadata?.labels?.[ID_LABEL];
   return raw && /^[1-9]\d*$/.test(raw) ? Number(raw) : undefined;
 }
+
+/**
+ * Kite's general settings (Settings → General and Authentication): one GeneralSetting named
+ * `general` (host/general-setting.ts); the AI API key lives in the Secret of aiApiKeySecretRef.
+ */
+export interface GeneralSettingSpec {
+  aiAgentEnabled?: boolean;
+  aiProvider?: 'openai' | 'anthropic';
+  aiModel?: string;
+  aiApiKeySecretRef?: { name: string };
+  aiBaseUrl?: string;
+  aiMaxTokens?: number;
+  kubectlEnabled?: boolean;
+  kubectlImage?: string;
+  nodeTerminalImage?: string;
+  enableAnalytics?: boolean;
+  enableVersionCheck?: boolean;
+  passwordLoginDisabled?: boolean;
+  /** Kite UI's sidebar layout for everyone (JSON text), "" or absent: none. */
+  globalSidebarPreference?: string;
+}
+export type GeneralSettingResource = Resource<GeneralSettingSpec, { conditions?: Condition[] }>;
+
+/**
+ * The LDAP directory configured from Kite's UI (or kubectl): one LDAPSetting named `ldap`
+ * (host/ldap-setting.ts); the service account's password lives in the Secret of
+ * bindPasswordSecretRef (key `password`).
+ */
+export interface LdapSettingSpec {
+  enabled?: boolean;
+  serverUrl?: string;
+  useStartTLS?: boolean;
+  /** PEM of the CA that signed the directory's certificate; absent: the system CAs. */
+  caCert?: string;
+  bindDn?: string;
+  bindPasswordSecretRef?: { name: string };
+  userBaseDn?: string;
+  userFilter?: string;
+  usernameAttribute?: string;
+  displayNameAttribute?: string;
+  groupBaseDn?: string;
+  groupFilter?: string;
+  groupNameAttribute?: string;
+}
+export type LdapSettingResource = Resource<LdapSettingSpec, { conditions?: Condition[] }>;

@@ -9,6 +9,8 @@ import { hostApiClient } from './kube.js';
 import type {
   APIKeyResource,
   ClusterResource,
+  GeneralSettingResource,
+  LdapSettingResource,
   OAuthProviderResource,
   RoleResource,
   UserResource,
@@ -20,6 +22,9 @@ export class HostStore {
   readonly roles: WatchedCache<RoleResource>;
   readonly apiKeys: WatchedCache<APIKeyResource>;
   readonly oauthProviders: WatchedCache<OAuthProviderResource>;
+  /** The settings (one object each): Kite's general settings, the LDAP directory. */
+  readonly generalSettings: WatchedCache<GeneralSettingResource>;
+  readonly ldapSettings: WatchedCache<LdapSettingResource>;
   readonly secrets: WatchedCache<k8s.V1Secret>;
   readonly customObjects: k8s.CustomObjectsApi;
   readonly core: k8s.CoreV1Api;
@@ -40,11 +45,30 @@ export class HostStore {
       customResourceSource<OAuthProviderResource>(kc, namespace, 'oauthproviders'),
       log,
     );
+    this.generalSettings = new WatchedCache(
+      kc,
+      customResourceSource<GeneralSettingResource>(kc, namespace, 'generalsettings'),
+      log,
+    );
+    this.ldapSettings = new WatchedCache(
+      kc,
+      customResourceSource<LdapSettingResource>(kc, namespace, 'ldapsettings'),
+      log,
+    );
     this.secrets = new WatchedCache(kc, secretSource(kc, namespace), log);
   }
 
   private get caches() {
-    return [this.users, this.clusters, this.roles, this.apiKeys, this.oauthProviders, this.secrets];
+    return [
+      this.users,
+      this.clusters,
+      this.roles,
+      this.apiKeys,
+      this.oauthProviders,
+      this.generalSettings,
+      this.ldapSettings,
+      this.secrets,
+    ];
   }
 
   /** Creates the install namespace when allowed, then loads every cache. */

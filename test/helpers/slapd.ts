@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Client } from 'ldapts';
 import { ensureCa, ensureServingCert } from '../../src/controlplane/pki.js';
 import { freePort } from '../../src/controlplane/ports.js';
+import { kubectl } from './clusters.js';
 import { eventually } from './eventually.js';
 
 export const BASE = 'dc=example,dc=org';
@@ -44,6 +45,30 @@ export function userDn(uid: string): string {
 
 export function groupDn(cn: string): string {
   return `cn=${cn},ou=groups,${BASE}`;
+}
+
+/**
+ * The KITELINE_LDAP_* of a gateway signing in against `directory`: StartTLS with its CA (or the CA
+ * file given), users and groups under BASE.
+ */
+export function directoryEnv(directory: TestDirectory, caFile = directory.caFile): Record<string, string> {
+  return {
+    KITELINE_LDAP_URL: directory.url,
+    KITELINE_LDAP_START_TLS: 'true',
+    KITELINE_LDAP_CA_FILE: caFile,
+    KITELINE_LDAP_BIND_DN: SERVICE_DN,
+    KITELINE_LDAP_USER_BASE: `ou=people,${BASE}`,
+    KITELINE_LDAP_GROUP_BASE: `ou=groups,${BASE}`,
+  };
+}
+
+/** The service account's password in the environment's Secret (kiteline-ldap-bind) of `namespace`. */
+export function storeBindPassword(kubeconfig: string, namespace: string): void {
+  const res = kubectl(kubeconfig, [
+    ...['-n', namespace, 'create', 'secret', 'generic', 'kiteline-ldap-bind'],
+    `--from-literal=password=${SERVICE_PASSWORD}`,
+  ]);
+  if (res.status !== 0) throw new Error(`kubectl create secret: ${res.stderr}`);
 }
 
 /** Starts slapd with these users and groups (group name → member uids). */

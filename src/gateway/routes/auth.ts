@@ -6,7 +6,7 @@ import { Type, type Static } from 'typebox';
 import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
 import { LDAP_PROVIDER } from '../../auth/ldap.js';
 import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
-import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
@@ -18,8 +18,10 @@ import {
   ref,
   schemaOf,
   SESSION_ONLY,
+  stringEnum,
   type App,
   type RequestWith,
+  type SessionUserView,
 } from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 
@@ -52,7 +54,7 @@ const LogoutQuery = Type.Object({
 });
 
 export default async function authRoutes(app: App) {
-  const { auth, users, roles, apiKeys, oauthProviders, oidc, config } = app.services;
+  const { auth, users, roles, apiKeys, oauthProviders, generalSettings, oidc, config } = app.services;
 
   /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
   function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
@@ -107,16 +109,33 @@ export default async function authRoutes(app: App) {
     return { message: 'logged out' };
   });
 
-  const userSchema = schema('The caller', { response: { 200: objectOf({ user: ref('SessionUser') }) } });
+  const userSchema = schema('The caller', {
+    description:
+      "With a global sidebar set (Kite's, by an admin), `user.sidebar_preference` is that layout for everyone " +
+      'but an admin who has one of their own.',
+    response: {
+      200: objectOf({
+        user: ref('SessionUser'),
+        hasGlobalSidebarPreference: Type.Boolean(),
+        globalSidebarPreference: Type.String({ description: 'the global sidebar layout (JSON text), "" when none' }),
+      }),
+    },
+  });
   app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
     const principal = request.principal!;
+    let user: SessionUserView;
     if (principal.kind === 'user') {
-      const user = users.byId(principal.id);
-      if (!user) throw new UnauthorizedError('user not found');
-      return { user: userView(user, (name) => roles.byName(name), auth.effectiveRoles(user)) };
+      const found = users.byId(principal.id);
+      if (!found) throw new UnauthorizedError('user not found');
+      user = userView(found, (name) => roles.byName(name), auth.effectiveRoles(found));
+    } else {
+      // An API key: shown as a user-like record with provider "api_key" (as Kite does).
+      user = apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name));
     }
-    // An API key: shown as a user-like record with provider "api_key" (as Kite does).
-    return { user: apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name)) };
+    const global = generalSettings.globalSidebarPreference();
+    if (global !== '' && (!auth.isAdmin(principal) || user.sidebar_preference.trim() === ''))
+      user = { ...user, sidebar_preference: global };
+    return { user, hasGlobalSidebarPreference: global !== '', globalSidebarPreference: global };
   });
 
   const refreshSchema = schema('Renew the session cookie while the session is valid', {
@@ -146,22 +165,40 @@ export default async function authRoutes(app: App) {
     ...passwordLogin,
   });
   app.post('/api/auth/login/ldap', { schema: ldapSchema }, async (request, reply) => {
-    if (!auth.ldap) throw new NotFoundError('LDAP sign-in is not configured');
     return signIn(request, reply, (username, password, ip) => auth.loginLdap(username, password, ip));
   });
 
   const providersSchema = schema('The login providers', {
     description:
       'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
-      '(with an LDAP directory configured, the password form signs its users in too).',
+      "while the password form signs anyone in (with an LDAP directory, it signs the directory's users in too). " +
+      "`credentialProviders` and `oauthProviders` (Kite's newer login page): the forms, `password` (unless " +
+      'password login is disabled) and `ldap` (POST /api/auth/login/<name>), and the OAuth providers.',
     security: PUBLIC,
-    response: { 200: objectOf({ providers: Type.Array(Type.String()) }) },
+    response: {
+      200: objectOf({
+        providers: Type.Array(Type.String()),
+        credentialProviders: Type.Array(stringEnum(['password', 'ldap'])),
+        oauthProviders: Type.Array(Type.String()),
+      }),
+    },
   });
-  // Not "ldap": Kite's login page shows every other entry as an OAuth button. Its password form
-  // signs directory users in (the password login falls back to the directory).
-  app.get('/api/auth/providers', { schema: providersSchema }, async () => ({
-    providers: [...oauthProviders.enabled().map(providerName), 'password'],
-  }));
+  // `providers` never holds "ldap": Kite's login page of before shows every other entry as an OAuth
+  // button. Its password form signs directory users in (the password login falls back to the
+  // directory), also while password login is disabled. The newer page reads the other two lists.
+  app.get('/api/auth/providers', { schema: providersSchema }, async () => {
+    const oauth = oauthProviders.enabled().map(providerName);
+    const passwordLogin = !generalSettings.passwordLoginDisabled();
+    const directory = auth.ldap.configured;
+    return {
+      providers: [...oauth, ...(passwordLogin || directory ? ['password'] : [])],
+      credentialProviders: [
+        ...(passwordLogin ? (['password'] as const) : []),
+        ...(directory ? (['ldap'] as const) : []),
+      ],
+      oauthProviders: oauth,
+    };
+  });
 
   /** Where the provider sends the browser back: KITELINE_EXTERNAL_URL, else this request's origin. */
   function callbackUrl(request: FastifyRequest): string {
@@ -240,7 +277,7 @@ export default async function authRoutes(app: App) {
       } catch (err) {
         if (!(err instanceof SignInFailure)) throw err;
         request.log.info({ provider: err.provider, code: err.code, reason: err.message }, 'OAuth sign-in failed');
-        const target = new URLSearchParams({ error: err.code, reason: err.message });
+        const target = new URLSearchParams({ error: err.code, reason: err.reason ?? err.message });
         if (err.provider) target.set('provider', err.provider);
         if (err.user) target.set('user', err.user);
         reply.header('set-cookie', cleared);

@@ -1,11 +1,12 @@
-// GET /api/v1/init_check (public): how far first-run setup got. step counts what exists
-// (a user: +1, a cluster: +1); initialized is step == 2.
+// GET /api/v1/init_check (public): how far first-run setup got, as Kite counts it: 0 while no user
+// exists (whatever clusters there are: Kite's UI then offers to create the super user), 1 with a
+// user, 2 with a user and a cluster; initialized is step == 2.
 import { Type } from 'typebox';
 import { objectOf, PUBLIC, schemaOf, type App } from '../schemas.js';
 
 const initState = objectOf({
   initialized: Type.Boolean({ description: 'step == 2' }),
-  step: Type.Integer({ description: 'a user exists: +1, a cluster exists: +1' }),
+  step: Type.Integer({ description: '0: no user yet; 1: a user, no cluster; 2: both' }),
 });
 
 export default async function initRoutes(app: App) {
@@ -14,7 +15,7 @@ export default async function initRoutes(app: App) {
     { schema: schemaOf('setup')('How far first-run setup got', { security: PUBLIC, response: { 200: initState } }) },
     async () => {
       const { users, clusterStore } = app.services;
-      const step = (users.any() ? 1 : 0) + (clusterStore.any() ? 1 : 0);
+      const step = users.any() ? 1 + (clusterStore.any() ? 1 : 0) : 0;
       return { initialized: step === 2, step };
     },
   );

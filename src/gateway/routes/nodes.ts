@@ -28,6 +28,7 @@ import {
   type Taint,
 } from '../../tools/node-actions.js';
 import { HttpError } from '../../errors.js';
+import { acceptEmptyJsonBody } from '../empty-json-body.js';
 import {
   ClusterQuery,
   clusterSchema,
@@ -129,12 +130,7 @@ const drainSchema = clusterSchema(
 
 export default async function nodeRoutes(app: App) {
   // Kite's UI posts cordon and uncordon with Content-Type application/json and no body.
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body === '') return done(null, undefined);
-    return parseJson(request, body as string, done);
-  });
+  acceptEmptyJsonBody(app);
 
   const { auth, hostGuard } = app.services;
 

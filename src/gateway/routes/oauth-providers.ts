@@ -25,6 +25,9 @@ const providerProperties = {
   scopes: Type.Optional(Type.String({ maxLength: 1024, description: 'comma- or space-separated' })),
   usernameClaim: Type.Optional(Type.String({ maxLength: 256, description: 'default preferred_username, then email' })),
   groupsClaim: Type.Optional(Type.String({ maxLength: 256, description: 'default groups' })),
+  allowedGroups: Type.Optional(
+    Type.String({ maxLength: 4096, description: 'comma-separated: only their members sign in; "" for anyone' }),
+  ),
   enabled: Type.Optional(Type.Boolean()),
 };
 /** Read-only members of the provider JSON: accepted and ignored, so a client can send back what it fetched. */

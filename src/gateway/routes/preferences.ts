@@ -2,16 +2,17 @@
 // signed-in user saves the layout of Kite UI's sidebar on their own User (spec.sidebarPreference);
 // GET /api/auth/user answers it back as `sidebar_preference` (Kite's UI reads it there). At most
 // 16 KiB, JSON text of an object (the UI parses it on every load) or "" to forget it. Only a
-// user's session can save one: an API key has no User to keep it on (400).
+// user's session can save one: an API key has no User to keep it on (400). While an admin has set
+// a global sidebar (routes/settings.ts), only admins keep their own (others: 403, as in Kite).
 import { Type } from 'typebox';
-import { BadRequestError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { objectOf, schemaOf, type App } from '../schemas.js';
 
 /** A saved sidebar preference at most, in bytes of UTF-8 (the CRD allows as many characters). */
 export const MAX_SIDEBAR_PREFERENCE_BYTES = 16 * 1024;
 
 /** 400 unless the preference is "" or the JSON text of an object, within the size limit. */
-function checkPreference(text: string): void {
+export function checkPreference(text: string): void {
   if (Buffer.byteLength(text, 'utf8') > MAX_SIDEBAR_PREFERENCE_BYTES) {
     throw new BadRequestError(`sidebar_preference is larger than ${MAX_SIDEBAR_PREFERENCE_BYTES} bytes`);
   }
@@ -26,7 +27,7 @@ function checkPreference(text: string): void {
     throw new BadRequestError('sidebar_preference must be the JSON text of an object');
 }
 
-const SidebarPreferenceBody = Type.Object(
+export const SidebarPreferenceBody = Type.Object(
   {
     sidebar_preference: Type.String({
       maxLength: MAX_SIDEBAR_PREFERENCE_BYTES,
@@ -37,7 +38,7 @@ const SidebarPreferenceBody = Type.Object(
 );
 
 export default async function preferenceRoutes(app: App) {
-  const { users } = app.services;
+  const { users, auth, generalSettings } = app.services;
 
   app.post(
     '/api/users/sidebar_preference',
@@ -52,6 +53,9 @@ export default async function preferenceRoutes(app: App) {
       const principal = request.principal!;
       if (principal.kind !== 'user')
         throw new BadRequestError('a sidebar preference is kept on a user: sign in with a session, not an API key');
+      // Kite's rule: a global sidebar (an admin's) is everyone's but admins'.
+      if (generalSettings.globalSidebarPreference() !== '' && !auth.isAdmin(principal))
+        throw new ForbiddenError('sidebar customization is disabled by global sidebar');
       const preference = request.body.sidebar_preference;
       checkPreference(preference);
       const user = users.byId(principal.id);

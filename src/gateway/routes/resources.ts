@@ -47,6 +47,9 @@ import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query
 import { ClusterQuery, clusterSchema, ref, type App, type RequestWith } from '../schemas.js';
 import { callerCluster, withClientSignal } from '../tool-request.js';
 
+/** The first segment of the admin routes (/api/v1/admin/...): no resource of any cluster. */
+const ADMIN_SCOPE = 'admin';
+
 const resource = Type.String({
   maxLength: 253,
   pattern: RESOURCE_PATTERN,
@@ -158,6 +161,11 @@ function isNodes(resolved: ResolvedResource): boolean {
 export default async function resourceRoutes(app: App) {
   registerBodyParsers(app);
   const { hostGuard } = app.services;
+  // /api/v1/admin/... is the admin routes' scope, never a resource: a path none of them claims is
+  // the not-found handler's 404 (before any check of the segments, which would answer 400).
+  app.addHook('onRequest', async (request, reply) => {
+    if ((request.params as { resource?: string }).resource === ADMIN_SCOPE) return reply.callNotFound();
+  });
 
   /** Authentication is done (onRequest); cluster, segments and resource come next. */
   async function prepare(

@@ -95,6 +95,7 @@ export function oauthProviderView(provider: OAuthProviderResource): OAuthProvide
     scopes: spec.scopes ?? '',
     usernameClaim: spec.usernameClaim ?? '',
     groupsClaim: spec.groupsClaim ?? '',
+    allowedGroups: spec.allowedGroups ?? '',
     enabled: spec.enabled !== false,
     createdAt: creationTime(provider),
   };
