@@ -44,6 +44,7 @@ const LAYERS = {
   workloads: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   describe: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],
+  monitoring: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
 
