@@ -47,6 +47,8 @@ const LAYERS = {
   tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],
   // Image registries (an image's tags): no cluster, only the address rules of credentials/.
   registries: ['credentials'],
+  // Kite's charts on a cluster's Prometheus (docs/monitoring.md).
+  monitoring: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
 

@@ -321,8 +321,6 @@ t.test('GET /api/v1/version', async (t) => {
 
 t.test('what kiteline does not build answers a JSON 404, never HTML', async (t) => {
   for (const [method, path] of [
-    ['GET', '/api/v1/prometheus/resource-usage-history?duration=1h'],
-    ['GET', `/api/v1/prometheus/pods/${ns}/p/metrics?duration=1h`],
     ['GET', '/api/v1/no-such-thing'],
     ['POST', '/api/v1/no/such/route/at/all'],
     ['GET', '/api/nothing-here'],

@@ -40,7 +40,16 @@ import type {
 /** What the Cluster object says about this connection (changes without a reconnect). */
 export type ConnectionMeta = Pick<
   Cluster,
-  'objectName' | 'id' | 'name' | 'enabled' | 'impersonate' | 'isDefault' | 'defaultSince' | 'inCluster' | 'source'
+  | 'objectName'
+  | 'id'
+  | 'name'
+  | 'enabled'
+  | 'impersonate'
+  | 'isDefault'
+  | 'defaultSince'
+  | 'inCluster'
+  | 'source'
+  | 'prometheusURL'
 >;
 
 export interface ConnectionOptions {
@@ -218,6 +227,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
   get impersonate(): boolean {
     return this.meta.impersonate;
+  }
+  get prometheusURL(): string {
+    return this.meta.prometheusURL;
   }
   get ready(): boolean {
     return this.health.ready;

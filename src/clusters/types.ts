@@ -75,6 +75,8 @@ export interface ClusterConnection {
   readonly version: string;
   /** Send Impersonate-User/Group for the caller. */
   readonly impersonate: boolean;
+  /** The cluster's Prometheus (spec.prometheusURL), "" when it has none (src/monitoring/). */
+  readonly prometheusURL: string;
   /**
    * Sends one request on the keep-alive pool with the cluster's credentials and resolves with
    * the response head (the body streams). Fails with BadGatewayError within the connect timeout

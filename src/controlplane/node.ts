@@ -266,6 +266,10 @@ export async function startNode(ctx: NodeStartContext, save: (node: NodeState) =
       `--cert-dir=${join(p.kubeletRoot, 'pki')}`,
       `--hostname-override=${node.name}`,
       `--node-ip=${net.nodeAddress}`,
+      // The kubelet's cAdvisor (/metrics/cadvisor: the series of Prometheus' charts) learns each
+      // container's pod, namespace and container name from containerd at this socket, not at
+      // containerRuntimeEndpoint; without it, it reports bare cgroups only.
+      `--containerd=${p.socket}`,
       '--v=1',
     ],
     kubeletLog,

@@ -29,6 +29,7 @@ import overviewRoutes from './routes/overview.js';
 import podFileRoutes from './routes/pod-files.js';
 import podWatchRoutes from './routes/pod-watch.js';
 import preferenceRoutes from './routes/preferences.js';
+import prometheusRoutes from './routes/prometheus.js';
 import relatedRoutes from './routes/related.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
@@ -101,6 +102,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(auditLogRoutes);
   await app.register(clusterRoutes);
   await app.register(overviewRoutes);
+  await app.register(prometheusRoutes);
   await app.register(kubeconfigRoutes);
   // Kite UI's resource templates and the user's sidebar preference (docs/tools.md).
   await app.register(templateRoutes);

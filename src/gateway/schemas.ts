@@ -517,12 +517,19 @@ export function schemaOf(...tags: string[]) {
   });
 }
 
-const resourcesSchema = schemaOf('resources');
-
 /**
- * The schema of a route on the selected cluster (tag `resources`): its parts plus the `x-cluster-name`
- * header and cookie that select the cluster (its querystring names the query parameter).
+ * The schema builder of a group of routes on the selected cluster: its parts plus the
+ * `x-cluster-name` header and cookie that select the cluster (its querystring names the query
+ * parameter).
  */
-export function clusterSchema<P extends RouteParts>(summary: string, parts: P) {
-  return { ...resourcesSchema(summary, parts), headers: clusterHeader, cookies: clusterCookie };
+export function clusterSchemaOf(...tags: string[]) {
+  const grouped = schemaOf(...tags);
+  return <P extends RouteParts>(summary: string, parts: P) => ({
+    ...grouped(summary, parts),
+    headers: clusterHeader,
+    cookies: clusterCookie,
+  });
 }
+
+/** The schema of a route on the selected cluster, tagged `resources`. */
+export const clusterSchema = clusterSchemaOf('resources');

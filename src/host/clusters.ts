@@ -245,7 +245,10 @@ function checkPrometheusURL(url: string | undefined): string {
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw new BadRequestError('prometheusURL must be an http(s) URL');
-  // Not connected to today (docs/clusters.md), but refused as a cluster's server is, before it is.
+  // The spec is no place for a password (it is shown to admins and in kubectl get -o yaml), and
+  // kiteline sends no credentials to Prometheus (docs/monitoring.md).
+  if (parsed.username || parsed.password) throw new BadRequestError('prometheusURL must not carry user:password@');
+  // Refused as a cluster's server is: kiteline connects there (src/monitoring/prometheus.ts).
   if (refusedAddress(parsed.hostname)) throw new BadRequestError(`prometheusURL must not be ${REFUSED_WHY}`);
   return url;
 }

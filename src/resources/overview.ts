@@ -98,5 +98,6 @@ export async function loadOverview(
       }),
     ),
   );
-  return { ...counts, prometheusEnabled: false, resource: { cpu, memory } };
+  // Kite's rule: a Prometheus is configured for the cluster (no health check; src/monitoring/).
+  return { ...counts, prometheusEnabled: conn.prometheusURL !== '', resource: { cpu, memory } };
 }

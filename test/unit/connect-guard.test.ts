@@ -18,6 +18,7 @@ const meta = {
   name: 'x',
   enabled: true,
   impersonate: false,
+  prometheusURL: '',
   isDefault: true,
   defaultSince: 0,
   inCluster: false,
