@@ -2,7 +2,7 @@
 // started the way a pod runs it (in-cluster environment, the service-account token of deploy/'s
 // ServiceAccount, no kubeconfig), works with exactly the RBAC of deploy/rbac.yaml — and that
 // RBAC is no broader than needed. The optional in-cluster binding makes the host administrable.
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -38,16 +38,19 @@ t.test('the kustomization builds everything, CRDs included', async (t) => {
   t.equal(built.status, 0, built.stderr);
   const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as Doc);
   const kinds = docs.map((d) => d.kind).sort();
+  // Every CRD of crds/ is in the build, once.
+  const crdFiles = readdirSync(join(PACKAGE_ROOT, 'crds')).filter((f) => f.endsWith('.yaml'));
+  t.same(
+    docs
+      .filter((d) => d.kind === 'CustomResourceDefinition')
+      .map((d) => `${d.metadata.name}.yaml`)
+      .sort(),
+    crdFiles.sort(),
+  );
   t.same(kinds, [
     'ClusterRole',
     'ClusterRoleBinding',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
-    'CustomResourceDefinition',
+    ...crdFiles.map(() => 'CustomResourceDefinition'),
     'Deployment',
     'Namespace',
     'PodDisruptionBudget',
