@@ -42,11 +42,16 @@ export function mayAccess(
   return auth.authorize(principal, { cluster, namespace: namespace ?? ALL_NAMESPACES, resource, verb });
 }
 
+/** How a refusal names the caller: `user alice`, `API key ci`. */
+export function callerLabel(principal: Pick<Principal, 'kind' | 'name'>): string {
+  return `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
+}
+
 /** Throws 403 unless one of the principal's roles allows the access. */
 export function requireAccess(...args: Parameters<typeof mayAccess>): void {
   if (mayAccess(...args)) return;
   const [, principal, cluster, resource, namespace, verb] = args;
   const where = namespace === undefined ? 'across all namespaces' : `in namespace ${namespace}`;
-  const who = `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
+  const who = callerLabel(principal);
   throw new ForbiddenError(`${who} may not ${verb} ${resource} ${where} on cluster ${cluster}`);
 }

@@ -11,7 +11,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { ClusterConnection } from '../clusters/types.js';
 import { ForbiddenError } from '../errors.js';
-import type { Authorizer } from './access.js';
+import { callerLabel, type Authorizer } from './access.js';
 import { ALL_NAMESPACES } from './segments.js';
 import { errorFromResponse, readJson } from './upstream.js';
 
@@ -50,7 +50,7 @@ export async function requireReplacedObject(
   if (res.statusCode === 404) {
     res.resume();
     const where = namespace === undefined ? '' : ` in namespace ${namespace}`;
-    const who = `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
+    const who = callerLabel(principal);
     throw new ForbiddenError(
       `${who} may not create ${resource}${where} on cluster ${conn.name}: ${name} does not exist, ` +
         'and a PUT would create it',

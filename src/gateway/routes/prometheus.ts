@@ -11,11 +11,11 @@
 // here (a 400 otherwise) and written as a PromQL string (monitoring/usage.ts).
 import { Type } from 'typebox';
 import { MAX_QUERY_LENGTH } from '../../monitoring/promql.js';
-import { mayAccess, requireAccess } from '../../cluster-access/access.js';
+import { callerLabel, mayAccess, requireAccess } from '../../cluster-access/access.js';
 import { ForbiddenError } from '../../errors.js';
 import { clusterNamespaces, passthrough } from '../../monitoring/query.js';
 import { DURATIONS, podMetrics, resourceUsageHistory } from '../../monitoring/usage.js';
-import { POD_RESOURCE } from '../../workloads/access.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { clusterSchemaOf, clusterQueryProperties, defaulted, streamed, stringEnum, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
@@ -154,8 +154,13 @@ export default async function prometheusRoutes(app: App) {
     withClientSignal(async (request, reply, signal) => {
       const { namespace, podName } = request.params;
       const ctx = await toolRequest(app, request, reply, signal);
-      requireAccess(auth, ctx.principal, ctx.conn.name, 'pods', namespace, 'get');
-      await hostGuard.check(ctx.conn, { resolved: POD_RESOURCE, namespace, name: undefined, verb: 'get' });
+      await requireWorkloadAccess(app.services, ctx.principal, ctx.conn, {
+        kind: POD_RESOURCE,
+        resource: 'pods',
+        verb: 'get',
+        namespace,
+        name: undefined,
+      });
       const pod = { namespace, pod: podName, container: request.query.container };
       return podMetrics(ctx.conn, pod, request.query.duration, signal);
     }),
@@ -169,7 +174,7 @@ export default async function prometheusRoutes(app: App) {
       (ns) => ns !== hidden && mayAccess(auth, ctx.principal, ctx.conn.name, QUERY_RESOURCE, ns, 'create'),
     );
     if (allowed.length === 0) {
-      const who = `${ctx.principal.kind === 'apikey' ? 'API key' : 'user'} ${ctx.principal.name}`;
+      const who = callerLabel(ctx.principal);
       throw new ForbiddenError(`${who} may not create ${QUERY_RESOURCE} in any namespace of cluster ${ctx.conn.name}`);
     }
     return allowed;
