@@ -1,10 +1,10 @@
 // The `kiteline` command: serve | controlplane start|stop | terminal.
 import { parseArgs } from 'node:util';
 import { loadConfig, parseFlags } from './config.js';
-import { startControlPlane, stopControlPlane } from './controlplane/controlplane.js';
 import { ConfigError } from './errors.js';
-import { nextStepHint, startServer } from './server.js';
-import { runTerminal } from './terminal-client.js';
+
+// Each command imports what it runs when it runs: the gateway's modules (Fastify, the Kubernetes
+// client) take seconds of CPU to load, which `kiteline terminal` and a usage error do not need.
 
 const USAGE = `usage:
   kiteline serve [--kubeconfig FILE] [--port N] [--host ADDR] [--namespace NS] [--log-level LEVEL]
@@ -23,6 +23,7 @@ const SHUTDOWN_DRAIN_DELAY_MS = 5000;
 
 async function serve(argv: string[]): Promise<void> {
   const config = loadConfig(argv);
+  const { nextStepHint, startServer } = await import('./server.js');
   const server = await startServer(config);
   if (server.services.host.users.list().length === 0) process.stderr.write(nextStepHint(server.url) + '\n');
   const shutdown = (signal: string) => {
@@ -40,6 +41,7 @@ async function controlplane(argv: string[]): Promise<void> {
   const [action, ...rest] = argv;
   const flags = parseFlags(rest);
   if (!flags.dir) throw new ConfigError(`--dir is required\n${USAGE}`);
+  const { startControlPlane, stopControlPlane } = await import('./controlplane/controlplane.js');
   if (action === 'start') {
     if (flags.node !== undefined && flags.node !== 'true' && flags.node !== 'false')
       throw new ConfigError(`--node takes no value\n${USAGE}`);
@@ -82,6 +84,7 @@ async function terminal(argv: string[]): Promise<void> {
   if (!values.server) throw new ConfigError(`--server is required\n${USAGE}`);
   const key = values.key || process.env.KITELINE_API_KEY;
   if (!key) throw new ConfigError(`an API key is required: --key or KITELINE_API_KEY\n${USAGE}`);
+  const { runTerminal } = await import('./terminal-client.js');
   const code = await runTerminal(
     {
       server: values.server,

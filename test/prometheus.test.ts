@@ -170,10 +170,17 @@ t.test("resource-usage-history: the node's and the cluster's series, Kite's shap
 });
 
 t.test("pod metrics: a running pod's series, by container and by name prefix, Kite's shape", async (t) => {
-  const res = await eventually('pod metrics', async () => {
-    const r = await get(admin, podMetrics(A, 'web-1'));
-    return r.status === 200 && r.body.cpu.length > 0 ? r : undefined;
-  });
+  const res = await eventually(
+    'pod metrics',
+    async () => {
+      const r = await get(admin, podMetrics(A, 'web-1'));
+      // The network series needs two scrapes of the pod's sandbox, which can come a scrape after
+      // its containers' CPU series: wait for both.
+      return r.status === 200 && r.body.cpu.length > 0 && r.body.networkIn.length > 0 ? r : undefined;
+    },
+    90_000,
+    1000,
+  );
   t.same(Object.keys(res.body).sort(), [
     'cpu',
     'diskRead',
