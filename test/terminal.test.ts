@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import t from 'tap';
 import { TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
@@ -321,13 +322,16 @@ t.test('a node terminal: a shell on the host; its pod goes when the client is ki
   });
 });
 
-t.test('a node terminal whose shell exits: close, then the pod goes', async (t) => {
+t.test('a node terminal with the shell asked for, which exits: close, then the pod goes', async (t) => {
   const before = await nodeTerminalPods();
-  const term = await openTerminal(`${wsBase(gw)}/api/v1/node-terminal/${NODE}/ws`, admin);
+  // sh by name: the host's sh, which reads no .bashrc (and so starts at once on these machines).
+  const term = await openTerminal(`${wsBase(gw)}/api/v1/node-terminal/${NODE}/ws?shell=sh`, admin);
   t.teardown(() => term.ws.terminate());
   await term.waitFor('connected', (m) => m.type === 'connected', 150_000);
   const [pod] = [...(await nodeTerminalPods()).keys()].filter((name) => !before.has(name));
   t.ok(pod, 'its pod runs');
+  term.type('echo "zero=[$0] $(hostname)"');
+  await term.waitOutput('the named shell on the host', new RegExp(`zero=\\[sh\\] ${hostname()}`), HOST_SHELL_START_MS);
   term.type('exit 0');
   t.match(await term.waitFor('close', (m) => m.type === 'close', HOST_SHELL_START_MS), { exitCode: 0 });
   t.equal(await term.closeCode, 1000);
@@ -369,6 +373,7 @@ t.test('who may open a node terminal', async (t) => {
   t.equal(await wsRefusal(url, viewer.headers), 403, 'the viewer');
   t.equal(await wsRefusal(url, almostAdmin.headers), 403, 'every verb on everything, but not the admin role');
   t.equal(await wsRefusal(url, {}), 401, 'anonymous');
+  t.equal(await wsRefusal(`${url}?shell=sh%3Breboot`, admin.headers), 400, 'a shell that is no plain name');
   t.equal(
     await wsRefusal(`${wsBase(gw)}/api/v1/node-terminal/no-such-node/ws`, admin.headers),
     404,

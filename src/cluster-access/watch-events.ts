@@ -1,9 +1,10 @@
 // The events of a Kubernetes watch answer (newline-delimited JSON `{type, object}`), one at a time
-// as the cluster sends them. Used by the live pod list and by log sessions that follow the pods
-// of a label selector.
+// as the cluster sends them, and Kite's relay of them as server-sent events. Used by the live
+// lists (pods, and any resource) and by log sessions that follow the pods of a label selector.
 import type { ClusterConnection } from '../clusters/types.js';
 import { BadGatewayError } from '../errors.js';
 import type { UpstreamHeaders } from './impersonation.js';
+import type { EventStream } from './sse.js';
 import { expectSuccess, readJson } from './upstream.js';
 import { streamLines } from './stream-lines.js';
 
@@ -89,4 +90,65 @@ export async function* watchEvents<T>(stream: AsyncIterable<Buffer | string>): A
 export function watchErrorMessage(object: unknown): string {
   const message = (object as { message?: unknown } | null)?.message;
   return typeof message === 'string' && message ? message : 'the watch failed';
+}
+
+/** Kite's event names of a live list: one object each. BOOKMARK events are not passed on. */
+const EVENT_NAMES: Partial<Record<WatchEventType, string>> = {
+  ADDED: 'added',
+  MODIFIED: 'modified',
+  DELETED: 'deleted',
+};
+
+/** An open watch answer: its body, which the relay ends. */
+export type OpenWatch = AsyncIterable<Buffer | string> & { destroy(): void; once(e: 'error', f: () => void): unknown };
+
+/**
+ * Re-sends a watch's events as Kite's live list does until the cluster ends the watch (then
+ * `close` {message}) or the client leaves: `send(name, event)` sends each object event (`added`,
+ * `modified`, `deleted`), a watch ERROR is an `error` event ({error}), a broken watch one last
+ * `error`. The watch is open already (its errors were plain HTTP answers); this owns and ends it.
+ */
+export async function relayWatch<T>(
+  events: EventStream,
+  upstream: OpenWatch,
+  send: (name: string, event: WatchEvent<T>) => Promise<void>,
+): Promise<void> {
+  try {
+    for await (const event of watchEvents<T>(upstream)) {
+      if (events.closed) break;
+      if (event.type === 'ERROR') {
+        await events.sendJson('error', { error: watchErrorMessage(event.object) });
+        continue;
+      }
+      const name = EVENT_NAMES[event.type];
+      if (name && event.object) await send(name, event);
+    }
+    if (!events.closed) await events.sendJson('close', { message: 'watch channel closed' });
+  } catch (err) {
+    if (!events.closed) await events.sendJson('error', { error: `the watch broke: ${(err as Error).message}` });
+  } finally {
+    upstream.once('error', () => undefined);
+    upstream.destroy();
+    events.end();
+  }
+}
+
+/** The annotation kubectl apply keeps its last manifest in: large, and no list shows it. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * A live list's `reduce=true` for any resource: the object without what no list column shows and
+ * what makes objects big (metadata.managedFields, kubectl's last-applied annotation). Pods are
+ * trimmed further, as Kite does (workloads/pod-watch.ts).
+ */
+export function reduceObject(object: Record<string, unknown>): Record<string, unknown> {
+  const metadata = object.metadata as Record<string, unknown> | undefined;
+  if (!metadata) return object;
+  const { managedFields: _managed, ...rest } = metadata;
+  const annotations = rest.annotations as Record<string, string> | undefined;
+  if (annotations && LAST_APPLIED in annotations) {
+    const { [LAST_APPLIED]: _applied, ...others } = annotations;
+    rest.annotations = others;
+  }
+  return { ...object, metadata: rest };
 }

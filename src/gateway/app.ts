@@ -3,9 +3,10 @@ import { requestIdOf } from '../log.js';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import sensible from '@fastify/sensible';
-import errors from './plugins/errors.js';
+import errors, { frameworkError } from './plugins/errors.js';
 import openapi from './plugins/openapi.js';
 import audit from './plugins/audit.js';
+import clusterPrefix, { rewriteClusterPath } from './plugins/cluster-prefix.js';
 import authenticate from './plugins/authenticate.js';
 import sameOrigin from './plugins/same-origin.js';
 import metrics from './plugins/metrics.js';
@@ -40,7 +41,7 @@ import templateRoutes from './routes/templates.js';
 import toolRoutes from './routes/tools.js';
 import userRoutes from './routes/users.js';
 import workloadProxyRoutes from './routes/workload-proxy.js';
-import type { App } from './schemas.js';
+import { eventStreamConstraint, type App } from './schemas.js';
 import type { Services } from './services.js';
 
 declare module 'fastify' {
@@ -76,7 +77,15 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     trustProxy: services.config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req.headers),
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1000 },
+    // Kite's newest spelling of a cluster route, /api/v1/_clusters/<cluster>/... (plugins/cluster-prefix.ts).
+    rewriteUrl: rewriteClusterPath,
+    // A URL the router cannot decode: the same JSON error as everything else (plugins/errors.ts).
+    frameworkErrors: frameworkError,
+    routerOptions: {
+      ignoreTrailingSlash: false,
+      maxParamLength: 1000,
+      constraints: { eventStream: eventStreamConstraint },
+    },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('services', services);
@@ -84,6 +93,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(errors);
   await app.register(requestLog);
   await app.register(authenticate);
+  await app.register(clusterPrefix);
   await app.register(sameOrigin);
   await app.register(metrics);
   await app.register(audit);

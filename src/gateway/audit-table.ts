@@ -47,6 +47,7 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'POST /api/auth/refresh': { verb: 'refresh', resource: 'sessions' },
   // Users.
   [`POST ${USERS}/create_super_user`]: { verb: 'create_super_user', resource: 'users', name: 'body.username' },
+  'POST /api/auth/setup/create_super_user': { verb: 'create_super_user', resource: 'users', name: 'body.username' },
   [`POST ${USERS}`]: { verb: 'create', resource: 'users', name: 'body.username' },
   [`PUT ${USERS}/:id`]: { verb: 'update', resource: 'users' },
   [`DELETE ${USERS}/:id`]: { verb: 'delete', resource: 'users' },

@@ -475,6 +475,56 @@ export const clusterQueryProperties = { 'x-cluster-name': Type.Optional(Type.Str
 /** A querystring of only `x-cluster-name`. */
 export const ClusterQuery = Type.Object(clusterQueryProperties);
 
+/** The query of Kite's live lists (server-sent events): GET /api/v1/<resource>/<namespace|_all>/watch. */
+export const LiveListQuery = Type.Object({
+  reduce: Type.Optional(
+    stringEnum(['true', 'false'], { description: "trim each object to what Kite's list shows (default false)" }),
+  ),
+  labelSelector: Type.Optional(Type.String({ maxLength: 4096 })),
+  fieldSelector: Type.Optional(Type.String({ maxLength: 4096 })),
+  ...clusterQueryProperties,
+});
+
+/**
+ * A route constraint (Fastify's `constraints`): `{ eventStream: 'yes' }` matches only requests that
+ * accept `text/event-stream` (every EventSource sends it). The live list of any resource,
+ * /api/v1/<resource>/<namespace>/watch, takes those, and leaves a plain GET of that path to the
+ * object named "watch" (the router falls back to /<resource>/<namespace>/<name>).
+ */
+export const eventStreamConstraint = {
+  name: 'eventStream',
+  storage<Handler>() {
+    const handlers = new Map<string, Handler>();
+    return {
+      get: (value: string): Handler | null => handlers.get(value) ?? null,
+      set: (value: string, handler: Handler) => void handlers.set(value, handler),
+    };
+  },
+  deriveConstraint: (req: { headers: Record<string, string | string[] | undefined> }) =>
+    String(req.headers.accept ?? '').includes('text/event-stream') ? 'yes' : 'no',
+  mustMatchWhenDerived: false,
+  validate(value: unknown) {
+    if (value !== 'yes') throw new Error("the eventStream constraint takes 'yes'");
+  },
+};
+
+/** A live list's answer: events written by the handler as they come, never serialized. */
+export function liveListEvents(objects: string) {
+  return streamed({
+    description: 'the event stream',
+    content: {
+      'text/event-stream': {
+        schema: {
+          type: 'string',
+          description:
+            `server-sent events: \`added\`, \`modified\`, \`deleted\` (${objects}), ` +
+            '`error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
+        },
+      },
+    },
+  });
+}
+
 // ---- Route schemas ---------------------------------------------------------------------------
 
 /**
@@ -529,6 +579,11 @@ export function clusterSchemaOf(...tags: string[]) {
     headers: clusterHeader,
     cookies: clusterCookie,
   });
+}
+
+/** Whether a route's schema is a cluster route's (clusterSchemaOf): it runs on the selected cluster. */
+export function isClusterRoute(schema: unknown): boolean {
+  return (schema as { headers?: unknown } | undefined)?.headers === clusterHeader;
 }
 
 /** The schema of a route on the selected cluster, tagged `resources`. */

@@ -8,7 +8,7 @@ import type { ClusterConnection, UpstreamResponse } from '../clusters/types.js';
 import { BadRequestError } from '../errors.js';
 import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 import { expectSuccess, readBody } from '../cluster-access/upstream.js';
-import type { EventStream } from './sse.js';
+import type { EventStream } from '../cluster-access/sse.js';
 import { streamLines } from '../cluster-access/stream-lines.js';
 
 /** The most of a log one answer carries when not following (the first this many bytes). */

@@ -13,7 +13,7 @@
 import type { ClusterConnection } from '../clusters/types.js';
 import { BadGatewayError, GatewayTimeoutError } from '../errors.js';
 import { getJson, writeJson, type ToolContext } from '../cluster-access/calls.js';
-import { BASH_OR_SH } from './terminal.js';
+import { BASH_OR_SH, checkedShell } from './terminal.js';
 import type { PodObject } from '../cluster-access/watch-events.js';
 
 /** Where the pods run and what they run. */
@@ -51,17 +51,20 @@ const HOPELESS_REASONS = new Set([
 ]);
 /**
  * What the exec runs in the pod: the host's namespaces (nsenter into PID 1's), else a chroot into /host, else the
- * pod's own busybox.
+ * pod's own busybox. On the host: the shell asked for by name (checked: a plain command name), else bash, else sh.
  */
-const HOST_SHELL_SCRIPT = [
-  'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
-  'ENTER="nsenter -t 1 -m -u -i -n -p --"',
-  `if $ENTER true 2>/dev/null; then exec $ENTER sh -c '${BASH_OR_SH}'; fi`,
-  `if [ -x /host/bin/sh ]; then exec chroot /host /bin/sh -c '${BASH_OR_SH}'; fi`,
-  'echo "kiteline: no shell on the host: this is the node terminal pod\'s busybox, the host\'s / is at /host"',
-  'exec sh',
-].join('\n');
-export const NODE_SHELL_COMMAND = ['sh', '-c', HOST_SHELL_SCRIPT];
+export function nodeShellCommand(shell: string | undefined): string[] {
+  const start = shell === undefined || shell === '' ? BASH_OR_SH : `exec ${checkedShell(shell)}`;
+  const script = [
+    'export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',
+    'ENTER="nsenter -t 1 -m -u -i -n -p --"',
+    `if $ENTER true 2>/dev/null; then exec $ENTER sh -c '${start}'; fi`,
+    `if [ -x /host/bin/sh ]; then exec chroot /host /bin/sh -c '${start}'; fi`,
+    'echo "kiteline: no shell on the host: this is the node terminal pod\'s busybox, the host\'s / is at /host"',
+    'exec sh',
+  ].join('\n');
+  return ['sh', '-c', script];
+}
 
 function podPath(namespace: string, name?: string): string {
   const base = `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;

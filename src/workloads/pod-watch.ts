@@ -14,15 +14,13 @@ import { HttpError } from '../errors.js';
 import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 import { milliValue } from '../cluster-access/quantity.js';
 import { readJson } from '../cluster-access/upstream.js';
-import type { EventStream } from './sse.js';
-import { watchErrorMessage, watchEvents, type PodObject } from '../cluster-access/watch-events.js';
+import type { EventStream } from '../cluster-access/sse.js';
+import { relayWatch, type OpenWatch, type PodObject } from '../cluster-access/watch-events.js';
 
 /** How often the pods with metrics are sent again with fresh numbers (Kite's interval). */
 export const METRICS_INTERVAL_MS = 15_000;
 /** A metrics list that takes longer is skipped for this tick. */
 const METRICS_TIMEOUT_MS = 5_000;
-
-const EVENT_NAMES: Record<string, string> = { ADDED: 'added', MODIFIED: 'modified', DELETED: 'deleted' };
 
 /** Kite's per-pod numbers; a member that is zero is left out (Go's omitempty). */
 export interface PodMetricsView {
@@ -126,11 +124,7 @@ const keyOf = (namespace: string | undefined, name: string | undefined) => `${na
  * Re-sends the watch's events until the cluster ends it (then `close`) or the client leaves.
  * The watch is open already (its errors were plain HTTP answers); this owns and ends it.
  */
-export async function relayPodWatch(
-  events: EventStream,
-  watch: PodWatch,
-  upstream: AsyncIterable<Buffer | string> & { destroy(): void; once(e: 'error', f: () => void): unknown },
-): Promise<void> {
+export async function relayPodWatch(events: EventStream, watch: PodWatch, upstream: OpenWatch): Promise<void> {
   const pods = new Map<string, KnownPod>();
   let metrics = await readMetrics(watch);
   const tick = setInterval(() => void refreshMetrics(), METRICS_INTERVAL_MS);
@@ -145,15 +139,9 @@ export async function relayPodWatch(
   }
 
   try {
-    for await (const event of watchEvents<PodObject>(upstream)) {
-      if (events.closed) break;
-      if (event.type === 'ERROR') {
-        await events.sendJson('error', { error: watchErrorMessage(event.object) });
-        continue;
-      }
-      const name = EVENT_NAMES[event.type];
+    await relayWatch<PodObject>(events, upstream, async (name, event) => {
       const pod = event.object;
-      if (!name || !pod?.metadata) continue;
+      if (!pod.metadata) return;
       const key = keyOf(pod.metadata.namespace, pod.metadata.name);
       const known: KnownPod = {
         view: watch.reduce ? reducePod(pod) : pod,
@@ -162,15 +150,9 @@ export async function relayPodWatch(
       if (event.type === 'DELETED') pods.delete(key);
       else pods.set(key, known);
       await events.sendJson(name, { ...known.view, metrics: metricsOf(known, metrics.get(key)) });
-    }
-    if (!events.closed) await events.sendJson('close', { message: 'watch channel closed' });
-  } catch (err) {
-    if (!events.closed) await events.sendJson('error', { error: `the watch broke: ${(err as Error).message}` });
+    });
   } finally {
     clearInterval(tick);
-    upstream.once('error', () => undefined);
-    upstream.destroy();
-    events.end();
   }
 }
 

@@ -68,12 +68,17 @@ export interface TerminalOutcome {
   bytesOut: number;
 }
 
+/** A shell asked for by name, checked: a plain command name (400 otherwise). */
+export function checkedShell(shell: string): string {
+  if (!SHELL_NAME.test(shell))
+    throw new BadRequestError('shell must be a plain command name such as bash, sh, zsh or ash');
+  return shell;
+}
+
 /** The exec command of a terminal: the named shell, or bash-else-sh. Throws 400 for anything but a plain name. */
 export function terminalCommand(shell: string | undefined): string[] {
   if (shell === undefined || shell === '') return ['sh', '-c', BASH_OR_SH];
-  if (!SHELL_NAME.test(shell))
-    throw new BadRequestError('shell must be a plain command name such as bash, sh, zsh or ash');
-  return [shell];
+  return [checkedShell(shell)];
 }
 
 function parseClientMessage(text: string): ClientMessage {

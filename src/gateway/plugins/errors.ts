@@ -1,7 +1,7 @@
 // The one place where errors become HTTP answers. Every error body is
 // {"error", "reason", "code"[, "details"]}; anything that is not a known client error is a bug:
 // logged with its request id and answered 500 without internals.
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { HttpError, TooManyRequestsError } from '../../errors.js';
 import { translateHostError } from '../../host/host-errors.js';
@@ -42,6 +42,18 @@ export function toHttpError(err: unknown): HttpError | undefined {
     return new HttpError(status, REASONS[status] ?? 'BadRequest', fe.message || 'bad request');
   }
   return undefined;
+}
+
+/**
+ * Fastify's `frameworkErrors`: what its router refuses before any route or hook runs (a path that
+ * does not percent-decode), answered in the same error shape.
+ */
+export function frameworkError(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const status =
+    typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+  const message =
+    err.code === 'FST_ERR_BAD_URL' ? 'malformed URL: a percent-encoding that does not decode' : err.message;
+  void reply.code(status).send({ error: message, reason: REASONS[status] ?? 'BadRequest', code: status });
 }
 
 export default fp(

@@ -1,6 +1,7 @@
 // Sessions (docs/auth.md): password, LDAP and OAuth (OpenID Connect) sign-in, logout, the
-// current user, refresh, providers. Every way of signing in ends in the same session: the HttpOnly
-// auth_token cookie (SameSite=Lax, Secure behind https).
+// current user, refresh, providers, and Kite's newest GET /api/v1/bootstrap (those at once). Every
+// way of signing in ends in the same session: the HttpOnly auth_token cookie (SameSite=Lax, Secure
+// behind https).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
@@ -9,6 +10,7 @@ import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
+import type { Principal } from '../../auth/principal.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
 import {
   noContent,
@@ -24,6 +26,7 @@ import {
   type SessionUserView,
 } from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
+import { setupState } from './init.js';
 
 const schema = schemaOf('auth');
 
@@ -109,20 +112,13 @@ export default async function authRoutes(app: App) {
     return { message: 'logged out' };
   });
 
-  const userSchema = schema('The caller', {
-    description:
-      "With a global sidebar set (Kite's, by an admin), `user.sidebar_preference` is that layout for everyone " +
-      'but an admin who has one of their own.',
-    response: {
-      200: objectOf({
-        user: ref('SessionUser'),
-        hasGlobalSidebarPreference: Type.Boolean(),
-        globalSidebarPreference: Type.String({ description: 'the global sidebar layout (JSON text), "" when none' }),
-      }),
-    },
+  const CallerAnswer = objectOf({
+    user: ref('SessionUser'),
+    hasGlobalSidebarPreference: Type.Boolean(),
+    globalSidebarPreference: Type.String({ description: 'the global sidebar layout (JSON text), "" when none' }),
   });
-  app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) => {
-    const principal = request.principal!;
+  /** The caller as GET /api/auth/user (and the bootstrap answer) shows it. */
+  function callerAnswer(principal: Principal): Static<typeof CallerAnswer> {
     let user: SessionUserView;
     if (principal.kind === 'user') {
       const found = users.byId(principal.id);
@@ -136,7 +132,16 @@ export default async function authRoutes(app: App) {
     if (global !== '' && (!auth.isAdmin(principal) || user.sidebar_preference.trim() === ''))
       user = { ...user, sidebar_preference: global };
     return { user, hasGlobalSidebarPreference: global !== '', globalSidebarPreference: global };
+  }
+  const userSchema = schema('The caller', {
+    description:
+      "With a global sidebar set (Kite's, by an admin), `user.sidebar_preference` is that layout for everyone " +
+      'but an admin who has one of their own.',
+    response: { 200: CallerAnswer },
   });
+  app.get('/api/auth/user', { onRequest: app.requireUser, schema: userSchema }, async (request) =>
+    callerAnswer(request.principal!),
+  );
 
   const refreshSchema = schema('Renew the session cookie while the session is valid', {
     description:
@@ -168,25 +173,15 @@ export default async function authRoutes(app: App) {
     return signIn(request, reply, (username, password, ip) => auth.loginLdap(username, password, ip));
   });
 
-  const providersSchema = schema('The login providers', {
-    description:
-      'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
-      "while the password form signs anyone in (with an LDAP directory, it signs the directory's users in too). " +
-      "`credentialProviders` and `oauthProviders` (Kite's newer login page): the forms, `password` (unless " +
-      'password login is disabled) and `ldap` (POST /api/auth/login/<name>), and the OAuth providers.',
-    security: PUBLIC,
-    response: {
-      200: objectOf({
-        providers: Type.Array(Type.String()),
-        credentialProviders: Type.Array(stringEnum(['password', 'ldap'])),
-        oauthProviders: Type.Array(Type.String()),
-      }),
-    },
+  const Providers = objectOf({
+    providers: Type.Array(Type.String()),
+    credentialProviders: Type.Array(stringEnum(['password', 'ldap'])),
+    oauthProviders: Type.Array(Type.String()),
   });
   // `providers` never holds "ldap": Kite's login page of before shows every other entry as an OAuth
   // button. Its password form signs directory users in (the password login falls back to the
   // directory), also while password login is disabled. The newer page reads the other two lists.
-  app.get('/api/auth/providers', { schema: providersSchema }, async () => {
+  function providersAnswer(): Static<typeof Providers> {
     const oauth = oauthProviders.enabled().map(providerName);
     const passwordLogin = !generalSettings.passwordLoginDisabled();
     const directory = auth.ldap.configured;
@@ -197,6 +192,53 @@ export default async function authRoutes(app: App) {
         ...(directory ? (['ldap'] as const) : []),
       ],
       oauthProviders: oauth,
+    };
+  }
+  const providersSchema = schema('The login providers', {
+    description:
+      'The enabled OAuth providers by name (each signs in with `GET /api/auth/login?provider=`), then `password` ' +
+      "while the password form signs anyone in (with an LDAP directory, it signs the directory's users in too). " +
+      "`credentialProviders` and `oauthProviders` (Kite's newer login page): the forms, `password` (unless " +
+      'password login is disabled) and `ldap` (POST /api/auth/login/<name>), and the OAuth providers.',
+    security: PUBLIC,
+    response: { 200: Providers },
+  });
+  app.get('/api/auth/providers', { schema: providersSchema }, async () => providersAnswer());
+
+  const bootstrapSchema = schemaOf('setup')("What Kite's newest UI needs before its first page", {
+    description:
+      'One answer instead of `init_check`, `auth/providers` and `auth/user`: the set-up state, the login ' +
+      'providers, and for a signed-in caller that caller (as `GET /api/auth/user`) and what this kiteline ' +
+      'offers them. Anyone may ask; an anonymous caller (or a stale cookie) gets `user` and `capabilities` null.',
+    security: OPTIONALLY_SIGNED_IN,
+    response: {
+      200: objectOf({
+        initialized: Type.Boolean({ description: 'as init_check' }),
+        step: Type.Integer({ description: 'as init_check: 0 no user yet, 1 a user and no cluster, 2 both' }),
+        providers: Providers,
+        user: Type.Union([CallerAnswer, Type.Null()]),
+        capabilities: Type.Union([
+          objectOf({
+            ai: Type.Boolean({ description: 'an AI provider is configured (GET /api/v1/ai/status)' }),
+            kubeconfigTokens: Type.Boolean({ description: 'POST /api/v1/kubeconfig mints kubectl tokens' }),
+          }),
+          Type.Null(),
+        ]),
+      }),
+    },
+  });
+  app.get('/api/v1/bootstrap', { schema: bootstrapSchema }, async (request) => {
+    const principal = request.principal;
+    return {
+      ...setupState(app.services),
+      providers: providersAnswer(),
+      user: principal ? callerAnswer(principal) : null,
+      capabilities: principal
+        ? {
+            ai: generalSettings.aiStatus().enabled,
+            kubeconfigTokens: true,
+          }
+        : null,
     };
   });
 

@@ -14,7 +14,7 @@ import { NAME_PATTERN } from '../../cluster-access/segments.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { LogSession } from '../../workloads/log-fanout.js';
 import { followLogAsEvents, LogQuery, logOptions, logQueryProperties, openLog, readLog } from '../../workloads/logs.js';
-import { EventStream } from '../../workloads/sse.js';
+import { EventStream } from '../../cluster-access/sse.js';
 import { listPods, podsPath } from '../../cluster-access/watch-events.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
 import { clusterSchema, objectOf, streamed, type App } from '../schemas.js';

@@ -8,39 +8,14 @@ import { Type } from 'typebox';
 import { mayAccess } from '../../cluster-access/access.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { relayPodWatch } from '../../workloads/pod-watch.js';
-import { EventStream } from '../../workloads/sse.js';
+import { EventStream } from '../../cluster-access/sse.js';
 import { openWatch, podsPath } from '../../cluster-access/watch-events.js';
 import { NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
-import { clusterQueryProperties, clusterSchema, streamed, stringEnum, type App } from '../schemas.js';
+import { clusterSchema, LiveListQuery, liveListEvents, type App } from '../schemas.js';
 import { endOnRevocation } from '../stream-revocation.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
-const MAX_SELECTOR_LENGTH = 4096;
-
 const PodWatchParams = Type.Object({ namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_PATTERN }) });
-const PodWatchQuery = Type.Object({
-  reduce: Type.Optional(
-    stringEnum(['true', 'false'], { description: "trim each pod to what Kite's list shows (default false)" }),
-  ),
-  labelSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
-  fieldSelector: Type.Optional(Type.String({ maxLength: MAX_SELECTOR_LENGTH })),
-  ...clusterQueryProperties,
-});
-
-/** Written by the handler as it goes (EventStream), never serialized. */
-const PodEvents = streamed({
-  description: 'the event stream',
-  content: {
-    'text/event-stream': {
-      schema: {
-        type: 'string',
-        description:
-          "server-sent events: `added`, `modified`, `deleted` (a pod each, with Kite's `metrics` member), " +
-          '`error` ({error}), `close` ({message}); a `: ping` comment every 15 s',
-      },
-    },
-  },
-});
 
 export default async function podWatchRoutes(app: App) {
   const { services } = app;
@@ -51,8 +26,8 @@ export default async function podWatchRoutes(app: App) {
       onRequest: app.requireUser,
       schema: clusterSchema('The pods of a namespace (or `_all`) as server-sent events, live', {
         params: PodWatchParams,
-        querystring: PodWatchQuery,
-        response: { 200: PodEvents },
+        querystring: LiveListQuery,
+        response: { 200: liveListEvents("a pod each, with Kite's `metrics` member") },
       }),
     },
     withClientSignal(async (request, reply, signal) => {

@@ -1,5 +1,6 @@
 // The resource gateway (docs/resources.md): /api/v1/<resource>/<namespace|_all>[/<name>] for
 // GET (list, get, watch), POST, PUT, PATCH and DELETE on any resource the selected cluster serves,
+// Kite's live list of any resource (GET .../<namespace|_all>/watch as server-sent events),
 // and GET and PATCH of an object's subresources that read or write it (/<name>/status, scale, resize,
 // ephemeralcontainers), authorized as what they are ("pods/resize"), not as the object.
 // Registered last with prefix /api/v1 so admin, auth and cluster routes win. The logic lives in
@@ -44,7 +45,17 @@ import {
 import { bodyRequest, expectSuccess, readJson, sendObject, streamToClient } from '../../cluster-access/upstream.js';
 import { prepareWrite } from '../../cluster-access/write-body.js';
 import { PatchQuery, WriteQuery, writeSearch } from '../../resources/write-query.js';
-import { ClusterQuery, clusterSchema, ref, type App, type RequestWith } from '../schemas.js';
+import {
+  ClusterQuery,
+  clusterSchema,
+  LiveListQuery,
+  liveListEvents,
+  ref,
+  type App,
+  type RequestWith,
+} from '../schemas.js';
+import { EventStream } from '../../cluster-access/sse.js';
+import { openWatch, reduceObject, relayWatch } from '../../cluster-access/watch-events.js';
 import { callerCluster, withClientSignal } from '../tool-request.js';
 
 /** The first segment of the admin routes (/api/v1/admin/...): no resource of any cluster. */
@@ -111,6 +122,10 @@ const schemas = {
     params: CollectionParams,
   }),
   get: clusterSchema('Get an object (or watch it: watch=true)', objectParts),
+  liveList: clusterSchema(
+    "Kite's live list: the objects of a namespace or `_all` as server-sent events (send Accept: text/event-stream)",
+    { params: CollectionParams, querystring: LiveListQuery, response: { 200: liveListEvents('an object each') } },
+  ),
   create: clusterSchema('Create an object; metadata.namespace must match the path or is filled from it', {
     ...objectBody,
     params: CollectionParams,
@@ -172,6 +187,7 @@ export default async function resourceRoutes(app: App) {
     request: RequestWith<{ params: Params }>,
     reply: FastifyReply,
     signal: AbortSignal,
+    liveList = false,
   ): Promise<Prepared> {
     const { params } = request;
     const segments: PathSegments = checkSegments({
@@ -180,7 +196,7 @@ export default async function resourceRoutes(app: App) {
       name: params.name,
     });
     const { principal, conn } = await callerCluster(app, request);
-    const longRunning = isLongRunning(request.method, request.query as ReadQuery & DeleteQuery);
+    const longRunning = liveList || isLongRunning(request.method, request.query as ReadQuery & DeleteQuery);
     holdClusterSlot(reply, conn, principal, longRunning);
     if (longRunning) endOnRevocation(app.services, request, reply);
     const resolved = await conn.resolveResource(segments.resource);
@@ -231,6 +247,39 @@ export default async function resourceRoutes(app: App) {
     const slash = p.target.resource.indexOf('/');
     const subresource = slash < 0 ? undefined : p.target.resource.slice(slash + 1);
     await app.services.hostGuard.check(p.conn, { resolved: p.target.resolved, namespace, name, verb, subresource });
+  }
+
+  /**
+   * Kite's live list of any resource (GET <resource>/<namespace|_all>/watch, server-sent events;
+   * pods have their own, with metrics: routes/pod-watch.ts): authorized as the watch it is.
+   */
+  async function liveList(
+    request: RequestWith<{ params: Params; query: Static<typeof LiveListQuery> }>,
+    reply: FastifyReply,
+    signal: AbortSignal,
+  ) {
+    const p = await prepare(request, reply, signal, true);
+    const { query } = request;
+    await authorize(request, p, 'watch', p.target.namespace, undefined);
+    const fieldSelector =
+      p.target.namespace === undefined
+        ? await hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector)
+        : query.fieldSelector;
+    const search = listSearch({ labelSelector: query.labelSelector, fieldSelector, watch: true });
+    // Opened before the answer starts: a bad selector or a refusal is a plain HTTP error.
+    const upstream = await openWatch(
+      p.conn,
+      p.impersonation,
+      withSearch(collectionPath(p.target.resolved, p.target.namespace), search),
+      signal,
+    );
+    const events = new EventStream(reply, signal);
+    endOnRevocation(app.services, request, reply, { end: (message) => events.endWithError(message) });
+    const reduce = query.reduce === 'true';
+    void relayWatch<Record<string, unknown>>(events, upstream, (name, event) =>
+      events.sendJson(name, reduce ? reduceObject(event.object) : event.object),
+    );
+    return reply;
   }
 
   async function list(
@@ -457,6 +506,12 @@ export default async function resourceRoutes(app: App) {
   const byName = '/:resource/:namespace/:name';
   app.get('/:resource', { onRequest, schema: schemas.listAll }, guarded(list));
   app.get('/:resource/:namespace', { onRequest, schema: schemas.list }, guarded(list));
+  // Only for clients that accept text/event-stream; any other GET of it reads the object "watch".
+  app.get(
+    '/:resource/:namespace/watch',
+    { onRequest, schema: schemas.liveList, constraints: { eventStream: 'yes' } },
+    guarded(liveList),
+  );
   app.get(byName, { onRequest, schema: schemas.get }, guarded(get));
   app.post('/:resource/:namespace', { onRequest, schema: schemas.create }, guarded(create));
   app.put(byName, { onRequest, schema: schemas.replace }, guarded(replace));

@@ -28,7 +28,7 @@ import { CONTAINER_PATTERN } from '../../workloads/logs.js';
 import {
   createNodeTerminalPod,
   DEFAULT_NODE_TERMINAL_SETTINGS,
-  NODE_SHELL_COMMAND,
+  nodeShellCommand,
   NODE_TERMINAL_CONTAINER,
   NodeTerminalPods,
   waitForNodeTerminalPod,
@@ -41,7 +41,7 @@ import {
   type TerminalOutcome,
 } from '../../workloads/terminal.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
-import { ClusterQuery, clusterQueryProperties, clusterSchema, streamed, type App } from '../schemas.js';
+import { clusterQueryProperties, clusterSchema, streamed, type App } from '../schemas.js';
 import { callerCluster } from '../tool-request.js';
 
 const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
@@ -81,6 +81,12 @@ const PodTerminalParams = Type.Object({
   namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
   pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
+const shellQuery = Type.Optional(
+  Type.String({
+    pattern: SHELL_NAME_PATTERN,
+    description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh',
+  }),
+);
 const PodTerminalQuery = Type.Object({
   container: Type.Optional(
     Type.String({
@@ -88,14 +94,11 @@ const PodTerminalQuery = Type.Object({
       description: "the container (default: the pod's default container, as kubectl picks it)",
     }),
   ),
-  shell: Type.Optional(
-    Type.String({
-      pattern: SHELL_NAME_PATTERN,
-      description: 'a shell to run by name (bash, sh, zsh, ash, ...); default: bash, else sh',
-    }),
-  ),
+  shell: shellQuery,
   ...clusterQueryProperties,
 });
+/** Kite's node terminal takes no parameters; `shell` picks one on the host as the pod terminal does. */
+const NodeTerminalQuery = Type.Object({ shell: shellQuery, ...clusterQueryProperties });
 const NodeTerminalParams = Type.Object({ node: Type.String({ maxLength: 253, pattern: NAME_PATTERN }) });
 const protocol =
   'Messages are JSON. The client sends {"type":"stdin","data"}, {"type":"resize","cols","rows"} and {"type":"ping"}; ' +
@@ -264,7 +267,7 @@ export default async function terminalRoutes(app: App) {
           `Needs the admin role, and create on pods/exec and on pods in ${settings.namespace}. ` +
           `The pod is deleted when the session ends. ${protocol}`,
         params: NodeTerminalParams,
-        querystring: ClusterQuery,
+        querystring: NodeTerminalQuery,
         response: { 200: webSocketAnswer },
       }),
     },
@@ -317,7 +320,7 @@ export default async function terminalRoutes(app: App) {
                 namespace,
                 pod,
                 container: NODE_TERMINAL_CONTAINER,
-                command: NODE_SHELL_COMMAND,
+                command: nodeShellCommand(request.query.shell),
                 stdin: true,
                 tty: true,
               },

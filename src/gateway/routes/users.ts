@@ -1,9 +1,10 @@
 // User administration (docs/auth.md, "Users"): /api/v1/admin/users/... All routes need
-// role admin, except create_super_user, which is public until the first super user is created
-// (and then closed for good); it answers with the new user's session cookie, so Kite's set-up
-// flow goes on signed in (the cluster import that follows needs an admin). The rules (the first
-// super user, not yourself, the last enabled admin, username uniqueness) are the user store's
-// (host/users.ts); these routes parse, call it and shape the answer.
+// role admin, except create_super_user (also at Kite's newest /api/auth/setup/create_super_user),
+// which is public until the first super user is created (and then closed for good); it answers
+// with the new user's session cookie, so Kite's set-up flow goes on signed in (the cluster import
+// that follows needs an admin). The rules (the first super user, not yourself, the last enabled
+// admin, username uniqueness) are the user store's (host/users.ts); these routes parse, call it
+// and shape the answer.
 import { Type, type Static } from 'typebox';
 import { checkPassword, checkUsername, parseId } from '../input-rules.js';
 import { creationTime } from '../../host/cache-index.js';
@@ -14,6 +15,8 @@ import { bothSlashes, idParams, objectOf, PUBLIC, ref, schemaOf, stringEnum, typ
 import { userView } from '../views/identity.js';
 
 const PREFIX = '/api/v1/admin/users';
+/** Kite's newest path of create_super_user. */
+const SETUP_SUPER_USER = '/api/auth/setup/create_super_user';
 const schema = schemaOf('users');
 const integer = Type.Integer();
 
@@ -86,12 +89,14 @@ export default async function userRoutes(app: App) {
     body: NewUserBody,
     response: { 201: ref('User') },
   });
-  app.post(`${PREFIX}/create_super_user`, { schema: superUserSchema }, async (request, reply) => {
-    const user = await createUser(request.body, (user) => users.createSuperUser(user));
-    reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
-    reply.code(201);
-    return view(user);
-  });
+  // Kite's newest spelling (SETUP_SUPER_USER) is the same route: one lock, one answer.
+  for (const url of [`${PREFIX}/create_super_user`, SETUP_SUPER_USER])
+    app.post(url, { schema: superUserSchema }, async (request, reply) => {
+      const user = await createUser(request.body, (user) => users.createSuperUser(user));
+      reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request)));
+      reply.code(201);
+      return view(user);
+    });
 
   const listSchema = schema('List users (paged, searchable, sortable)', {
     querystring: UserListQuery,
