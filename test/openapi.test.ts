@@ -57,7 +57,9 @@ function registeredRoutes(app: FastifyInstance): Set<string> {
     // Likewise the rest of the path of the pod and service proxies (`.../proxy/*`, printed `.../proxy*`):
     // the pod's own paths. Their `.../proxy` routes are documented.
     if (/^\/api\/v1\/namespaces\/:namespace\/(pods|services)\/:name\/proxy\/?\*$/.test(path)) continue;
-    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD')) {
+    // GET and DELETE /mcp only answer 405 (MCP's Streamable HTTP: no server stream, no session).
+    const notOperations = path === '/mcp' ? ['GET', 'DELETE'] : [];
+    for (const method of (m[3] ?? '').split(', ').filter((x) => x && x !== 'HEAD' && !notOperations.includes(x))) {
       routes.add(`${method} ${path.replace(/:([A-Za-z_]+)/g, '{$1}')}`);
     }
   }

@@ -24,6 +24,7 @@ import k8sProxyRoutes from './routes/k8s-proxy.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
 import ldapSettingRoutes from './routes/ldap-setting.js';
 import logRoutes from './routes/logs.js';
+import mcpRoutes from './routes/mcp.js';
 import metricsRoutes from './routes/metrics.js';
 import oauthProviderRoutes from './routes/oauth-providers.js';
 import overviewRoutes from './routes/overview.js';
@@ -135,6 +136,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(describeRoutes, { prefix: '/api/v1' });
   await app.register(relatedRoutes, { prefix: '/api/v1' });
   await app.register(searchRoutes);
+  // AI agents: the Model Context Protocol endpoint, acting as the caller (docs/mcp.md).
+  await app.register(mcpRoutes);
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
   return app;

@@ -35,6 +35,7 @@ export class Metrics {
   private readonly sharedReads: Counter<'cluster'>;
   private readonly loginFailures: Counter<'reason'>;
   private readonly revokedStreams: Counter<'reason'>;
+  private readonly mcpToolCalls: Counter<'tool' | 'result'>;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -81,6 +82,12 @@ export class Metrics {
         'Open streams (exec, attach, port-forward, watches, terminals, logs, event streams) ended because their ' +
         "caller's credentials were revoked (revoked), expired (expired) or no longer allow them (forbidden)",
       labelNames: ['reason'],
+      registers,
+    });
+    this.mcpToolCalls = new Counter({
+      name: 'kiteline_mcp_tool_calls_total',
+      help: 'MCP tool calls (POST /mcp) by tool and result: success, or failure (refused or failed)',
+      labelNames: ['tool', 'result'],
       registers,
     });
     new Gauge({
@@ -139,6 +146,10 @@ export class Metrics {
   /** An open stream ended by revocation (auth/open-streams.ts). */
   streamRevoked(reason: 'revoked' | 'expired' | 'forbidden'): void {
     this.revokedStreams.inc({ reason });
+  }
+
+  mcpToolCalled(tool: string, result: 'success' | 'failure'): void {
+    this.mcpToolCalls.inc({ tool, result });
   }
 
   /** The exposition text of every metric. */

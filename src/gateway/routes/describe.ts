@@ -6,18 +6,16 @@
 // Lease, a Namespace's quotas) are read with kiteline's own connection, each only when the caller's
 // roles allow that read too (src/describe/related.ts); docs/tools.md ("Describe") says what that
 // reveals. readObjectView and objectViewParts serve the related-objects route too. Registered with
-// prefix /api/v1, before the generic resource routes.
+// prefix /api/v1, before the generic resource routes. The read itself is cluster-access/reads.ts's,
+// which the MCP tools share.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { ResolvedResource } from '../../clusters/types.js';
 import { describe } from '../../describe/describe.js';
 import type { Json } from '../../describe/format.js';
 import { callerAccess, RelatedReader } from '../../describe/related.js';
-import { NotFoundError } from '../../errors.js';
-import { requireAccess } from '../../cluster-access/access.js';
-import { checkSegments, NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
-import { objectPath, planTarget } from '../../cluster-access/target.js';
-import { getJson } from '../../cluster-access/calls.js';
+import { readObject } from '../../cluster-access/reads.js';
+import { NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
 import { ClusterQuery, clusterSchema, objectOf, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
@@ -63,18 +61,10 @@ export async function readObjectView(
   signal: AbortSignal,
 ): Promise<ObjectView> {
   const { auth, hostGuard } = app.services;
-  const p = request.params;
-  const segments = checkSegments({ resource: p.resource, namespace: p.namespace, name: p.name });
   const ctx = await toolRequest(app, request, reply, signal);
-  const { conn, principal } = ctx;
-  const resolved = await conn.resolveResource(segments.resource);
-  if (!resolved) throw new NotFoundError(`resource not found on cluster ${conn.name}: ${segments.resource}`);
-  const target = planTarget(resolved, segments);
-  requireAccess(auth, principal, conn.name, target.resource, target.namespace, 'get');
-  await hostGuard.check(conn, { resolved, namespace: target.namespace, name: target.name, verb: 'get' });
-
-  const object = await getJson<Json>(ctx, objectPath(resolved, target.namespace, target.name!));
-  return { ctx, resolved, object, related: new RelatedReader(callerAccess(auth, hostGuard, conn, principal, signal)) };
+  const { resolved, object } = await readObject(app.services, ctx, request.params);
+  const related = new RelatedReader(callerAccess(auth, hostGuard, ctx.conn, ctx.principal, signal));
+  return { ctx, resolved, object: object, related };
 }
 
 export default async function describeRoutes(app: App) {

@@ -1,0 +1,259 @@
+// kiteline as a Model Context Protocol server (docs/mcp.md): an AI agent calls tools as the user
+// whose key it holds, on every cluster that user may use. MCP is another door, not another brain:
+// each tool reads through cluster-access/reads.ts (kiteline's roles, the host guard, the caller's
+// impersonation), describes with src/describe/, and adds only what is MCP's own: a bounded text
+// answer an agent can read, and one audit record per call (tool, cluster, kind, namespace, name,
+// result, the agent's client) in the durable trail, counted in /metrics.
+//
+// One server per HTTP request (stateless Streamable HTTP): any replica answers any call, and a
+// caller's roles are read again on every call. This first set of tools only reads.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { stringify } from 'yaml';
+import { z } from 'zod';
+import type { AuditEntry } from '../audit/record.js';
+import type { Principal } from '../auth/principal.js';
+import { selectCluster } from '../cluster-access/cluster-select.js';
+import { impersonationHeaders } from '../cluster-access/impersonation.js';
+import { listObjects, readObject, type CallerContext, type ReadKit } from '../cluster-access/reads.js';
+import { NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../cluster-access/segments.js';
+import type { ClusterDirectory } from '../clusters/types.js';
+import { describe } from '../describe/describe.js';
+import type { Json } from '../describe/format.js';
+import { callerAccess, RelatedReader } from '../describe/related.js';
+import { HttpError } from '../errors.js';
+
+/** A tool's text answer above this is cut, with a note saying so (agents pay for every token). */
+export const MAX_TOOL_TEXT = 64 * 1024;
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 500;
+
+/** What the tools need from the gateway. */
+export interface McpDeps extends ReadKit {
+  clusters: ClusterDirectory;
+  auth: ReadKit['auth'] & { canAccessCluster(principal: Principal, cluster: string): boolean };
+  /** Records one tool call (the audit service, with the request's origin filled in). */
+  audit(entry: Omit<AuditEntry, 'who' | 'whoKind' | 'whoId' | 'requestId'>): void;
+  /** Counts one tool call in /metrics. */
+  counted(tool: string, result: 'success' | 'failure'): void;
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+  /** The agent's client, as its User-Agent names it (for the audit record). */
+  client: string;
+}
+
+/** What a tool call names, for its audit record. */
+interface CallTarget {
+  cluster?: string;
+  resource?: string;
+  namespace?: string;
+  name?: string;
+}
+
+const cluster = z.string().min(1).max(253).describe('the cluster, as list_clusters names it');
+const resource = z
+  .string()
+  .max(253)
+  .regex(new RegExp(RESOURCE_PATTERN))
+  .describe('a plural resource name (pods, deployments, configmaps) or <plural>.<group>');
+const namespace = z
+  .string()
+  .max(63)
+  .regex(new RegExp(NAMESPACE_PATTERN))
+  .describe('the namespace; omit (or _all) for all namespaces and for cluster-scoped kinds');
+const name = z.string().max(253).regex(new RegExp(NAME_PATTERN)).describe("the object's name");
+const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+/** A text answer, cut at MAX_TOOL_TEXT with a note. */
+function text(body: string, isError = false): CallToolResult {
+  const size = Buffer.byteLength(body);
+  const shown =
+    size > MAX_TOOL_TEXT
+      ? `${Buffer.from(body).subarray(0, MAX_TOOL_TEXT).toString('utf8')}\n… [truncated: the answer was ${size} ` +
+        `bytes, at most ${MAX_TOOL_TEXT} are shown; narrow the request (a namespace, a labelSelector, a limit)]`
+      : body;
+  return { content: [{ type: 'text', text: shown }], ...(isError ? { isError: true } : {}) };
+}
+
+/** An object as an agent reads it: YAML without managedFields (noise, and large). */
+function objectText(object: Json): string {
+  const metadata = { ...((object.metadata as Record<string, unknown> | undefined) ?? {}) };
+  delete metadata.managedFields;
+  return stringify({ ...object, metadata });
+}
+
+/** The MCP server for one request of one caller. */
+export function createMcpServer(principal: Principal, deps: McpDeps): McpServer {
+  const server = new McpServer(
+    { name: 'kiteline', version: '1' },
+    {
+      instructions:
+        'kiteline: Kubernetes clusters as the signed-in user. Start with list_clusters; every other tool ' +
+        'takes a cluster. Answers above 64 KiB are truncated: narrow by namespace, labelSelector or limit.',
+    },
+  );
+
+  /**
+   * The cluster of a call among those the caller may use, with the caller's upstream headers; the
+   * call takes one of the caller's slots there (429 beyond the per-caller limits, as any request),
+   * given back through `held` when the call ends.
+   */
+  async function clusterOf(clusterName: string, held: Array<() => void>): Promise<CallerContext> {
+    const conn = await selectCluster(deps.clusters, { headers: { 'x-cluster-name': clusterName }, query: {} }, (c) =>
+      deps.auth.canAccessCluster(principal, c),
+    );
+    held.push(conn.admit(`${principal.kind}:${principal.id}`, false));
+    return { conn, principal, headers: impersonationHeaders(conn, principal), signal: deps.signal };
+  }
+
+  /**
+   * Runs a tool: its answer, or its refusal as a tool error; one audit record and count either way.
+   * `body` gets `on(cluster)`, the call's way to its cluster.
+   */
+  async function run(
+    tool: string,
+    target: CallTarget,
+    body: (on: (cluster: string) => Promise<CallerContext>) => Promise<string>,
+  ): Promise<CallToolResult> {
+    let status = 200;
+    const held: Array<() => void> = [];
+    try {
+      return text(await body((cluster) => clusterOf(cluster, held)));
+    } catch (err) {
+      status = err instanceof HttpError ? err.status : 500;
+      if (!(err instanceof HttpError)) throw err;
+      return text(`${err.status} ${err.message}`, true);
+    } finally {
+      for (const release of held) release();
+      const result = status < 400 ? 'success' : 'failure';
+      deps.counted(tool, result);
+      deps.audit({
+        when: new Date().toISOString(),
+        verb: `mcp:${tool}`,
+        cluster: target.cluster ?? '',
+        resource: target.resource ?? '',
+        namespace: target.namespace ?? '',
+        name: target.name ?? '',
+        subject: deps.client,
+        result,
+        status,
+      });
+    }
+  }
+
+  server.registerTool(
+    'list_clusters',
+    {
+      title: 'List clusters',
+      description: 'The clusters you may use: name, whether it is ready, its Kubernetes version.',
+      annotations: READ_ONLY,
+    },
+    () =>
+      run('list_clusters', {}, async () => {
+        const usable = deps.clusters
+          .list()
+          .filter((c) => c.enabled && deps.auth.canAccessCluster(principal, c.name))
+          .map((c) => ({ name: c.name, ready: c.ready, version: c.version }));
+        return stringify({ clusters: usable });
+      }),
+  );
+
+  server.registerTool(
+    'list_resources',
+    {
+      title: 'List resources',
+      description:
+        'The objects of a resource in a namespace (or all namespaces): namespace, name, age and status phase ' +
+        'when there is one. Use get_resource or describe_resource for one object.',
+      inputSchema: {
+        cluster,
+        resource,
+        namespace: namespace.optional(),
+        labelSelector: z.string().max(4096).optional(),
+        fieldSelector: z.string().max(4096).optional(),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_LIST_LIMIT)
+          .optional()
+          .describe(`at most (default ${DEFAULT_LIST_LIMIT})`),
+      },
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run('list_resources', args, async (on) => {
+        const ctx = await on(args.cluster);
+        const { list, resolved } = await listObjects(
+          deps,
+          ctx,
+          { resource: args.resource, namespace: args.namespace, name: undefined },
+          {
+            labelSelector: args.labelSelector,
+            fieldSelector: args.fieldSelector,
+            limit: args.limit ?? DEFAULT_LIST_LIMIT,
+          },
+        );
+        const items = (list.items ?? []).map((item) => ({
+          ...(item.metadata?.namespace ? { namespace: item.metadata.namespace } : {}),
+          name: item.metadata?.name,
+          created: item.metadata?.creationTimestamp,
+          ...((item.status as { phase?: string } | undefined)?.phase
+            ? { phase: (item.status as { phase: string }).phase }
+            : {}),
+        }));
+        const more = list.metadata?.continue ? { more: 'there are more: narrow the request or raise limit' } : {};
+        return stringify({ kind: resolved.kind, count: items.length, items, ...more });
+      }),
+  );
+
+  const oneObject = {
+    cluster,
+    resource,
+    namespace: namespace.optional(),
+    name,
+  };
+
+  server.registerTool(
+    'get_resource',
+    {
+      title: 'Get a resource',
+      description: 'One object as YAML (without managedFields).',
+      inputSchema: oneObject,
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run('get_resource', args, async (on) => {
+        const ctx = await on(args.cluster);
+        const { object } = await readObject(deps, ctx, {
+          resource: args.resource,
+          namespace: args.namespace ?? '_all',
+          name: args.name,
+        });
+        return objectText(object);
+      }),
+  );
+
+  server.registerTool(
+    'describe_resource',
+    {
+      title: 'Describe a resource',
+      description: 'The text `kubectl describe` prints for one object, with its events and related objects.',
+      inputSchema: oneObject,
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run('describe_resource', args, async (on) => {
+        const ctx = await on(args.cluster);
+        const { resolved, object } = await readObject(deps, ctx, {
+          resource: args.resource,
+          namespace: args.namespace ?? '_all',
+          name: args.name,
+        });
+        const related = new RelatedReader(callerAccess(deps.auth, deps.hostGuard, ctx.conn, principal, deps.signal));
+        return describe(resolved.group, object, related);
+      }),
+  );
+
+  return server;
+}
