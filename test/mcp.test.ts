@@ -239,6 +239,13 @@ t.test('a large answer is cut with a note; each call is audited and counted', as
     return res.body?.data?.find((r: { success: boolean }) => !r.success);
   });
   t.equal(refused.status, 403, "the viewer's refused read, recorded as such");
+  for (const operation of ['mcp', 'POST'])
+    t.same(
+      (await call(gw.url, 'GET', `/api/v1/admin/audit-logs?operation=${operation}`, { headers: admin.headers })).body
+        .data,
+      [],
+      `no record per HTTP request (operation ${operation}): initialize and tools/list are not actions`,
+    );
   const metrics = await call(gw.url, 'GET', '/metrics', { headers: admin.headers });
   t.match(metrics.text, /kiteline_mcp_tool_calls_total\{tool="get_resource",result="success"\} [1-9]/);
   t.match(metrics.text, /kiteline_mcp_tool_calls_total\{tool="get_resource",result="failure"\} [1-9]/);

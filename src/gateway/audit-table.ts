@@ -27,6 +27,11 @@ export interface AuditRoute {
   subject?: AuditField;
   /** Resource routes: the target cluster is part of the action. */
   clusterScoped?: boolean;
+  /**
+   * The route audits each action itself, with what only it knows (POST /mcp: one record per tool
+   * call); no record per request.
+   */
+  auditedByRoute?: boolean;
 }
 
 const USERS = '/api/v1/admin/users';
@@ -48,6 +53,11 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   // Users.
   [`POST ${USERS}/create_super_user`]: { verb: 'create_super_user', resource: 'users', name: 'body.username' },
   'POST /api/auth/setup/create_super_user': { verb: 'create_super_user', resource: 'users', name: 'body.username' },
+  // AI agents: each tool call is one record of its own (src/mcp/server.ts); an initialize or a
+  // tools/list is none.
+  'POST /mcp': { verb: 'mcp', resource: 'mcp', auditedByRoute: true },
+  // Only a 405 (no session to end): nothing happens to audit.
+  'DELETE /mcp': { verb: 'mcp', resource: 'mcp', auditedByRoute: true },
   [`POST ${USERS}`]: { verb: 'create', resource: 'users', name: 'body.username' },
   [`PUT ${USERS}/:id`]: { verb: 'update', resource: 'users' },
   [`DELETE ${USERS}/:id`]: { verb: 'delete', resource: 'users' },

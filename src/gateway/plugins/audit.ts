@@ -100,9 +100,12 @@ export default fp(
     // Also a write whose client left before the answer: the write may well have happened.
     app.onRequestDone((request, reply) => {
       const url = request.routeOptions.url;
-      // Writes, and the few other routes the table names (the OAuth callback, a sign-in).
-      if (url === undefined || !(isWriteMethod(request.method) || AUDIT_ROUTES[auditKey(request.method, url)])) return;
-      const adminWrite = !AUDIT_ROUTES[auditKey(request.method, url)]?.clusterScoped;
+      if (url === undefined) return;
+      const route = AUDIT_ROUTES[auditKey(request.method, url)];
+      // Writes, and the few other routes the table names (the OAuth callback, a sign-in); not the
+      // routes that audit each action themselves.
+      if (!(isWriteMethod(request.method) || route) || route?.auditedByRoute) return;
+      const adminWrite = !route?.clusterScoped;
       app.services.audit.record(auditEntry(request, reply, url), request.log, adminWrite);
     });
   },
