@@ -49,9 +49,9 @@ const LAYERS = {
   registries: ['credentials'],
   // Kite's charts on a cluster's Prometheus (docs/monitoring.md).
   monitoring: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
-  // The MCP server's tools (docs/mcp.md): another door onto the same reads, describe included, and
-  // the audit record of each call.
-  mcp: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe', 'audit'],
+  // The MCP server's tools (docs/mcp.md): another door onto the same reads (describe, events, logs,
+  // search), and the audit record of each call.
+  mcp: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe', 'tools', 'workloads', 'audit'],
 };
 const FOLDERS = [...Object.keys(LAYERS), 'gateway'];
 

@@ -22,6 +22,7 @@ import { createLogger, type Logger } from './log.js';
 import { Metrics } from './metrics/metrics.js';
 import { metricsSources } from './metrics/sources.js';
 import { HostGuard } from './cluster-access/host-guard.js';
+import { SearchIndexes } from './tools/search-index.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -93,6 +94,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     metrics,
     hostGuard,
     audit,
+    searchIndexes: new SearchIndexes({ hostGuard, log }),
     openStreams,
   };
   const app = await buildApp(services);
@@ -139,6 +141,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     await audit.trail?.close();
     stopWatchingIdentity();
     openStreams.stop();
+    services.searchIndexes.stopAll();
     identity.stop();
     ldapRecheck.stop();
     rolelessUsers.stop();

@@ -201,12 +201,12 @@ t.test(
     const { apiKeys, users } = gw.services;
     const admin = users.byUsername('admin')!;
     const caller = { kind: 'user' as const, id: resourceId(admin)!, name: 'admin', roles: ['admin'] };
-    const first = await apiKeys.createKubeconfigToken(caller, 600, 2);
+    const first = await apiKeys.createUserToken(caller, 'kubernetes', 600, 2);
     t.equal(first.user.spec.username, 'admin');
     t.ok(apiKeys.byId(resourceId(first.resource)!), 'in the cache when the call returns');
     t.same(first.resource.spec.owner, { username: 'admin', id: resourceId(admin) }, 'owned by the user');
-    const second = await apiKeys.createKubeconfigToken(caller, 600, 2);
-    const third = await apiKeys.createKubeconfigToken(caller, 600, 2);
+    const second = await apiKeys.createUserToken(caller, 'kubernetes', 600, 2);
+    const third = await apiKeys.createUserToken(caller, 'kubernetes', 600, 2);
     t.same(
       apiKeys.tokensOf(resourceId(admin)!).map((key) => resourceId(key)),
       [resourceId(second.resource), resourceId(third.resource)],

@@ -1,5 +1,6 @@
-// The MCP endpoint (issue 35, first part) with the official SDK's client against the shared planes:
-// an agent with an admin's key lists the tools and reads on two clusters; a viewer's agent cannot
+// The MCP endpoint (issue 35) with the official SDK's client against the shared planes: an agent
+// with an admin's key lists the tools and reads on two clusters (objects, descriptions, a pod's
+// log, an object's events, search); a viewer's agent cannot
 // read Secrets; a role limited to one namespace or one cluster gets that and no more; kiteline's own
 // namespace on the host stays out; answers above 64 KiB are cut with a note; each call is one audit
 // record and one /metrics count; a deleted key ends the agent's access; anonymous callers, session
@@ -7,6 +8,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import t from 'tap';
+import { parse } from 'yaml';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
@@ -14,6 +16,7 @@ import {
   apiKeyWithRoles,
   bootstrapAdmin,
   createRole,
+  signedInUser,
   testKubeconfig,
   type Caller,
 } from './helpers/fixtures.js';
@@ -30,12 +33,29 @@ await addReadyCluster(gw, admin, { name: 'h', config: testKubeconfig('host') });
 const ns = uniqueName('mcp');
 for (const kubeconfig of [target, targetB]) {
   kubectl(kubeconfig, ['create', 'namespace', ns]);
-  kubectl(kubeconfig, ['-n', ns, 'create', 'configmap', 'settings', `--from-literal=where=${kubeconfig}`]);
+  kubectl(kubeconfig, [
+    '-n',
+    ns,
+    'create',
+    'configmap',
+    'settings',
+    `--from-literal=where=${kubeconfig}`,
+    '--save-config',
+  ]);
   kubectl(kubeconfig, ['-n', ns, 'create', 'secret', 'generic', 'token', '--from-literal=value=s3cr3t-value']);
 }
 t.teardown(() => {
   for (const kubeconfig of [target, targetB]) kubectl(kubeconfig, ['delete', 'namespace', ns, '--wait=false']);
 });
+
+/** A raw MCP initialize request, for the refusals the SDK client would only throw on. */
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+const MCP_ACCEPT = { accept: 'application/json, text/event-stream' };
 
 type ToolAnswer = { isError?: boolean; content: Array<{ type: string; text: string }> };
 
@@ -60,7 +80,7 @@ t.test("an admin's agent: the read tools, on two clusters", async (t) => {
   const tools = (await client.listTools()).tools;
   t.same(
     tools.map((x) => x.name).sort(),
-    ['describe_resource', 'get_resource', 'list_clusters', 'list_resources'],
+    ['describe_resource', 'get_resource', 'list_clusters', 'list_resources', 'pod_logs', 'resource_events', 'search'],
     'the read tools',
   );
   t.ok(
@@ -85,6 +105,7 @@ t.test("an admin's agent: the read tools, on two clusters", async (t) => {
     });
     t.match(textOf(got), new RegExp(`where: ${kubeconfig}`), `cluster ${c}: the object, from that cluster`);
     t.notMatch(textOf(got), /managedFields/, 'without managedFields');
+    t.notMatch(textOf(got), /last-applied-configuration/, 'without the last-applied copy (--save-config made one)');
   }
   const described = await tool(client, 'describe_resource', {
     cluster: 'a',
@@ -110,6 +131,173 @@ t.test("an admin's agent: the read tools, on two clusters", async (t) => {
     .then((r) => r as ToolAnswer)
     .catch((err: Error) => ({ isError: true, content: [{ type: 'text', text: err.message }] }));
   t.ok(badArgs.isError, `a bad namespace is refused: ${textOf(badArgs).slice(0, 120)}`);
+});
+
+t.test("logs, events and search: an admin's agent, a one-namespace role, kiteline's own namespace", async (t) => {
+  // A pod on target-a (it has a node) that writes 1500 lines of about 110 bytes, then sleeps.
+  const pad = 'x'.repeat(100);
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'talker', namespace: ns },
+    spec: {
+      terminationGracePeriodSeconds: 0,
+      containers: [
+        {
+          name: 'main',
+          image: 'kiteline.local/busybox:1',
+          imagePullPolicy: 'Never',
+          command: ['sh', '-c', `i=1; while [ $i -le 1500 ]; do echo "line-$i ${pad}"; i=$((i+1)); done; sleep 3600`],
+        },
+      ],
+    },
+  };
+  t.equal(kubectl(target, ['apply', '-f', '-'], JSON.stringify(pod)).status, 0);
+  t.equal(
+    kubectl(target, ['-n', ns, 'wait', '--for=condition=Ready', 'pod/talker', '--timeout=120s']).status,
+    0,
+    'the pod runs',
+  );
+  const client = await agent(admin);
+  const logs = (args: Record<string, unknown>) => tool(client, 'pod_logs', { cluster: 'a', namespace: ns, ...args });
+  const lastLines = await eventually('the last line in the log', async () => {
+    const answer = textOf(await logs({ pod: 'talker' }));
+    return answer.includes('line-1500 ') ? answer : undefined;
+  });
+  t.equal(lastLines.split('\n').length, 100, 'the last 100 lines by default');
+  t.match(lastLines, /^line-1401 x+\n/, 'from line 1401');
+  t.equal(textOf(await logs({ pod: 'talker', tailLines: 2 })), `line-1499 ${pad}\nline-1500 ${pad}`, 'tailLines');
+  const whole = textOf(await logs({ pod: 'talker', tailLines: 2000 }));
+  t.match(whole, /^… \[truncated: the first \d+ of 1500 lines are left out; ask for fewer lines\]\n/, 'cut, saying so');
+  t.match(whole, /line-1500 x+$/, 'the newest lines are the ones kept');
+  t.ok(Buffer.byteLength(whole) <= 64 * 1024, 'within 64 KiB');
+  t.match(textOf(await logs({ pod: 'talker', container: 'nope' })), /^400 /, "an unknown container: the cluster's 400");
+  t.match(textOf(await logs({ pod: 'missing' })), /^404 /, 'an unknown pod: 404');
+
+  const events = await eventually('the pod to have its scheduling event', async () => {
+    const answer = textOf(
+      await tool(client, 'resource_events', { cluster: 'a', resource: 'pods', namespace: ns, name: 'talker' }),
+    );
+    return /reason: Scheduled/.test(answer) ? answer : undefined;
+  });
+  t.match(
+    parse(events).events.find((e: { reason: string }) => e.reason === 'Scheduled'),
+    { type: 'Normal', last: String, from: 'default-scheduler', message: /talker/ },
+    'type, reason, last seen, from, message',
+  );
+  // A ConfigMap on each cluster with an event of its own (target-b has no node, so no pod events).
+  for (const [c, kubeconfig] of [
+    ['a', target],
+    ['b', targetB],
+  ] as const) {
+    const uid = kubectl(kubeconfig, [
+      '-n',
+      ns,
+      'get',
+      'configmap',
+      'settings',
+      '-o',
+      'jsonpath={.metadata.uid}',
+    ]).stdout;
+    const event = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: uniqueName('settings-event'), namespace: ns },
+      involvedObject: { apiVersion: 'v1', kind: 'ConfigMap', name: 'settings', namespace: ns, uid },
+      reason: 'Checked',
+      message: `checked on ${c}`,
+      type: 'Warning',
+      source: { component: 'mcp-test' },
+      firstTimestamp: new Date().toISOString(),
+      lastTimestamp: new Date().toISOString(),
+      count: 2,
+    };
+    t.equal(kubectl(kubeconfig, ['create', '-f', '-'], JSON.stringify(event)).status, 0);
+    const answer = parse(
+      textOf(
+        await tool(client, 'resource_events', { cluster: c, resource: 'configmaps', namespace: ns, name: 'settings' }),
+      ),
+    );
+    t.match(
+      answer,
+      { events: [{ type: 'Warning', reason: 'Checked', count: 2, from: 'mcp-test', message: `checked on ${c}` }] },
+      `cluster ${c}: the ConfigMap's event`,
+    );
+  }
+
+  const found = parse(textOf(await tool(client, 'search', { cluster: 'a', query: 'talker' })));
+  t.match(found, { total: 1, results: [{ resource: 'pods', namespace: ns, name: 'talker' }] }, 'search finds the pod');
+  const onB = parse(textOf(await tool(client, 'search', { cluster: 'b', query: 'cm settings', namespace: ns })));
+  t.match(onB, { results: [{ resource: 'configmaps', namespace: ns, name: 'settings' }] }, 'search on cluster b');
+
+  // A role limited to the namespace: its pod's log, nothing of other namespaces.
+  await createRole(gw, admin, {
+    name: 'mcp-reads-ns',
+    clusters: ['*'],
+    namespaces: [ns],
+    resources: ['*'],
+    verbs: ['get', 'list'],
+  });
+  const limited = await agent(await apiKeyWithRoles(gw, admin, 'mcp-reads', ['mcp-reads-ns']), 'limited-agent');
+  t.match(
+    textOf(await tool(limited, 'pod_logs', { cluster: 'a', namespace: ns, pod: 'talker', tailLines: 1 })),
+    /^line-1500 /,
+  );
+  const elsewherePod = 'any-pod'; // refused before the cluster is asked
+  t.match(
+    textOf(await tool(limited, 'pod_logs', { cluster: 'a', namespace: 'kube-system', pod: elsewherePod })),
+    /^403 /,
+    "another namespace's pod log: 403",
+  );
+  t.match(
+    textOf(
+      await tool(limited, 'resource_events', {
+        cluster: 'a',
+        resource: 'pods',
+        namespace: 'kube-system',
+        name: elsewherePod,
+      }),
+    ),
+    /^403 /,
+    "another namespace's events: 403",
+  );
+  const wide = parse(textOf(await tool(limited, 'search', { cluster: 'a', query: 'settings' })));
+  t.ok(wide.results.length > 0, 'search finds what the role may list');
+  t.ok(
+    wide.results.every((r: { namespace?: string }) => r.namespace === ns),
+    'and nothing of other namespaces',
+  );
+
+  // kiteline's own namespace on the host: no log, no events, nothing found, for an admin's agent too.
+  const host = (await testControlPlane('host')).kubeconfigPath;
+  // The same ConfigMap name in the install namespace and in another one.
+  const hidden = uniqueName('hidden');
+  const elsewhere = uniqueName('mcp-host');
+  kubectl(host, ['create', 'namespace', elsewhere]);
+  t.teardown(() => kubectl(host, ['delete', 'namespace', elsewhere, '--wait=false']));
+  for (const where of [gw.namespace, elsewhere]) kubectl(host, ['-n', where, 'create', 'configmap', hidden]);
+  t.teardown(() => kubectl(host, ['-n', gw.namespace, 'delete', 'configmap', hidden]));
+  t.match(textOf(await tool(client, 'pod_logs', { cluster: 'h', namespace: gw.namespace, pod: 'any' })), /^403 /);
+  t.match(
+    textOf(
+      await tool(client, 'resource_events', {
+        cluster: 'h',
+        resource: 'configmaps',
+        namespace: gw.namespace,
+        name: hidden,
+      }),
+    ),
+    /^403 /,
+  );
+  const onHost = await eventually('the search index of the host to hold the ConfigMap', async () => {
+    const answer = parse(textOf(await tool(client, 'search', { cluster: 'h', query: hidden })));
+    return answer.total > 0 ? answer : undefined;
+  });
+  t.same(
+    onHost.results.map((r: { namespace: string; name: string }) => [r.namespace, r.name]),
+    [[elsewhere, hidden]],
+    'search: the one elsewhere, not the one in the install namespace',
+  );
 });
 
 t.test('role by role: a viewer, a role limited to one namespace, a role limited to one cluster', async (t) => {
@@ -251,19 +439,81 @@ t.test('a large answer is cut with a note; each call is audited and counted', as
   t.match(metrics.text, /kiteline_mcp_tool_calls_total\{tool="get_resource",result="failure"\} [1-9]/);
 });
 
+t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed and revoked', async (t) => {
+  const username = uniqueName('carol');
+  const cookie = await signedInUser(gw, admin, username, ['viewer']);
+  const mint = (headers: Record<string, string>, body?: object) =>
+    call(gw.url, 'POST', '/api/v1/mcp/token', { headers, ...(body ? { body } : {}) });
+  const minted = await mint({ cookie }, { ttlSeconds: 900 });
+  t.equal(minted.status, 200, minted.text);
+  t.equal(minted.headers.get('cache-control'), 'no-store');
+  const token = minted.body.token as string;
+  t.equal(minted.body.url, `${gw.url}/mcp`);
+  t.same(minted.body.mcpServers, {
+    kiteline: { type: 'http', url: `${gw.url}/mcp`, headers: { Authorization: `Bearer ${token}` } },
+  });
+  t.ok(Math.abs(Date.parse(minted.body.expiresAt) - Date.now() - 900_000) < 60_000, 'expires when asked');
+  const bearer = { authorization: `Bearer ${token}` };
+
+  // The agent is the user: the user's roles, and the user in the audit trail.
+  const client = await agent({ key: token, headers: bearer }, 'token-agent');
+  const settings = { cluster: 'a', resource: 'configmaps', namespace: ns, name: 'settings' };
+  t.match(textOf(await tool(client, 'get_resource', settings)), /where: /, "a viewer's read");
+  t.match(textOf(await tool(client, 'get_resource', { ...settings, resource: 'secrets', name: 'token' })), /^403 /);
+  const record = await eventually('the audit record of the call', async () => {
+    const res = await call(gw.url, 'GET', '/api/v1/admin/audit-logs?operation=mcp:get_resource&resourceName=settings', {
+      headers: admin.headers,
+    });
+    return res.body?.data?.find((r: { operator: { username: string } }) => r.operator.username === username);
+  });
+  t.equal(record.operator.username, username, 'audited as the user');
+
+  // Only /mcp: not kiteline's API, not the Kubernetes API, and it mints nothing.
+  const elsewhere = await call(gw.url, 'GET', '/api/v1/clusters', { headers: bearer });
+  t.equal(elsewhere.status, 403);
+  t.match(elsewhere.body.error, /an MCP token is accepted only on \/mcp/);
+  t.equal((await call(gw.url, 'GET', '/k8s/clusters/a/version', { headers: bearer })).status, 403, 'nor kubectl');
+  t.equal((await mint(bearer)).status, 403, 'it mints no MCP token');
+  t.equal((await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: bearer })).status, 403, 'nor a kubeconfig');
+  t.equal((await mint(admin.headers)).status, 403, 'an API key mints none either: tokens are for signed-in users');
+  t.equal((await mint({ cookie }, { ttlSeconds: 10 ** 9 })).status, 400, 'a lifetime above the maximum: 400');
+  t.equal((await mint({}, {})).status, 401, 'anonymous: 401');
+
+  // A kubeconfig token is refused on /mcp.
+  const kubeconfig = await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: { cookie } });
+  const kubeToken = /token: (\S+)/.exec(kubeconfig.text)![1];
+  const byKubeToken = await call(gw.url, 'POST', '/mcp', {
+    body: initialize,
+    headers: { ...MCP_ACCEPT, authorization: `Bearer ${kubeToken}` },
+  });
+  t.equal(byKubeToken.status, 403, 'a kubeconfig token on /mcp: 403');
+
+  // Listed with the user's kubeconfig tokens, each with its audience; revoked like them.
+  const mine = await call(gw.url, 'GET', '/api/users/me/kubeconfig-tokens', { headers: { cookie } });
+  t.same(mine.body.tokens.map((x: { audience: string }) => x.audience).sort(), ['kubernetes', 'mcp']);
+  const mcpToken = mine.body.tokens.find((x: { audience: string }) => x.audience === 'mcp');
+  t.match(mcpToken.name, /^mcp-carol/);
+  t.notMatch(JSON.stringify(mine.body), token.split('_').pop()!, 'never the secret');
+  const revoked = await call(gw.url, 'DELETE', `/api/users/me/kubeconfig-tokens/${mcpToken.id}`, {
+    headers: { cookie },
+  });
+  t.equal(revoked.status, 200);
+  await eventually('the revoked token refused', async () =>
+    client.callTool({ name: 'list_clusters', arguments: {} }).then(
+      () => false,
+      (err: Error) => /401|Unauthorized/i.test(err.message),
+    ),
+  );
+  t.pass('a revoked token ends the agent');
+});
+
 t.test('refused: anonymous, a session cookie, a deleted key; GET /mcp is 405', async (t) => {
   const anonymous = new Client({ name: 'anon', version: '1' });
   await t.rejects(
     anonymous.connect(new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`))),
     'anonymous: the connection is refused',
   );
-  const initialize = {
-    jsonrpc: '2.0',
-    id: 1,
-    method: 'initialize',
-    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-  };
-  const headers = { accept: 'application/json, text/event-stream' };
+  const headers = MCP_ACCEPT;
   const anon = await call(gw.url, 'POST', '/mcp', { body: initialize, headers });
   t.equal(anon.status, 401, 'anonymous: 401');
   const login = await call(gw.url, 'POST', '/api/auth/login/password', {

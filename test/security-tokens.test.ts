@@ -9,33 +9,12 @@ import t from 'tap';
 import { MINTS_PER_USER } from '../src/gateway/routes/kubeconfig.js';
 import { login } from './helpers/auth-session.js';
 import { eventually } from './helpers/eventually.js';
-import { addReadyCluster, bootstrapAdmin, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import { addReadyCluster, bootstrapAdmin, signedInUser, testKubeconfig } from './helpers/fixtures.js';
 import { call, startGateway, type TestGateway } from './helpers/gateway.js';
 
 const ME = '/api/users/me/kubeconfig-tokens';
 const ADMIN_TOKENS = '/api/v1/admin/kubeconfig-tokens';
 const CAP = 3;
-
-/** A password user holding `roles`, signed in: its session cookie. */
-async function signedInUser(gw: TestGateway, admin: Caller, username: string, roles: string[]): Promise<string> {
-  const created = await call(gw.url, 'POST', '/api/v1/admin/users/', {
-    headers: admin.headers,
-    body: { username, password: `${username}-password-1`, name: username },
-  });
-  if (created.status !== 201) throw new Error(`user ${username}: ${created.status} ${created.text}`);
-  for (const role of roles) {
-    const listed = await call(gw.url, 'GET', '/api/v1/admin/roles/', { headers: admin.headers });
-    const id = listed.body.roles.find((r: { name: string }) => r.name === role).id;
-    await eventually(`${username} to hold ${role}`, async () => {
-      const res = await call(gw.url, 'POST', `/api/v1/admin/roles/${id}/assign`, {
-        headers: admin.headers,
-        body: { subjectType: 'user', subject: username },
-      });
-      return res.status < 300;
-    });
-  }
-  return login(gw.url, username, `${username}-password-1`);
-}
 
 /** Mints a kubeconfig with the session cookie: the answer, and the token in it when 200. */
 async function mint(gw: TestGateway, cookie: string) {

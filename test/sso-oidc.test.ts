@@ -282,8 +282,9 @@ t.test('OpenID Connect sign-in against a real provider', async (t) => {
 
   // ---- the API keys of a provider's user stop when the provider has not vouched for too long ----
   const aliceUser = users.body.users.find((u: { username: string }) => u.username === 'alice');
-  const { key } = await gw.services.apiKeys.createKubeconfigToken(
+  const { key } = await gw.services.apiKeys.createUserToken(
     { kind: 'user', id: aliceUser.id, name: 'alice', roles: ['viewer'] },
+    'kubernetes',
     3600,
     10,
   );

@@ -15,7 +15,7 @@ import {
   TooManyRequestsError,
   UnauthorizedError,
 } from '../errors.js';
-import { apiKeyName, isExpired } from '../host/apikeys.js';
+import { apiKeyName, isExpired, tokenAudience } from '../host/apikeys.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import {
   resourceId,
@@ -123,11 +123,14 @@ export class AuthService {
     const owner = key.spec.owner;
     if (owner && !this.ownerStillHolds(owner, key.spec.roles ?? []))
       return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
-    // A key that acts for a user (a kubeconfig token) is that user to logs, audit and clusters
-    // (Impersonate-User), and is accepted on the Kubernetes API only.
+    // A key that acts for a user (a kubeconfig or MCP token) is that user to logs, audit and clusters
+    // (Impersonate-User), and is accepted on its audience's door only.
     if (owner)
       return {
-        principal: { ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []), kubeconfigToken: true },
+        principal: {
+          ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []),
+          tokenAudience: tokenAudience(key),
+        },
       };
     return { principal: makePrincipal('apikey', id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
   }

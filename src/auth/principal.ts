@@ -1,5 +1,6 @@
 // Who is calling: a signed-in user (session cookie) or an API key. Built by authentication from
 // the host store's caches, handed to authorization, audit, logs and impersonation.
+import type { TokenAudience } from '../host/resources.js';
 
 export interface Principal {
   kind: 'user' | 'apikey';
@@ -14,10 +15,10 @@ export interface Principal {
   /** A session's start (login time, seconds since the epoch): refreshes keep it. */
   sessionStartedAt?: number;
   /**
-   * A kubeconfig token (an API key owned by a user): it is for the Kubernetes API, so it is accepted
-   * only under /k8s/clusters/ (the authenticate plugin), never on kiteline's own API.
+   * A token minted for a user (an API key it owns) is for one door only, never kiteline's own API
+   * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp.
    */
-  kubeconfigToken?: true;
+  tokenAudience?: TokenAudience;
 }
 
 /**

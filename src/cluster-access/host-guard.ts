@@ -95,15 +95,17 @@ export class HostGuard {
   }
 
   /**
-   * The field selector a list or watch across all namespaces must carry on this cluster
-   * (combined with the caller's own), or the caller's unchanged.
+   * The field selector a list or watch must carry on this cluster (combined with the caller's
+   * own): across all namespaces (`namespace` undefined) of the host, one that leaves the install
+   * namespace out; otherwise the caller's unchanged.
    */
   async listFieldSelector(
     conn: ClusterConnection,
     resolved: ResolvedResource,
+    namespace: string | undefined,
     fieldSelector: string | undefined,
   ): Promise<string | undefined> {
-    if (!resolved.namespaced || !(await this.reachesHost(conn))) return fieldSelector;
+    if (namespace !== undefined || !resolved.namespaced || !(await this.reachesHost(conn))) return fieldSelector;
     const hideInstall = `metadata.namespace!=${this.installNamespace}`;
     // First, never after the caller's: a caller's selector ending in a backslash would escape the
     // comma and swallow the filter into its own last value (`metadata.namespace!=x\`).

@@ -63,10 +63,7 @@ export async function listObjects(
   const { resolved, namespace } = target;
   requireAccess(kit.auth, ctx.principal, ctx.conn.name, target.resource, namespace, 'list');
   await kit.hostGuard.check(ctx.conn, { resolved, namespace, name: undefined, verb: 'list' });
-  const fieldSelector =
-    namespace === undefined
-      ? await kit.hostGuard.listFieldSelector(ctx.conn, resolved, options.fieldSelector)
-      : options.fieldSelector;
+  const fieldSelector = await kit.hostGuard.listFieldSelector(ctx.conn, resolved, namespace, options.fieldSelector);
   const search = listSearch({ labelSelector: options.labelSelector, fieldSelector, limit: options.limit });
   return { resolved, list: await getJson<KubeList>(ctx, withSearch(collectionPath(resolved, namespace), search)) };
 }

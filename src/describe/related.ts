@@ -86,7 +86,7 @@ export function callerAccess(
     allowed: (resource, namespace, verb) =>
       auth.authorize(principal, { cluster: conn.name, namespace: namespace ?? ALL_NAMESPACES, resource, verb }),
     guard: (kind, namespace, name, verb) => hostGuard.check(conn, { resolved: kind, namespace, name, verb }),
-    allNamespacesSelector: (kind, fieldSelector) => hostGuard.listFieldSelector(conn, kind, fieldSelector),
+    allNamespacesSelector: (kind, fieldSelector) => hostGuard.listFieldSelector(conn, kind, undefined, fieldSelector),
   };
 }
 

@@ -124,6 +124,7 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'PUT /api/v1/pods/:namespace/:pod/files/upload': { verb: 'upload', resource: 'pods/files', clusterScoped: true },
   // Kubeconfigs (each mints a token, an API key owned by the caller).
   'POST /api/v1/kubeconfig': { verb: 'create', resource: 'kubeconfigs' },
+  'POST /api/v1/mcp/token': { verb: 'create', resource: 'mcp-tokens' },
   'DELETE /api/users/me/kubeconfig-tokens/:id': { verb: 'delete', resource: 'kubeconfig-tokens' },
   'DELETE /api/v1/admin/kubeconfig-tokens/:id': { verb: 'delete', resource: 'kubeconfig-tokens' },
   // The Kubernetes API proxy (the route fills in what the request info says).

@@ -231,10 +231,16 @@ export const KubeconfigToken = Type.Object(
     createdAt: timestamp(),
     expiresAt: timestamp(),
     lastUsedAt: nullableTimestamp(),
+    audience: stringEnum(['kubernetes', 'mcp'], {
+      description: 'where it is accepted: the Kubernetes API (a kubeconfig token) or /mcp (an MCP token)',
+    }),
     ownerId: Type.Optional(Type.Integer({ description: "the owner's user id (admin list only)" })),
     owner: Type.Optional(Type.String({ description: "the owner's username (admin list only)" })),
   },
-  { $id: 'KubeconfigToken', description: 'A kubeconfig token (an API key owned by a user; never its secret)' },
+  {
+    $id: 'KubeconfigToken',
+    description: 'A token minted for a user: a kubeconfig or MCP token (an API key it owns; never its secret)',
+  },
 );
 
 export const Cluster = Type.Object(

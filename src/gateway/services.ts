@@ -19,6 +19,7 @@ import type { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { HostGuard } from '../cluster-access/host-guard.js';
+import type { SearchIndexes } from '../tools/search-index.js';
 import type { HttpsEndpoint } from './https.js';
 
 export interface Services {
@@ -55,6 +56,8 @@ export interface Services {
   hostGuard: HostGuard;
   /** Audits an action: the `audit` log line and the durable audit trail (src/audit/). */
   audit: AuditService;
+  /** Each cluster's search index, started by the first search and stopped when idle (tools/search-index.ts). */
+  searchIndexes: SearchIndexes;
   /** This replica's open long-lived streams, ended when their caller's credentials are revoked. */
   openStreams: OpenStreams;
   /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */

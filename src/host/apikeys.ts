@@ -16,7 +16,7 @@ import { ownerReference } from './crud.js';
 import { ignoreGone, KindStore } from './kind-store.js';
 import { objectNameFor } from './names.js';
 import { secretValue } from './owned-secrets.js';
-import { resourceId, type APIKeyResource, type UserResource } from './resources.js';
+import { resourceId, type APIKeyResource, type TokenAudience, type UserResource } from './resources.js';
 import type { HostStore } from './store.js';
 import type { UserStore } from './users.js';
 
@@ -49,6 +49,12 @@ export function isKubeconfigToken(key: APIKeyResource): boolean {
   return key.spec?.owner !== undefined;
 }
 
+/** What a token minted for a user is for; undefined for a plain API key (it has no owner). */
+export function tokenAudience(key: APIKeyResource): TokenAudience | undefined {
+  if (!isKubeconfigToken(key)) return undefined;
+  return key.spec.audience ?? 'kubernetes';
+}
+
 export function isExpired(key: APIKeyResource, now = Date.now()): boolean {
   return key.spec?.expiresAt ? !(Date.parse(key.spec.expiresAt) > now) : false;
 }
@@ -58,8 +64,9 @@ export function apiKeyName(key: APIKeyResource): string {
 }
 
 /** The "kubeconfig-<username, cut>-<8 hex>" name of a kubeconfig token, within the 63 characters of a key name. */
-function tokenName(username: string): string {
-  return `kubeconfig-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
+function tokenName(username: string, audience: TokenAudience): string {
+  const prefix = audience === 'mcp' ? 'mcp' : 'kubeconfig';
+  return `${prefix}-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
 }
 
 const isoSeconds = (time: number) => new Date(time).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -146,31 +153,34 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
   }
 
   /**
-   * A kubeconfig token: a key owned by the caller's user (deleted with it, and failing once the
-   * user is disabled or loses a role: AuthService), with the caller's roles, expiring after
-   * ttlSeconds. A user keeps at most `maxLive` unexpired tokens: minting one more revokes the
-   * oldest, so no caller can fill the host's etcd with keys (and every replica's memory).
+   * A token for one door (`audience`: a kubeconfig's, or an MCP agent's): a key owned by the
+   * caller's user (deleted with it, and failing once the user is disabled or loses a role:
+   * AuthService), with the caller's roles, expiring after ttlSeconds. A user keeps at most
+   * `maxLive` unexpired tokens of each audience: minting one more revokes the oldest, so no caller
+   * can fill the host's etcd with keys (and every replica's memory).
    */
-  async createKubeconfigToken(
+  async createUserToken(
     caller: TokenCaller,
+    audience: TokenAudience,
     ttlSeconds: number,
     maxLive: number,
   ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
     const user = this.tokenOwner(caller);
     const created = await this.insert({
-      name: tokenName(user.spec.username),
+      name: tokenName(user.spec.username, audience),
       roles: [...caller.roles],
       expiresAt: isoSeconds(Date.now() + ttlSeconds * 1000),
       createdBy: caller.name,
       owner: user,
+      ...(audience === 'kubernetes' ? {} : { audience }),
     });
-    const live = this.tokensOf(resourceId(user)!).filter((key) => !isExpired(key));
+    const live = this.tokensOf(resourceId(user)!).filter((key) => tokenAudience(key) === audience && !isExpired(key));
     for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
     return { ...created, user };
   }
 
   private async insert(
-    input: NewApiKey & { owner?: UserResource },
+    input: NewApiKey & { owner?: UserResource; audience?: TokenAudience },
   ): Promise<{ resource: APIKeyResource; key: string }> {
     const name = objectNameFor('apikey', input.name);
     const secretName = `${name}-key`;
@@ -187,6 +197,7 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
           expiresAt: input.expiresAt,
           createdBy: input.createdBy,
           ...(owner ? { owner: { username: owner.spec.username, id: resourceId(owner)! } } : {}),
+          ...(input.audience ? { audience: input.audience } : {}),
           secretRef: { name: secretName },
         },
       }),

@@ -88,8 +88,12 @@ export interface APIKeySpec {
    * re-created username is another user) exists, is enabled and holds every role of the key.
    */
   owner?: APIKeyOwner;
+  /** What a key with an owner is for (absent: `kubernetes`, a kubeconfig token). */
+  audience?: TokenAudience;
   secretRef: { name: string };
 }
+/** The one door a token minted for a user opens: the Kubernetes API (a kubeconfig) or /mcp (an agent). */
+export type TokenAudience = 'kubernetes' | 'mcp';
 export interface APIKeyOwner {
   username: string;
   id: number;

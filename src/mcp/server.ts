@@ -16,22 +16,34 @@ import type { Principal } from '../auth/principal.js';
 import { selectCluster } from '../cluster-access/cluster-select.js';
 import { impersonationHeaders } from '../cluster-access/impersonation.js';
 import { listObjects, readObject, type CallerContext, type ReadKit } from '../cluster-access/reads.js';
+import { reduceObject } from '../cluster-access/watch-events.js';
 import { NAME_PATTERN, NAMESPACE_PATTERN, RESOURCE_PATTERN } from '../cluster-access/segments.js';
 import type { ClusterDirectory } from '../clusters/types.js';
 import { describe } from '../describe/describe.js';
 import type { Json } from '../describe/format.js';
 import { callerAccess, RelatedReader } from '../describe/related.js';
-import { HttpError } from '../errors.js';
+import { BadRequestError, HttpError } from '../errors.js';
+import { mayAccess } from '../cluster-access/access.js';
+import { readObjectEvents, type CoreEvent } from '../tools/events.js';
+import { MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../tools/search.js';
+import type { SearchIndexes } from '../tools/search-index.js';
+import { POD_RESOURCE, requireWorkloadAccess } from '../workloads/access.js';
+import { CONTAINER_PATTERN, readLog } from '../workloads/logs.js';
 
 /** A tool's text answer above this is cut, with a note saying so (agents pay for every token). */
 export const MAX_TOOL_TEXT = 64 * 1024;
 const DEFAULT_LIST_LIMIT = 100;
 const MAX_LIST_LIMIT = 500;
+const DEFAULT_LOG_LINES = 100;
+const MAX_LOG_LINES = 2000;
+const DEFAULT_SEARCH_RESULTS = 20;
 
 /** What the tools need from the gateway. */
 export interface McpDeps extends ReadKit {
   clusters: ClusterDirectory;
   auth: ReadKit['auth'] & { canAccessCluster(principal: Principal, cluster: string): boolean };
+  /** Each cluster's search index (the search route's). */
+  searchIndexes: SearchIndexes;
   /** Records one tool call (the audit service, with the request's origin filled in). */
   audit(entry: Omit<AuditEntry, 'who' | 'whoKind' | 'whoId' | 'requestId'>): void;
   /** Counts one tool call in /metrics. */
@@ -75,11 +87,37 @@ function text(body: string, isError = false): CallToolResult {
   return { content: [{ type: 'text', text: shown }], ...(isError ? { isError: true } : {}) };
 }
 
-/** An object as an agent reads it: YAML without managedFields (noise, and large). */
+/** A log's last lines within MAX_TOOL_TEXT (a log is read from its end: the newest lines matter). */
+function logTail(lines: string[]): string {
+  let size = 0;
+  let first = lines.length;
+  while (first > 0 && size + Buffer.byteLength(lines[first - 1]) + 1 <= MAX_TOOL_TEXT - 256) {
+    first -= 1;
+    size += Buffer.byteLength(lines[first]) + 1;
+  }
+  const body = lines.slice(first).join('\n');
+  if (first === 0) return body === '' ? '(the log is empty)' : body;
+  return `… [truncated: the first ${first} of ${lines.length} lines are left out; ask for fewer lines]\n${body}`;
+}
+
+/** Events as an agent reads them: the columns `kubectl describe` shows, newest first. */
+function eventsText(items: CoreEvent[]): string {
+  if (items.length === 0) return 'no events (events are kept for an hour by default)';
+  return stringify({
+    events: items.map((e) => ({
+      type: e.type,
+      reason: e.reason,
+      last: e.lastTimestamp || e.eventTime || e.firstTimestamp || e.metadata?.creationTimestamp,
+      count: e.count ?? 1,
+      from: (e.source as { component?: string } | undefined)?.component || e.reportingComponent || undefined,
+      message: e.message,
+    })),
+  });
+}
+
+/** An object as an agent reads it: YAML without managedFields and the last-applied copy (noise, and large). */
 function objectText(object: Json): string {
-  const metadata = { ...((object.metadata as Record<string, unknown> | undefined) ?? {}) };
-  delete metadata.managedFields;
-  return stringify({ ...object, metadata });
+  return stringify(reduceObject(object));
 }
 
 /** The MCP server for one request of one caller. */
@@ -252,6 +290,135 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
         });
         const related = new RelatedReader(callerAccess(deps.auth, deps.hostGuard, ctx.conn, principal, deps.signal));
         return describe(resolved.group, object, related);
+      }),
+  );
+
+  server.registerTool(
+    'resource_events',
+    {
+      title: 'Events of a resource',
+      description: 'The events of one object (what `kubectl describe` lists under Events), newest first.',
+      inputSchema: oneObject,
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run('resource_events', args, async (on) => {
+        const ctx = await on(args.cluster);
+        const answer = await readObjectEvents(deps, ctx, {
+          resource: args.resource,
+          namespace: args.namespace ?? '_all',
+          name: args.name,
+        });
+        return eventsText(answer.items);
+      }),
+  );
+
+  server.registerTool(
+    'pod_logs',
+    {
+      title: "A pod's logs",
+      description:
+        "The last lines of a container's log (the pod's only container unless one is named). " +
+        'previous: the log of the container before its last restart.',
+      inputSchema: {
+        cluster,
+        namespace: z
+          .string()
+          .max(63)
+          .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/)
+          .describe("the pod's namespace"),
+        pod: name.describe("the pod's name"),
+        container: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).optional(),
+        tailLines: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_LOG_LINES)
+          .optional()
+          .describe(`the last N lines (default ${DEFAULT_LOG_LINES})`),
+        sinceSeconds: z.number().int().min(1).max(31_536_000).optional().describe('only lines of the last N seconds'),
+        previous: z.boolean().optional(),
+      },
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run(
+        'pod_logs',
+        { cluster: args.cluster, resource: 'pods/log', namespace: args.namespace, name: args.pod },
+        async (on) => {
+          const ctx = await on(args.cluster);
+          await requireWorkloadAccess(deps, principal, ctx.conn, {
+            kind: POD_RESOURCE,
+            resource: 'pods/log',
+            verb: 'get',
+            namespace: args.namespace,
+            name: args.pod,
+          });
+          const log = await readLog(
+            ctx.conn,
+            ctx.headers,
+            args.namespace,
+            args.pod,
+            {
+              container: args.container,
+              tailLines: args.tailLines ?? DEFAULT_LOG_LINES,
+              timestamps: false,
+              previous: args.previous === true,
+              sinceSeconds: args.sinceSeconds,
+              follow: false,
+            },
+            deps.signal,
+          );
+          return logTail(log.logs);
+        },
+      ),
+  );
+
+  server.registerTool(
+    'search',
+    {
+      title: 'Search a cluster',
+      description:
+        'Objects of the common kinds (workloads, pods, services, config maps, secrets, nodes, ...) whose name ' +
+        'contains the query or whose label matches it (`key=value`); a first word may name a kind ("pod web").',
+      inputSchema: {
+        cluster,
+        query: z.string().min(1).max(MAX_QUERY_LENGTH),
+        namespace: namespace.optional(),
+        limit: z
+          .number()
+          .int()
+          .min(1)
+          .max(MAX_SEARCH_LIMIT)
+          .optional()
+          .describe(`at most (default ${DEFAULT_SEARCH_RESULTS})`),
+      },
+      annotations: READ_ONLY,
+    },
+    (args) =>
+      run('search', { cluster: args.cluster, namespace: args.namespace }, async (on) => {
+        if (args.query.trim() === '') throw new BadRequestError('query must not be blank');
+        const ctx = await on(args.cluster);
+        const index = deps.searchIndexes.forCluster(ctx.conn);
+        await index.settle(deps.signal);
+        const inNamespace = args.namespace === undefined || args.namespace === '_all' ? undefined : args.namespace;
+        const found = searchIndex(
+          index,
+          { text: args.query, limit: args.limit ?? DEFAULT_SEARCH_RESULTS, namespace: inNamespace },
+          (kind, objectNamespace) => mayAccess(deps.auth, principal, ctx.conn.name, kind, objectNamespace, 'list'),
+        );
+        return stringify({
+          total: found.total,
+          ...(found.partial
+            ? { partial: 'the index is still loading or incomplete: some objects may be missing' }
+            : {}),
+          results: found.results.map((r) => ({
+            resource: r.resourceType,
+            ...(r.namespace ? { namespace: r.namespace } : {}),
+            name: r.name,
+            created: r.createdAt,
+          })),
+        });
       }),
   );
 

@@ -99,7 +99,7 @@ export async function admitProxyRequest(
     (await services.hostGuard.reachesHost(conn))
   ) {
     const given = new URLSearchParams(query).get('fieldSelector') ?? undefined;
-    const selector = await services.hostGuard.listFieldSelector(conn, await scopeOf(conn, info), given);
+    const selector = await services.hostGuard.listFieldSelector(conn, await scopeOf(conn, info), undefined, given);
     if (selector !== undefined) query = withFieldSelector(query, selector);
   }
   return {

@@ -4,7 +4,10 @@
 // selected by the object's kind, name and UID as kubectl does (so the events of an earlier object
 // of the same name are not shown), and answered as a core/v1 EventList, newest first.
 import type { ResolvedResource } from '../clusters/types.js';
-import { HttpError } from '../errors.js';
+import { HttpError, NotFoundError } from '../errors.js';
+import { requireAccess } from '../cluster-access/access.js';
+import { resolveTarget, type CallerContext, type ReadKit } from '../cluster-access/reads.js';
+import type { PathSegments } from '../cluster-access/segments.js';
 import { collectionPath, objectPath } from '../cluster-access/target.js';
 import { withSearch } from '../cluster-access/read-query.js';
 import { getJson, type KubeList, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
@@ -77,6 +80,39 @@ function lastSeen(e: CoreEvent): number {
   const when = e.lastTimestamp || e.eventTime || e.firstTimestamp || e.metadata?.creationTimestamp;
   const ms = when ? Date.parse(when) : NaN;
   return Number.isNaN(ms) ? 0 : ms;
+}
+
+/**
+ * The events of one object, as a caller. Authorized as `get` on the object's resource and `list`
+ * on events where they are kept: the object's namespace, or all namespaces for a cluster-scoped
+ * object (a Node's events live in "default"); the host guard applies to both, and a list across
+ * all namespaces of the host leaves the install namespace out.
+ */
+export async function readObjectEvents(
+  kit: ReadKit,
+  ctx: CallerContext,
+  segments: PathSegments & { name: string },
+): Promise<EventListAnswer> {
+  const { conn, principal } = ctx;
+  const target = await resolveTarget(ctx, segments);
+  const { resolved, namespace, name } = target;
+  requireAccess(kit.auth, principal, conn.name, target.resource, namespace, 'get');
+  await kit.hostGuard.check(conn, { resolved, namespace, name, verb: 'get' });
+  const coreEvents = await conn.resolveResource('events');
+  if (!coreEvents || coreEvents.group !== '') throw new NotFoundError(`cluster ${conn.name} serves no core/v1 events`);
+  const eventsApi = await conn.resolveResource('events.events.k8s.io');
+  requireAccess(kit.auth, principal, conn.name, 'events', namespace, 'list');
+  await kit.hostGuard.check(conn, { resolved: coreEvents, namespace, name: undefined, verb: 'list' });
+  const guardSelector = await kit.hostGuard.listFieldSelector(conn, coreEvents, namespace, undefined);
+  return objectEvents(ctx, {
+    resolved,
+    namespace,
+    name: segments.name,
+    eventsNamespace: namespace,
+    guardSelector,
+    eventsApi,
+    coreEvents,
+  });
 }
 
 /** Lists the object's events; the object must exist (its read is the `get` check upstream too). */

@@ -133,7 +133,7 @@ class KindFeed {
   /** One list, then watches from its resourceVersion until one expires (or room frees for what was left out). */
   private async follow(resolved: ResolvedResource, signal: AbortSignal): Promise<void> {
     const path = collectionPath(resolved, undefined);
-    const fieldSelector = await this.index.hostGuard.listFieldSelector(this.index.conn, resolved, undefined);
+    const fieldSelector = await this.index.hostGuard.listFieldSelector(this.index.conn, resolved, undefined, undefined);
     let resourceVersion: string | undefined = await this.list(path, fieldSelector, signal);
     this.synced = true;
     this.failing = false;

@@ -3,6 +3,7 @@
 // kubeconfig, then wait until GET /api/v1/clusters shows it ready.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { login } from './auth-session.js';
 import { TEST_DIR, type TestClusterName } from './clusters.js';
 import { eventually } from './eventually.js';
 import { call, type HttpResponse, type TestGateway } from './gateway.js';
@@ -140,4 +141,25 @@ export async function addReadyCluster(gw: TestGateway, admin: Caller, cluster: C
   const id = await registerCluster(gw, admin, cluster);
   await waitClusterReady(gw, admin, cluster.name);
   return id;
+}
+
+/** A password user holding `roles`, signed in: its session cookie. */
+export async function signedInUser(gw: TestGateway, admin: Caller, username: string, roles: string[]): Promise<string> {
+  const created = await call(gw.url, 'POST', '/api/v1/admin/users/', {
+    headers: admin.headers,
+    body: { username, password: `${username}-password-1`, name: username },
+  });
+  if (created.status !== 201) throw new Error(`user ${username}: ${created.status} ${created.text}`);
+  for (const role of roles) {
+    const listed = await call(gw.url, 'GET', '/api/v1/admin/roles/', { headers: admin.headers });
+    const id = listed.body.roles.find((r: { name: string }) => r.name === role).id;
+    await eventually(`${username} to hold ${role}`, async () => {
+      const res = await call(gw.url, 'POST', `/api/v1/admin/roles/${id}/assign`, {
+        headers: admin.headers,
+        body: { subjectType: 'user', subject: username },
+      });
+      return res.status < 300;
+    });
+  }
+  return login(gw.url, username, `${username}-password-1`);
 }

@@ -1,8 +1,9 @@
 // Authentication for every request: resolves request.principal from `Authorization: <API key>`
 // (or `Bearer <API key>`) or else the auth_token session cookie, using only the host caches, and
-// sets request.actor for the request log. A kubeconfig token is for the Kubernetes API: on any
-// route other than the proxy's (/k8s/clusters/*, matched by the router, so no spelling of a path
-// gets around it) it authenticates nobody, and routes that require a user answer 403.
+// sets request.actor for the request log. A token minted for a user opens one door: a kubeconfig
+// token the Kubernetes API (/k8s/clusters/*), an MCP token /mcp. On any other route (matched by the
+// router, so no spelling of a path gets around it) it authenticates nobody, and routes that
+// require a user answer 403.
 // Guards run onRequest, before any body is read or validated, so an anonymous caller gets 401,
 // never a validation message. Every route under /api/v1/admin/ is for admins: this plugin guards
 // the whole scope (the routes declare nothing), except the first-run routes whose schema says they
@@ -11,6 +12,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Principal } from '../../auth/principal.js';
+import type { TokenAudience } from '../../host/resources.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
@@ -45,12 +47,18 @@ export function wantsSecureCookie(app: FastifyInstance, request: FastifyRequest)
 /** The admin scope: every route under it requires role admin (the onRoute hook below). */
 export const ADMIN_PREFIX = '/api/v1/admin/';
 
-const KUBECONFIG_TOKEN_SCOPE = `a kubeconfig token is accepted only on the Kubernetes API, under ${PROXY_PREFIX}`;
+/** The MCP endpoint (routes/mcp.ts). */
+export const MCP_PATH = '/mcp';
 
-/** The request was routed to the Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX). */
-function onKubernetesApi(request: FastifyRequest): boolean {
-  return request.routeOptions.url?.startsWith(PROXY_PREFIX) === true;
-}
+/** Where a token minted for a user is accepted (the route it was routed to), and the refusal elsewhere. */
+const TOKEN_DOORS: Record<TokenAudience, { opens(routeUrl: string | undefined): boolean; refusal: string }> = {
+  // The Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX).
+  kubernetes: {
+    opens: (url) => url?.startsWith(PROXY_PREFIX) === true,
+    refusal: `a kubeconfig token is accepted only on the Kubernetes API, under ${PROXY_PREFIX}`,
+  },
+  mcp: { opens: (url) => url === MCP_PATH, refusal: `an MCP token is accepted only on ${MCP_PATH}` },
+};
 
 export default fp(
   async function authenticate(app: FastifyInstance) {
@@ -76,9 +84,11 @@ export default fp(
         result = auth.authenticateSession(token);
         if ('failure' in result) request.staleSessionCookie = true;
       }
-      if ('principal' in result && result.principal.kubeconfigToken && !onKubernetesApi(request)) {
+      const door =
+        'principal' in result && result.principal.tokenAudience && TOKEN_DOORS[result.principal.tokenAudience];
+      if (door && !door.opens(request.routeOptions.url)) {
         request.tokenOutOfScope = true;
-        request.authFailure = KUBECONFIG_TOKEN_SCOPE;
+        request.authFailure = door.refusal;
       } else if ('principal' in result) {
         request.principal = result.principal;
         request.actor = result.principal.name;
@@ -89,7 +99,7 @@ export default fp(
 
     const requireUser: AuthHook = async (request, reply) => {
       if (request.principal) return;
-      if (request.tokenOutOfScope) throw new ForbiddenError(KUBECONFIG_TOKEN_SCOPE);
+      if (request.tokenOutOfScope) throw new ForbiddenError(request.authFailure!);
       if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
       throw new UnauthorizedError(request.authFailure ?? 'authentication required');
     };

@@ -9,7 +9,7 @@
 // arrives, and kiteline's own errors are Kubernetes Status objects. docs/proxy.md.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../auth/principal.js';
-import { BadGatewayError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
+import { BadGatewayError, ForbiddenError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
 import { admitCreatedName, admitProxyRequest } from '../../proxy/admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../cluster-access/headers.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
@@ -28,6 +28,8 @@ function caller(request: FastifyRequest): Principal {
   const header = request.headers.authorization;
   if (typeof header !== 'string' || header.trim() === '')
     throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
+  // A token minted for another door (an MCP token): valid, but not here.
+  if (request.tokenOutOfScope) throw new ForbiddenError(request.authFailure!);
   if (!request.principal) throw new UnauthorizedError(request.authFailure ?? 'invalid API key');
   return request.principal;
 }

@@ -7,6 +7,9 @@
 // the Kubernetes API (plugins/authenticate.ts): it can mint nothing, not even a fresh kubeconfig.
 // Minting is bounded: per user and per client address per window (in memory, per replica), and a
 // user holds at most the configured number of live tokens (one more revokes the oldest).
+// POST /api/v1/mcp/token mints the same kind of token for an AI agent (docs/mcp.md): owned, with the
+// user's roles, short-lived, counted in the same mint limits, capped per user separately, listed
+// with the kubeconfig tokens (`audience: mcp`), and accepted only on /mcp.
 // Owners list and revoke their own tokens (Kite's /api/users/me/kubeconfig-tokens), admins every
 // user's (/api/v1/admin/kubeconfig-tokens). The token's rules (its owner, roles, expiry, the cap)
 // are the API key store's (APIKeyStore.createKubeconfigToken); these routes pick the clusters,
@@ -17,9 +20,10 @@ import { stringify } from 'yaml';
 import { RateLimiter } from '../../auth/rate-limiter.js';
 import { BadRequestError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../errors.js';
 import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
-import { resourceId, type APIKeyResource } from '../../host/resources.js';
+import { resourceId, type APIKeyResource, type TokenAudience, type UserResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { HttpsEndpoint } from '../https.js';
+import { MCP_PATH } from '../plugins/authenticate.js';
 import { parseId } from '../input-rules.js';
 import { defaulted, idParams, nullable, objectOf, ref, schemaOf, stringEnum, type App } from '../schemas.js';
 import { kubeconfigTokenView } from '../views/identity.js';
@@ -41,6 +45,17 @@ const AdminTokenQuery = Type.Object({
   status: Type.Optional(stringEnum(['active', 'expired'])),
 });
 const Deleted = objectOf({ success: Type.Boolean(), message: Type.String() });
+const McpTokenAnswer = objectOf(
+  {
+    token: Type.String({ description: 'send as `Authorization: Bearer <token>` to /mcp; shown this once' }),
+    expiresAt: Type.String({ format: 'date-time' }),
+    url: Type.String({ description: "the MCP endpoint's address" }),
+    mcpServers: Type.Record(Type.String(), Type.Unknown(), {
+      description: "an agent's configuration (the `mcpServers` shape Claude Desktop, Cursor and others read)",
+    }),
+  },
+  'An MCP token, owned by you, with your roles',
+);
 
 /** The body is optional (none, null or an object). */
 const KubeconfigBody = nullable(
@@ -90,6 +105,20 @@ export default async function kubeconfigRoutes(app: App) {
     perAddress.record([addressKey]);
   }
 
+  /** Mints a token of the signed-in caller for one door, within the mint limits. */
+  function mint(request: FastifyRequest, owner: UserResource, audience: TokenAudience, ttlSeconds: number) {
+    countMint(resourceId(owner)!, request.ip);
+    return apiKeys.createUserToken(request.principal!, audience, ttlSeconds, config.kubeconfigTokensPerUser);
+  }
+
+  /** The lifetime asked for, or the default; above the configured maximum: 400. */
+  function checkedTtl(asked: number | undefined): number {
+    const ttlSeconds = asked ?? config.kubeconfigTokenTtlSeconds;
+    if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds)
+      throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
+    return ttlSeconds;
+  }
+
   /** The token with this id when it is a kubeconfig token (and, for `ownerId`, that user's); else 404. */
   function tokenById(id: string, ownerId?: number): APIKeyResource {
     const key = apiKeys.byId(parseId(id));
@@ -114,9 +143,7 @@ export default async function kubeconfigRoutes(app: App) {
       ),
     },
     async (request, reply) => {
-      const ttlSeconds = request.body?.ttlSeconds ?? config.kubeconfigTokenTtlSeconds;
-      if (ttlSeconds > config.kubeconfigTokenMaxTtlSeconds)
-        throw new BadRequestError(`ttlSeconds may be at most ${config.kubeconfigTokenMaxTtlSeconds}`);
+      const ttlSeconds = checkedTtl(request.body?.ttlSeconds);
       const principal = request.principal!;
       const owner = apiKeys.tokenOwner(principal); // who the token would be for (403 or 404 before anything else)
       const usable = clusters
@@ -125,8 +152,7 @@ export default async function kubeconfigRoutes(app: App) {
         .map((conn) => conn.name)
         .sort();
       if (usable.length === 0) throw new NotFoundError('there is no cluster you may use');
-      countMint(resourceId(owner)!, request.ip);
-      const { key, user } = await apiKeys.createKubeconfigToken(principal, ttlSeconds, config.kubeconfigTokensPerUser);
+      const { key, user } = await mint(request, owner, 'kubernetes', ttlSeconds);
       const username = user.spec.username;
       const base = serverBase(request, config.externalUrl, app.services.https);
       const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
@@ -149,6 +175,29 @@ export default async function kubeconfigRoutes(app: App) {
       };
       reply.header('cache-control', 'no-store').type('application/yaml');
       return stringify(document);
+    },
+  );
+
+  app.post(
+    '/api/v1/mcp/token',
+    {
+      onRequest: app.requireUser,
+      schema: schema('A new short-lived token for an AI agent: accepted only on /mcp, acting as you', {
+        body: KubeconfigBody,
+        response: { 200: McpTokenAnswer },
+      }),
+    },
+    async (request, reply) => {
+      const ttlSeconds = checkedTtl(request.body?.ttlSeconds);
+      const { key, resource } = await mint(request, apiKeys.tokenOwner(request.principal!), 'mcp', ttlSeconds);
+      const url = `${serverBase(request, config.externalUrl, app.services.https)}${MCP_PATH}`;
+      reply.header('cache-control', 'no-store');
+      return {
+        token: key,
+        expiresAt: resource.spec.expiresAt!,
+        url,
+        mcpServers: { kiteline: { type: 'http' as const, url, headers: { Authorization: `Bearer ${key}` } } },
+      };
     },
   );
 

@@ -8,11 +8,11 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { entryOrigin } from '../../audit/record.js';
 import { UnauthorizedError } from '../../errors.js';
 import { createMcpServer } from '../../mcp/server.js';
+import { MCP_PATH } from '../plugins/authenticate.js';
 import { schemaOf, streamed, type App } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
 
 const schema = schemaOf('mcp');
-const MCP_PATH = '/mcp';
 /** The agent's client as the audit record names it: its User-Agent, bounded. */
 const MAX_CLIENT_LENGTH = 128;
 
@@ -47,6 +47,7 @@ export default async function mcpRoutes(app: App) {
         clusters: services.clusters,
         auth: services.auth,
         hostGuard: services.hostGuard,
+        searchIndexes: services.searchIndexes,
         signal,
         client,
         audit: (entry) => services.audit.record({ ...origin, ...entry }),

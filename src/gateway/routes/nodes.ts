@@ -212,7 +212,7 @@ export default async function nodeRoutes(app: App) {
       const pods = await ctx.conn.resolveResource('pods');
       if (!pods) throw new NotFoundError(`cluster ${ctx.conn.name} serves no pods`);
       await refuseOnKitelineNode(hostGuard, ctx.conn, node, 'drain', signal);
-      const guardSelector = await hostGuard.listFieldSelector(ctx.conn, pods, undefined);
+      const guardSelector = await hostGuard.listFieldSelector(ctx.conn, pods, undefined, undefined);
       const plan = await planDrain(ctx, node, options, guardSelector);
       for (const pod of plan.evict) {
         const namespace = pod.metadata?.namespace;

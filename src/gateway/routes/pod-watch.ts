@@ -11,6 +11,7 @@ import { relayPodWatch } from '../../workloads/pod-watch.js';
 import { EventStream } from '../../cluster-access/sse.js';
 import { openWatch, podsPath } from '../../cluster-access/watch-events.js';
 import { NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
+import { listSearch } from '../../cluster-access/read-query.js';
 import { clusterSchema, LiveListQuery, liveListEvents, type App } from '../schemas.js';
 import { endOnRevocation } from '../stream-revocation.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
@@ -42,15 +43,13 @@ export default async function podWatchRoutes(app: App) {
         namespace,
         name: undefined,
       });
-      const fieldSelector =
-        namespace === undefined
-          ? await services.hostGuard.listFieldSelector(conn, POD_RESOURCE, query.fieldSelector)
-          : query.fieldSelector;
-      const selection = new URLSearchParams();
-      if (query.labelSelector) selection.set('labelSelector', query.labelSelector);
-      if (fieldSelector) selection.set('fieldSelector', fieldSelector);
-      const watchQuery = new URLSearchParams(selection);
-      watchQuery.set('watch', 'true');
+      const fieldSelector = await services.hostGuard.listFieldSelector(
+        conn,
+        POD_RESOURCE,
+        namespace,
+        query.fieldSelector,
+      );
+      const watchQuery = listSearch({ labelSelector: query.labelSelector, fieldSelector, watch: true });
       const metricsQuery = new URLSearchParams(query.labelSelector ? { labelSelector: query.labelSelector } : {});
       const metricsBase =
         namespace === undefined

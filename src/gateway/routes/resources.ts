@@ -261,10 +261,12 @@ export default async function resourceRoutes(app: App) {
     const p = await prepare(request, reply, signal, true);
     const { query } = request;
     await authorize(request, p, 'watch', p.target.namespace, undefined);
-    const fieldSelector =
-      p.target.namespace === undefined
-        ? await hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector)
-        : query.fieldSelector;
+    const fieldSelector = await hostGuard.listFieldSelector(
+      p.conn,
+      p.target.resolved,
+      p.target.namespace,
+      query.fieldSelector,
+    );
     const search = listSearch({ labelSelector: query.labelSelector, fieldSelector, watch: true });
     // Opened before the answer starts: a bad selector or a refusal is a plain HTTP error.
     const upstream = await openWatch(
@@ -290,10 +292,12 @@ export default async function resourceRoutes(app: App) {
     const p = await prepare(request, reply, signal);
     const { query } = request;
     await authorize(request, p, verbFor(request.method, false, !!query.watch), p.target.namespace, undefined);
-    const fieldSelector =
-      p.target.namespace === undefined
-        ? await app.services.hostGuard.listFieldSelector(p.conn, p.target.resolved, query.fieldSelector)
-        : query.fieldSelector;
+    const fieldSelector = await hostGuard.listFieldSelector(
+      p.conn,
+      p.target.resolved,
+      p.target.namespace,
+      query.fieldSelector,
+    );
     const path = withSearch(
       collectionPath(p.target.resolved, p.target.namespace),
       listSearch({ ...query, fieldSelector }),

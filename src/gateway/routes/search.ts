@@ -7,7 +7,6 @@
 import { Type } from 'typebox';
 import { BadRequestError } from '../../errors.js';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
-import { SearchIndexes } from '../../tools/search-index.js';
 import { mayAccess } from '../../cluster-access/access.js';
 import { clusterQueryProperties, clusterSchema, defaulted, objectOf, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
@@ -48,8 +47,6 @@ const SearchAnswer = objectOf({
 
 export default async function searchRoutes(app: App) {
   const { services } = app;
-  const indexes = new SearchIndexes({ hostGuard: services.hostGuard, log: services.log });
-  app.addHook('onClose', () => indexes.stopAll());
 
   app.get(
     '/api/v1/search',
@@ -65,7 +62,7 @@ export default async function searchRoutes(app: App) {
       if (query.q.trim() === '') throw new BadRequestError('q must not be blank');
       const namespace = query.namespace === '' || query.namespace === '_all' ? undefined : query.namespace;
       const { conn, principal } = await toolRequest(app, request, reply, signal);
-      const index = indexes.forCluster(conn);
+      const index = services.searchIndexes.forCluster(conn);
       await index.settle(signal);
       return searchIndex(index, { text: query.q, limit: query.limit, namespace }, (resource, objectNamespace) =>
         mayAccess(services.auth, principal, conn.name, resource, objectNamespace, 'list'),
