@@ -73,6 +73,8 @@ export interface Config {
   maxWatchesPerPrincipal: number;
   /** Per caller and cluster: other requests in flight at once, then 429. */
   maxRequestsPerPrincipal: number;
+  /** MCP tool calls one user or API key may make per minute on this replica, then a 429 tool error. */
+  mcpToolCallsPerMinute: number;
   /** A client must send its request headers within this (slowloris), then its whole request within requestTimeoutMs. */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -658,6 +660,13 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       64,
       1,
       100_000,
+    ),
+    mcpToolCallsPerMinute: integer(
+      'mcp-tool-calls-per-minute',
+      pick('mcp-tool-calls-per-minute', 'KITELINE_MCP_TOOL_CALLS_PER_MINUTE'),
+      300,
+      1,
+      10_000,
     ),
     ...serverTimeouts(pick),
     externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),

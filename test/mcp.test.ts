@@ -1,13 +1,14 @@
 // The MCP endpoint (issue 35) with the official SDK's client against the shared planes: an agent
 // with an admin's key lists the tools and reads on two clusters (objects, descriptions, a pod's
-// log, an object's events, search); a viewer's agent cannot
-// read Secrets; a role limited to one namespace or one cluster gets that and no more; kiteline's own
-// namespace on the host stays out; answers above 64 KiB are cut with a note; each call is one audit
-// record and one /metrics count; a deleted key ends the agent's access; anonymous callers, session
-// cookies and GET /mcp are refused.
+// log, an object's events, search); a viewer's agent cannot read Secrets; a role limited to one
+// namespace or one cluster gets that and no more; kiteline's own namespace on the host stays out;
+// answers above 64 KiB are cut with a note; each call is one audit record and one /metrics count;
+// an MCP token works only on /mcp, as its user, until revoked; tool calls are limited per caller;
+// a deleted key ends the agent's access; anonymous callers, session cookies and GET /mcp are refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import t from 'tap';
+import WebSocket from 'ws';
 import { parse } from 'yaml';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
@@ -168,7 +169,11 @@ t.test("logs, events and search: an admin's agent, a one-namespace role, kitelin
   t.match(lastLines, /^line-1401 x+\n/, 'from line 1401');
   t.equal(textOf(await logs({ pod: 'talker', tailLines: 2 })), `line-1499 ${pad}\nline-1500 ${pad}`, 'tailLines');
   const whole = textOf(await logs({ pod: 'talker', tailLines: 2000 }));
-  t.match(whole, /^… \[truncated: the first \d+ of 1500 lines are left out; ask for fewer lines\]\n/, 'cut, saying so');
+  t.match(
+    whole,
+    /^… \[truncated: the \d+ older lines read are left out \(64 KiB at most\); ask for fewer lines\]\n/,
+    'cut, saying so',
+  );
   t.match(whole, /line-1500 x+$/, 'the newest lines are the ones kept');
   t.ok(Buffer.byteLength(whole) <= 64 * 1024, 'within 64 KiB');
   t.match(textOf(await logs({ pod: 'talker', container: 'nope' })), /^400 /, "an unknown container: the cluster's 400");
@@ -441,7 +446,15 @@ t.test('a large answer is cut with a note; each call is audited and counted', as
 
 t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed and revoked', async (t) => {
   const username = uniqueName('carol');
-  const cookie = await signedInUser(gw, admin, username, ['viewer']);
+  // A viewer who may also exec into the namespace's pods (so a refused exec below is the token's door).
+  await createRole(gw, admin, {
+    name: 'mcp-token-exec',
+    clusters: ['*'],
+    namespaces: [ns],
+    resources: ['pods/exec'],
+    verbs: ['create'],
+  });
+  const cookie = await signedInUser(gw, admin, username, ['viewer', 'mcp-token-exec']);
   const mint = (headers: Record<string, string>, body?: object) =>
     call(gw.url, 'POST', '/api/v1/mcp/token', { headers, ...(body ? { body } : {}) });
   const minted = await mint({ cookie }, { ttlSeconds: 900 });
@@ -473,6 +486,22 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
   t.equal(elsewhere.status, 403);
   t.match(elsewhere.body.error, /an MCP token is accepted only on \/mcp/);
   t.equal((await call(gw.url, 'GET', '/k8s/clusters/a/version', { headers: bearer })).status, 403, 'nor kubectl');
+  // An exec over WebSocket is an upgrade the router never sees (plugins/upgrades.ts): refused too.
+  const execStatus = (headers: Record<string, string>) =>
+    new Promise<number>((resolve, reject) => {
+      const path = `/k8s/clusters/a/api/v1/namespaces/${ns}/pods/talker/exec?command=id&stdout=true`;
+      const ws = new WebSocket(`${gw.url.replace(/^http/, 'ws')}${path}`, ['v4.channel.k8s.io'], { headers });
+      ws.on('unexpected-response', (_request, response) => {
+        resolve(response.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.on('open', () => {
+        resolve(101);
+        ws.terminate();
+      });
+      ws.on('error', reject);
+    });
+  t.equal(await execStatus(bearer), 403, 'nor kubectl exec');
   t.equal((await mint(bearer)).status, 403, 'it mints no MCP token');
   t.equal((await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: bearer })).status, 403, 'nor a kubeconfig');
   t.equal((await mint(admin.headers)).status, 403, 'an API key mints none either: tokens are for signed-in users');
@@ -482,6 +511,7 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
   // A kubeconfig token is refused on /mcp.
   const kubeconfig = await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: { cookie } });
   const kubeToken = /token: (\S+)/.exec(kubeconfig.text)![1];
+  t.equal(await execStatus({ authorization: `Bearer ${kubeToken}` }), 101, "the user's kubeconfig token may exec");
   const byKubeToken = await call(gw.url, 'POST', '/mcp', {
     body: initialize,
     headers: { ...MCP_ACCEPT, authorization: `Bearer ${kubeToken}` },
@@ -505,6 +535,26 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
     ),
   );
   t.pass('a revoked token ends the agent');
+});
+
+t.test('tool calls per principal and minute: then a 429 tool error, for that caller only', async (t) => {
+  const limited = await startGateway(t, { logName: 'mcp-limit', env: { KITELINE_MCP_TOOL_CALLS_PER_MINUTE: '3' } });
+  const limitedAdmin = await bootstrapAdmin(limited, 'limit-admin');
+  const other = await apiKeyWithRoles(limited, limitedAdmin, 'mcp-other', ['viewer']);
+  const connect = async (caller: Caller) => {
+    const client = new Client({ name: 'limited', version: '1' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${limited.url}/mcp`), { requestInit: { headers: caller.headers } }),
+    );
+    t.teardown(() => client.close());
+    return client;
+  };
+  const busy = await connect(limitedAdmin);
+  for (let i = 0; i < 3; i++) t.notOk((await tool(busy, 'list_clusters')).isError, `call ${i + 1} of 3`);
+  const fourth = await tool(busy, 'list_clusters');
+  t.ok(fourth.isError);
+  t.match(textOf(fourth), /^429 too many tool calls; try again in \d+ seconds/);
+  t.notOk((await tool(await connect(other), 'list_clusters')).isError, 'another key is not held back');
 });
 
 t.test('refused: anonymous, a session cookie, a deleted key; GET /mcp is 405', async (t) => {

@@ -125,13 +125,13 @@ export class AuthService {
       return { failure: 'API key no longer valid: its user was disabled or deleted, or lost a role' };
     // A key that acts for a user (a kubeconfig or MCP token) is that user to logs, audit and clusters
     // (Impersonate-User), and is accepted on its audience's door only.
-    if (owner)
+    if (owner) {
+      const audience = tokenAudience(key);
+      if (!audience) return { failure: 'API key for a use this kiteline does not know (a newer release made it?)' };
       return {
-        principal: {
-          ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []),
-          tokenAudience: tokenAudience(key),
-        },
+        principal: { ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []), tokenAudience: audience },
       };
+    }
     return { principal: makePrincipal('apikey', id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
   }
 

@@ -21,6 +21,22 @@ export interface Principal {
   tokenAudience?: TokenAudience;
 }
 
+/** Where each kind of token minted for a user is accepted, as a refusal elsewhere names it. */
+const TOKEN_DOORS: Record<TokenAudience, string> = {
+  kubernetes: 'a kubeconfig token is accepted only on the Kubernetes API, under /k8s/clusters/',
+  mcp: 'an MCP token is accepted only on /mcp',
+};
+
+/**
+ * Why this principal may not come in through `door` (kiteline's own API, the Kubernetes API proxy,
+ * or /mcp), or undefined when it may: a token minted for a user opens its audience's door only.
+ * Every way in asks (the authenticate plugin for routed requests, the proxy's upgrade sessions).
+ */
+export function tokenRefusal(principal: Principal, door: TokenAudience | 'kiteline'): string | undefined {
+  const audience = principal.tokenAudience;
+  return audience === undefined || audience === door ? undefined : TOKEN_DOORS[audience];
+}
+
 /**
  * Every user and group kiteline sends to a cluster (Impersonate-User, Impersonate-Group) starts
  * with this prefix, so a kiteline user named like one of the cluster's own users (an OIDC user,

@@ -44,15 +44,24 @@ export interface TokenCaller {
   roles: readonly string[];
 }
 
-/** A kubeconfig token is an API key that acts for a user (spec.owner): only POST /api/v1/kubeconfig makes those. */
+/**
+ * A token minted for a user is an API key that acts for that user (spec.owner): only
+ * POST /api/v1/kubeconfig and POST /api/v1/mcp/token make those (kubeconfig and MCP tokens).
+ */
 export function isKubeconfigToken(key: APIKeyResource): boolean {
   return key.spec?.owner !== undefined;
 }
 
-/** What a token minted for a user is for; undefined for a plain API key (it has no owner). */
-export function tokenAudience(key: APIKeyResource): TokenAudience | undefined {
+const AUDIENCES: ReadonlySet<string> = new Set<TokenAudience>(['kubernetes', 'mcp']);
+
+/**
+ * What a token minted for a user is for; undefined for a plain API key (it has no owner), null for
+ * an audience this release does not know (a newer kiteline wrote it): such a key opens no door.
+ */
+export function tokenAudience(key: APIKeyResource): TokenAudience | null | undefined {
   if (!isKubeconfigToken(key)) return undefined;
-  return key.spec.audience ?? 'kubernetes';
+  const audience = key.spec.audience ?? 'kubernetes';
+  return AUDIENCES.has(audience) ? audience : null;
 }
 
 export function isExpired(key: APIKeyResource, now = Date.now()): boolean {
@@ -174,6 +183,11 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
       owner: user,
       ...(audience === 'kubernetes' ? {} : { audience }),
     });
+    if (tokenAudience(created.resource) !== audience) {
+      // The installed APIKey CRD predates `audience` and pruned it: the key would open another door.
+      await this.delete(created.resource).catch(ignoreGone);
+      throw new Error(`the installed APIKey CRD is outdated (it dropped spec.audience): apply crds/ of this release`);
+    }
     const live = this.tokensOf(resourceId(user)!).filter((key) => tokenAudience(key) === audience && !isExpired(key));
     for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
     return { ...created, user };

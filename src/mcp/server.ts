@@ -22,13 +22,12 @@ import type { ClusterDirectory } from '../clusters/types.js';
 import { describe } from '../describe/describe.js';
 import type { Json } from '../describe/format.js';
 import { callerAccess, RelatedReader } from '../describe/related.js';
-import { BadRequestError, HttpError } from '../errors.js';
-import { mayAccess } from '../cluster-access/access.js';
+import { HttpError } from '../errors.js';
 import { readObjectEvents, type CoreEvent } from '../tools/events.js';
-import { MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../tools/search.js';
+import { MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchAsCaller } from '../tools/search.js';
 import type { SearchIndexes } from '../tools/search-index.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../workloads/access.js';
-import { CONTAINER_PATTERN, readLog } from '../workloads/logs.js';
+import { CONTAINER_PATTERN, readLogTail, type LogTail } from '../workloads/logs.js';
 
 /** A tool's text answer above this is cut, with a note saying so (agents pay for every token). */
 export const MAX_TOOL_TEXT = 64 * 1024;
@@ -46,6 +45,8 @@ export interface McpDeps extends ReadKit {
   searchIndexes: SearchIndexes;
   /** Records one tool call (the audit service, with the request's origin filled in). */
   audit(entry: Omit<AuditEntry, 'who' | 'whoKind' | 'whoId' | 'requestId'>): void;
+  /** Seconds to wait when the caller made too many tool calls lately; else undefined, and this call counts. */
+  overLimit(): number | undefined;
   /** Counts one tool call in /metrics. */
   counted(tool: string, result: 'success' | 'failure'): void;
   /** Aborted when the client goes away. */
@@ -87,17 +88,18 @@ function text(body: string, isError = false): CallToolResult {
   return { content: [{ type: 'text', text: shown }], ...(isError ? { isError: true } : {}) };
 }
 
-/** A log's last lines within MAX_TOOL_TEXT (a log is read from its end: the newest lines matter). */
-function logTail(lines: string[]): string {
-  let size = 0;
-  let first = lines.length;
-  while (first > 0 && size + Buffer.byteLength(lines[first - 1]) + 1 <= MAX_TOOL_TEXT - 256) {
-    first -= 1;
-    size += Buffer.byteLength(lines[first]) + 1;
-  }
-  const body = lines.slice(first).join('\n');
-  if (first === 0) return body === '' ? '(the log is empty)' : body;
-  return `… [truncated: the first ${first} of ${lines.length} lines are left out; ask for fewer lines]\n${body}`;
+/** A log's end as an agent reads it, saying what was left out. */
+function logText(tail: LogTail): string {
+  const notes = [
+    ...(tail.dropped > 0
+      ? [`the ${tail.dropped} older lines read are left out (64 KiB at most); ask for fewer lines`]
+      : []),
+    ...(tail.cut
+      ? ['the read stopped at 8 MiB of log: newer lines may be missing; use sinceSeconds or fewer lines']
+      : []),
+  ];
+  const body = tail.lines.length === 0 ? '(the log is empty)' : tail.lines.join('\n');
+  return notes.length === 0 ? body : `… [truncated: ${notes.join('; ')}]\n${body}`;
 }
 
 /** Events as an agent reads them: the columns `kubectl describe` shows, newest first. */
@@ -145,7 +147,8 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
   }
 
   /**
-   * Runs a tool: its answer, or its refusal as a tool error; one audit record and count either way.
+   * Runs a tool: its answer, or its refusal as a tool error; one audit record and count either way
+   * (a call over the caller's limit is only counted).
    * `body` gets `on(cluster)`, the call's way to its cluster.
    */
   async function run(
@@ -155,6 +158,12 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
   ): Promise<CallToolResult> {
     let status = 200;
     const held: Array<() => void> = [];
+    const wait = deps.overLimit();
+    if (wait !== undefined) {
+      // Over the caller's limit: counted, not audited one by one (a looping agent would flood the trail).
+      deps.counted(tool, 'failure');
+      return text(`429 too many tool calls; try again in ${wait} seconds`, true);
+    }
     try {
       return text(await body((cluster) => clusterOf(cluster, held)));
     } catch (err) {
@@ -322,11 +331,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
         'previous: the log of the container before its last restart.',
       inputSchema: {
         cluster,
-        namespace: z
-          .string()
-          .max(63)
-          .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/)
-          .describe("the pod's namespace"),
+        namespace: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).describe("the pod's namespace (not _all)"),
         pod: name.describe("the pod's name"),
         container: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).optional(),
         tailLines: z
@@ -354,7 +359,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
             namespace: args.namespace,
             name: args.pod,
           });
-          const log = await readLog(
+          const tail = await readLogTail(
             ctx.conn,
             ctx.headers,
             args.namespace,
@@ -368,8 +373,9 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
               follow: false,
             },
             deps.signal,
+            MAX_TOOL_TEXT - 512,
           );
-          return logTail(log.logs);
+          return logText(tail);
         },
       ),
   );
@@ -397,16 +403,11 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
     (args) =>
       run('search', { cluster: args.cluster, namespace: args.namespace }, async (on) => {
-        if (args.query.trim() === '') throw new BadRequestError('query must not be blank');
-        const ctx = await on(args.cluster);
-        const index = deps.searchIndexes.forCluster(ctx.conn);
-        await index.settle(deps.signal);
-        const inNamespace = args.namespace === undefined || args.namespace === '_all' ? undefined : args.namespace;
-        const found = searchIndex(
-          index,
-          { text: args.query, limit: args.limit ?? DEFAULT_SEARCH_RESULTS, namespace: inNamespace },
-          (kind, objectNamespace) => mayAccess(deps.auth, principal, ctx.conn.name, kind, objectNamespace, 'list'),
-        );
+        const found = await searchAsCaller(deps.searchIndexes, deps.auth, await on(args.cluster), {
+          text: args.query,
+          limit: args.limit ?? DEFAULT_SEARCH_RESULTS,
+          namespace: args.namespace,
+        });
         return stringify({
           total: found.total,
           ...(found.partial

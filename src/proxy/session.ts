@@ -10,9 +10,9 @@ import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
 import { AuditSession } from '../audit/session.js';
 import type { OpenStreams } from '../auth/open-streams.js';
-import type { Principal } from '../auth/principal.js';
+import { tokenRefusal, type Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
-import { BadGatewayError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { BadGatewayError, ForbiddenError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { requestIdOf, type Logger } from '../log.js';
 import { admitProxyRequest, type AdmittedRequest, type NamedRequest, type ProxyServices } from './admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from '../cluster-access/headers.js';
@@ -106,6 +106,9 @@ function authenticate(services: SessionServices, req: IncomingMessage): Principa
     throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
   const result = services.auth.authenticateApiKey(header);
   if ('failure' in result) throw new UnauthorizedError(result.failure);
+  // An upgrade never reaches the router (plugins/upgrades.ts), so the door is checked here too.
+  const refusal = tokenRefusal(result.principal, 'kubernetes');
+  if (refusal) throw new ForbiddenError(refusal);
   return result.principal;
 }
 

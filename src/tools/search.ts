@@ -15,7 +15,10 @@
 // The index holds what kiteline itself can see: an object is answered only when `mayList` says the
 // caller may list its kind in its namespace (kiteline's roles), and never anything of kiteline's
 // own install namespace on its host cluster.
-import type { IndexedObject } from './search-index.js';
+import { mayAccess, type Authorizer } from '../cluster-access/access.js';
+import type { CallerContext } from '../cluster-access/reads.js';
+import { BadRequestError } from '../errors.js';
+import type { IndexedObject, SearchIndexes } from './search-index.js';
 import { KIND_ORDER, kindNamed } from './search-kinds.js';
 
 /** Kite's default and kiteline's most results per search. */
@@ -150,4 +153,24 @@ export function searchIndex(index: SearchableIndex, request: SearchRequest, mayL
     createdAt: object.createdAt,
   }));
   return { results, total: matches.length, partial: index.partial };
+}
+
+/**
+ * A search of the caller's cluster, as the caller (the search route's and MCP's): the cluster's
+ * index (started on first use), settled, then only what the caller may list. A blank query: 400;
+ * namespace empty or `_all`: every namespace.
+ */
+export async function searchAsCaller(
+  indexes: SearchIndexes,
+  auth: Authorizer,
+  ctx: CallerContext,
+  request: { text: string; limit: number; namespace: string | undefined },
+): Promise<SearchAnswer> {
+  if (request.text.trim() === '') throw new BadRequestError('the query must not be blank');
+  const namespace = request.namespace === '' || request.namespace === '_all' ? undefined : request.namespace;
+  const index = indexes.forCluster(ctx.conn);
+  await index.settle(ctx.signal);
+  return searchIndex(index, { text: request.text, limit: request.limit, namespace }, (resource, objectNamespace) =>
+    mayAccess(auth, ctx.principal, ctx.conn.name, resource, objectNamespace, 'list'),
+  );
 }

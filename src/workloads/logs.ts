@@ -145,6 +145,50 @@ export async function readLog(
   return { logs, container: options.container ?? '', pod, namespace };
 }
 
+/** The end of a log, as readLogTail keeps it. */
+export interface LogTail {
+  lines: string[];
+  /** Lines read but left out (older than the kept ones). */
+  dropped: number;
+  /** The upstream read stopped at MAX_LOG_BYTES: the newest lines may be missing. */
+  cut: boolean;
+}
+
+/**
+ * The newest lines of a log that does not follow, at most `maxBytes` of them: the bounded upstream
+ * read is streamed and only its end kept, so memory stays about `maxBytes` whatever the log holds
+ * (for answers that must stay small, like an MCP tool's). A last line longer than `maxBytes`
+ * keeps its end.
+ */
+export async function readLogTail(
+  conn: ClusterConnection,
+  headers: UpstreamHeaders,
+  namespace: string,
+  pod: string,
+  options: LogOptions,
+  signal: AbortSignal,
+  maxBytes: number,
+): Promise<LogTail> {
+  const res = await openLog(conn, headers, namespace, pod, { ...options, follow: false }, signal);
+  const lines: string[] = [];
+  let kept = 0;
+  let read = 0;
+  let dropped = 0;
+  for await (const line of streamLines(res, MAX_LOG_LINE_BYTES)) {
+    const size = Buffer.byteLength(line) + 1;
+    read += size;
+    lines.push(line);
+    kept += size;
+    while (kept > maxBytes && lines.length > 1) {
+      kept -= Buffer.byteLength(lines.shift()!) + 1;
+      dropped += 1;
+    }
+  }
+  const last = lines.length === 1 ? Buffer.from(lines[0]) : undefined;
+  if (last && last.length > maxBytes) lines[0] = last.subarray(last.length - maxBytes).toString('utf8');
+  return { lines, dropped, cut: read >= MAX_LOG_BYTES };
+}
+
 /**
  * Kite's log-follow events: `connected` ({"status":"connected"}), one `log` per line (the line as
  * its data), `close` ({"status":"closed"}) when the container's stream ends, `error` ({"error"})

@@ -1,5 +1,5 @@
 // Pure pieces of authentication: password hashing, session tokens, API key values, the login
-// rate limiter, cookies and input rules.
+// rate limiter, cookies, input rules, and the door each token minted for a user opens.
 import t from 'tap';
 import {
   apiKeySecretMatches,
@@ -14,6 +14,9 @@ import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js
 import { checkPassword, checkUsername, parseId } from '../../src/gateway/input-rules.js';
 import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
 import { BadRequestError } from '../../src/errors.js';
+import { tokenRefusal } from '../../src/auth/principal.js';
+import { tokenAudience } from '../../src/host/apikeys.js';
+import type { APIKeyResource } from '../../src/host/resources.js';
 
 t.test('scrypt hashes verify, are salted and self-describing', async (t) => {
   const a = await hashPassword('correct horse');
@@ -123,4 +126,31 @@ t.test('LDAP filter values are escaped (RFC 4515)', async (t) => {
   t.equal(escapeFilterValue('*)(uid=*'), '\\2a\\29\\28uid=\\2a');
   t.equal(escapeFilterValue('a\\b\0'), 'a\\5cb\\00');
   t.equal(escapeFilterValue('cn=Smith\\, John,ou=people'), 'cn=Smith\\5c, John,ou=people');
+});
+
+t.test('a token minted for a user opens its own door only; an audience this release does not know, none', async (t) => {
+  const key = (spec: Record<string, unknown>) =>
+    ({ metadata: { name: 'k' }, spec: { secretRef: { name: 's' }, ...spec } }) as unknown as APIKeyResource;
+  const owner = { username: 'carol', id: 7 };
+  t.equal(tokenAudience(key({})), undefined, 'a plain API key has none');
+  t.equal(tokenAudience(key({ owner })), 'kubernetes', 'an owned key without one: a kubeconfig token');
+  t.equal(tokenAudience(key({ owner, audience: 'mcp' })), 'mcp');
+  t.equal(tokenAudience(key({ owner, audience: 'future' })), null, 'unknown: null (AuthService refuses it)');
+
+  const as = (tokenAudience?: 'kubernetes' | 'mcp') => ({
+    kind: 'apikey' as const,
+    id: 1,
+    name: 'carol',
+    roles: [],
+    groups: [],
+    ...(tokenAudience ? { tokenAudience } : {}),
+  });
+  for (const door of ['kiteline', 'kubernetes', 'mcp'] as const)
+    t.equal(tokenRefusal(as(), door), undefined, `a plain key: every door (${door})`);
+  t.equal(tokenRefusal(as('kubernetes'), 'kubernetes'), undefined);
+  t.match(tokenRefusal(as('kubernetes'), 'mcp'), /kubeconfig token is accepted only on the Kubernetes API/);
+  t.match(tokenRefusal(as('kubernetes'), 'kiteline'), /kubeconfig token/);
+  t.equal(tokenRefusal(as('mcp'), 'mcp'), undefined);
+  t.match(tokenRefusal(as('mcp'), 'kubernetes'), /an MCP token is accepted only on \/mcp/);
+  t.match(tokenRefusal(as('mcp'), 'kiteline'), /an MCP token/);
 });

@@ -11,7 +11,7 @@
 // with `{ onRequest: app.requireUser }` (or requireAdmin, e.g. the node terminal).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Principal } from '../../auth/principal.js';
+import { tokenRefusal, type Principal } from '../../auth/principal.js';
 import type { TokenAudience } from '../../host/resources.js';
 import { clearedSessionCookie, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
@@ -50,15 +50,12 @@ export const ADMIN_PREFIX = '/api/v1/admin/';
 /** The MCP endpoint (routes/mcp.ts). */
 export const MCP_PATH = '/mcp';
 
-/** Where a token minted for a user is accepted (the route it was routed to), and the refusal elsewhere. */
-const TOKEN_DOORS: Record<TokenAudience, { opens(routeUrl: string | undefined): boolean; refusal: string }> = {
-  // The Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX).
-  kubernetes: {
-    opens: (url) => url?.startsWith(PROXY_PREFIX) === true,
-    refusal: `a kubeconfig token is accepted only on the Kubernetes API, under ${PROXY_PREFIX}`,
-  },
-  mcp: { opens: (url) => url === MCP_PATH, refusal: `an MCP token is accepted only on ${MCP_PATH}` },
-};
+/** The door a routed request came in by (auth/principal.ts tokenRefusal): the route it matched decides. */
+function doorOf(routeUrl: string | undefined): TokenAudience | 'kiteline' {
+  // The Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX); the MCP endpoint.
+  if (routeUrl?.startsWith(PROXY_PREFIX)) return 'kubernetes';
+  return routeUrl === MCP_PATH ? 'mcp' : 'kiteline';
+}
 
 export default fp(
   async function authenticate(app: FastifyInstance) {
@@ -84,11 +81,11 @@ export default fp(
         result = auth.authenticateSession(token);
         if ('failure' in result) request.staleSessionCookie = true;
       }
-      const door =
-        'principal' in result && result.principal.tokenAudience && TOKEN_DOORS[result.principal.tokenAudience];
-      if (door && !door.opens(request.routeOptions.url)) {
+      const refusal =
+        'principal' in result ? tokenRefusal(result.principal, doorOf(request.routeOptions.url)) : undefined;
+      if (refusal) {
         request.tokenOutOfScope = true;
-        request.authFailure = door.refusal;
+        request.authFailure = refusal;
       } else if ('principal' in result) {
         request.principal = result.principal;
         request.actor = result.principal.name;

@@ -100,7 +100,7 @@ export default async function kubeconfigRoutes(app: App) {
   function countMint(userId: number, address: string): void {
     const [userKey, addressKey] = [`user:${userId}`, `addr:${address}`];
     const wait = Math.max(perUser.retryAfter([userKey]) ?? 0, perAddress.retryAfter([addressKey]) ?? 0);
-    if (wait > 0) throw new TooManyRequestsError(`too many kubeconfigs minted; try again in ${wait} seconds`, wait);
+    if (wait > 0) throw new TooManyRequestsError(`too many tokens minted; try again in ${wait} seconds`, wait);
     perUser.record([userKey]);
     perAddress.record([addressKey]);
   }

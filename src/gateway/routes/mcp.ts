@@ -6,6 +6,7 @@
 // a key of its user's, and a page elsewhere cannot make a browser send one (no CSRF); anonymous: 401.
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { entryOrigin } from '../../audit/record.js';
+import { RateLimiter } from '../../auth/rate-limiter.js';
 import { UnauthorizedError } from '../../errors.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { MCP_PATH } from '../plugins/authenticate.js';
@@ -23,6 +24,8 @@ const JsonRpcAnswer = streamed({
 
 export default async function mcpRoutes(app: App) {
   const { services } = app;
+  // Tool calls per principal and minute (in memory, per replica, like the login limit).
+  const toolCalls = new RateLimiter(services.config.mcpToolCallsPerMinute, 60);
 
   app.post(
     MCP_PATH,
@@ -43,6 +46,8 @@ export default async function mcpRoutes(app: App) {
         throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>), not a session cookie');
       const origin = entryOrigin(principal, request);
       const client = String(request.headers['user-agent'] ?? '').slice(0, MAX_CLIENT_LENGTH);
+      // A user's MCP tokens share the user's budget (a user may hold several); an API key has its own.
+      const caller = [principal.tokenAudience ? `user:${principal.name}` : `${principal.kind}:${principal.id}`];
       const server = createMcpServer(principal, {
         clusters: services.clusters,
         auth: services.auth,
@@ -51,6 +56,11 @@ export default async function mcpRoutes(app: App) {
         signal,
         client,
         audit: (entry) => services.audit.record({ ...origin, ...entry }),
+        overLimit: () => {
+          const wait = toolCalls.retryAfter(caller);
+          if (wait === undefined) toolCalls.record(caller);
+          return wait;
+        },
         counted: (tool, result) => services.metrics.mcpToolCalled(tool, result),
       });
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });

@@ -5,9 +5,7 @@
 // caller may `list` (kind and namespace) by kiteline's roles; on a cluster registered with
 // `impersonate` the cluster's own RBAC is not asked. docs/tools.md, "Search".
 import { Type } from 'typebox';
-import { BadRequestError } from '../../errors.js';
-import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchIndex } from '../../tools/search.js';
-import { mayAccess } from '../../cluster-access/access.js';
+import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchAsCaller } from '../../tools/search.js';
 import { clusterQueryProperties, clusterSchema, defaulted, objectOf, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
 
@@ -59,14 +57,12 @@ export default async function searchRoutes(app: App) {
     },
     withClientSignal(async (request, reply, signal) => {
       const { query } = request;
-      if (query.q.trim() === '') throw new BadRequestError('q must not be blank');
-      const namespace = query.namespace === '' || query.namespace === '_all' ? undefined : query.namespace;
-      const { conn, principal } = await toolRequest(app, request, reply, signal);
-      const index = services.searchIndexes.forCluster(conn);
-      await index.settle(signal);
-      return searchIndex(index, { text: query.q, limit: query.limit, namespace }, (resource, objectNamespace) =>
-        mayAccess(services.auth, principal, conn.name, resource, objectNamespace, 'list'),
-      );
+      const ctx = await toolRequest(app, request, reply, signal);
+      return searchAsCaller(services.searchIndexes, services.auth, ctx, {
+        text: query.q,
+        limit: query.limit,
+        namespace: query.namespace,
+      });
     }),
   );
 }

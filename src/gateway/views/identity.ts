@@ -5,7 +5,7 @@
 // not compile.
 import type { Principal } from '../../auth/principal.js';
 import { creationTime } from '../../host/cache-index.js';
-import { apiKeyName, tokenAudience } from '../../host/apikeys.js';
+import { apiKeyName } from '../../host/apikeys.js';
 import { isBuiltinRole, roleGroups, roleName } from '../../host/roles.js';
 import { userGroups, userProvider } from '../../host/users.js';
 import { providerName } from '../../host/oauth-providers.js';
@@ -123,7 +123,7 @@ export function kubeconfigTokenView(key: APIKeyResource, withOwner = false): Kub
     createdAt: creationTime(key),
     expiresAt: key.spec.expiresAt ?? '',
     lastUsedAt: key.status?.lastUsedAt ?? null,
-    audience: tokenAudience(key)!,
+    audience: key.spec.audience ?? 'kubernetes',
     ...(withOwner ? { ownerId: owner.id, owner: owner.username } : {}),
   };
 }
