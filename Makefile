@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps node-deps build lint image run test test-only bench bench-search soak clean stop
+.PHONY: deps node-deps build lint image ui-image run test test-only bench bench-search soak clean stop
 
 # Everything the project needs on a fresh Debian machine: containerd, runc and the CNI plugins
 # (Debian's packages), etcd, the Kubernetes binaries of the current release and the API server and
@@ -51,6 +51,12 @@ stop:
 # runs it on the host plane's node.
 image:
 	bash scripts/build-image.sh
+
+# A built web UI (UI_DIR: Kite's static/ directory) packed into an image for deploy/optional/ui
+# (docs/ui.md): an OCI archive in ~/.cache/kiteline/images, its reference in kiteline-ui.ref.
+ui-image:
+	@test -n "$(UI_DIR)" || { echo 'make ui-image UI_DIR=<a built UI directory>' >&2; exit 2; }
+	bash scripts/build-ui-image.sh "$(UI_DIR)"
 
 test: lint build image test-only
 

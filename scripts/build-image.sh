@@ -46,14 +46,8 @@ report() {
 }
 if is_cached kiteline-base "$base_key" && is_cached kiteline "$app_key"; then report; exit 0; fi
 
-export DEBIAN_FRONTEND=noninteractive
 need=(buildah debootstrap)
-missing=()
-for pkg in "${need[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/ensure-packages.sh "${need[@]}"
 
 work=$(mktemp -d)
 # buildah's own storage for this build only (vfs: no overlay mounts needed); layers are not kept.

@@ -22,15 +22,9 @@ have_all() {
 }
 if have_all; then exit 0; fi
 
-export DEBIAN_FRONTEND=noninteractive
 # busybox-static replaces Debian's dynamically linked busybox: /bin/busybox is then static.
 need=(umoci skopeo busybox-static gcc libc6-dev)
-missing=()
-for pkg in "${need[@]}"; do dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/ensure-packages.sh "${need[@]}"
 
 # pause.c comes from the Kubernetes release the control plane runs (its module, in Go's module cache).
 # shellcheck source=kubernetes/versions

@@ -9,14 +9,6 @@
 # node's kubelet with it). The Kubernetes binaries and etcd come from scripts/kubernetes/.
 # Idempotent; needs root for apt-get (CI and dev machines are).
 set -euo pipefail
-export DEBIAN_FRONTEND=noninteractive
 
-missing=()
-for pkg in containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux openssl \
-  slapd ldap-utils chromium docker-registry skopeo apache2-utils prometheus; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash "$(dirname "$0")/ensure-packages.sh" containerd runc containernetworking-plugins iptables conntrack iproute2 util-linux \
+  openssl slapd ldap-utils chromium docker-registry skopeo apache2-utils prometheus

@@ -2,7 +2,7 @@
 // Flags win over environment variables; everything has a default a local run can live with.
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError } from './errors.js';
 
@@ -82,6 +82,14 @@ export interface Config {
   idleTimeoutMs: number;
   /** The gateway's URL as clients reach it (kubeconfigs point there); undefined: taken from each request. */
   externalUrl: string | undefined;
+  /**
+   * The path kiteline is published under behind a front end (`/kite`), or '' at the root: requests
+   * under it lose it before routing (those without it are served too: a front end that strips it),
+   * and every link kiteline makes (redirects, kubeconfigs, the UI's base) carries it.
+   */
+  basePath: string;
+  /** A built Kite UI served at the base path (gateway/ui.ts); undefined: kiteline serves only its API. */
+  uiDir: string | undefined;
   /** Lifetime of a kubeconfig's token when the caller asks for none, and the most a caller may ask for. */
   kubeconfigTokenTtlSeconds: number;
   kubeconfigTokenMaxTtlSeconds: number;
@@ -363,6 +371,46 @@ function externalUrl(name: string, raw: string | undefined): string | undefined 
   return url.toString().replace(/\/+$/, '');
 }
 
+/** The paths of kiteline's own API: neither a UI build (gateway/routes/ui.ts) nor a base path takes them. */
+export const KITELINE_PATHS = ['/api', '/k8s', '/mcp', '/metrics', '/healthz', '/readyz', '/docs'];
+
+/** `/kite`, `/tools/kite`: segments of unreserved characters only, never `.` or `..`. */
+const BASE_PATH = /^(\/(?!\.{1,2}(\/|$))[A-Za-z0-9._~-]+)+$/;
+
+/**
+ * KITELINE_BASE_PATH: `/kite` (a trailing slash is dropped); unset, the external URL's path. When
+ * both are set they must agree: links would point where requests never arrive.
+ */
+function basePath(name: string, raw: string | undefined, external: string | undefined): string {
+  const externalPath = external === undefined ? '' : new URL(external).pathname.replace(/\/+$/, '');
+  const given = raw === undefined || raw === '' ? undefined : raw.replace(/\/+$/, '');
+  if (given !== undefined && external !== undefined && externalPath !== given) {
+    throw new ConfigError(`${name} "${given || '/'}" and external-url's path "${externalPath || '/'}" must agree`);
+  }
+  const path = given ?? externalPath;
+  if (path === '') return '';
+  const source = given === undefined ? "external-url's path" : name;
+  if (!BASE_PATH.test(path)) {
+    throw new ConfigError(`${source} must be a URL path such as /kite (letters, digits, . _ ~ -), got "${path}"`);
+  }
+  // Requests without the base path are served too: under /api, kiteline's own /api would be lost.
+  const first = `/${path.split('/')[1]}`;
+  if (KITELINE_PATHS.includes(first)) {
+    throw new ConfigError(`${source} must not begin with one of kiteline's own paths (${first}), got "${path}"`);
+  }
+  return path;
+}
+
+/** KITELINE_UI_DIR: a directory holding a built UI's index.html. */
+function uiDir(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const dir = resolve(raw);
+  if (!existsSync(join(dir, 'index.html'))) {
+    throw new ConfigError(`${name} must be a built UI's directory, with its index.html: none in "${dir}"`);
+  }
+  return dir;
+}
+
 /** A PEM certificate file's text, or undefined. */
 function caFile(name: string, path: string | undefined): string | undefined {
   if (path === undefined || path === '') return undefined;
@@ -557,6 +605,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     throw new ConfigError(`kubeconfig file not found: ${kubeconfig}`);
   }
 
+  const external = externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL'));
   const namespace = pick('namespace', 'KITELINE_NAMESPACE') || podNamespace || 'kiteline-system';
   if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
     throw new ConfigError(`namespace must be a DNS label, got "${namespace}"`);
@@ -669,7 +718,9 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       10_000,
     ),
     ...serverTimeouts(pick),
-    externalUrl: externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL')),
+    externalUrl: external,
+    basePath: basePath('base-path', pick('base-path', 'KITELINE_BASE_PATH'), external),
+    uiDir: uiDir('ui-dir', pick('ui-dir', 'KITELINE_UI_DIR')),
     ...kubeconfigTokenLimits(pick),
     kubeconfigCa: caFile('kubeconfig-ca-file', pick('kubeconfig-ca-file', 'KITELINE_KUBECONFIG_CA_FILE')),
     tls: tlsConfig(pick),

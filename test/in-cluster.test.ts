@@ -8,7 +8,7 @@
 // deploy/ applies are shared with every other test file's gateways, so the clean-up deletes
 // everything the overlay applied except them (a plain `kubectl delete -k` would remove them).
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
@@ -30,6 +30,7 @@ import {
 import { eventually } from './helpers/eventually.js';
 import { call } from './helpers/gateway.js';
 import type { LoadSample } from './helpers/service-load.js';
+import { APP_JS, SCRIPT, standInUi } from './helpers/stand-in-ui.js';
 
 /** deploy/'s namespace, and what its Deployment's pods are labelled with. */
 const NS = 'kiteline-system';
@@ -62,16 +63,23 @@ function kitelineImage(): { ref: string; archive: string } {
   return { ref: readFileSync(join(dir, 'kiteline.ref'), 'utf8').trim(), archive: join(dir, 'kiteline.tar') };
 }
 
-/** An overlay of deploy/ whose only change is the image, as a user with a registry writes one. */
-function writeOverlay(ref: string): string {
-  const dir = join(TEST_DIR, 'in-cluster', 'overlay');
+/**
+ * An overlay of deploy/ whose only change is the image, as a user with a registry writes one; with
+ * `uiRef`, deploy/optional/ui's component too and that image for it (docs/ui.md).
+ */
+function writeOverlay(ref: string, uiRef?: string): string {
+  const dir = join(TEST_DIR, 'in-cluster', uiRef ? 'overlay-ui' : 'overlay');
   mkdirSync(dir, { recursive: true });
-  const at = ref.lastIndexOf(':');
+  const image = (name: string, reference: string) => {
+    const at = reference.lastIndexOf(':');
+    return { name, newName: reference.slice(0, at), newTag: reference.slice(at + 1) };
+  };
   const kustomization = {
     apiVersion: 'kustomize.config.k8s.io/v1beta1',
     kind: 'Kustomization',
     resources: [relative(dir, join(PACKAGE_ROOT, 'deploy'))],
-    images: [{ name: 'kiteline', newName: ref.slice(0, at), newTag: ref.slice(at + 1) }],
+    ...(uiRef ? { components: [relative(dir, join(PACKAGE_ROOT, 'deploy', 'optional', 'ui'))] } : {}),
+    images: [image('kiteline', ref), ...(uiRef ? [image('kiteline-ui', uiRef)] : [])],
   };
   writeFileSync(join(dir, 'kustomization.yaml'), stringify(kustomization));
   return dir;
@@ -465,4 +473,35 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
   load.stop();
   const all = window(load, 0);
   t.comment(`whole load loop: ${all.total} requests, ${all.failures.length} failed`);
+});
+
+t.test("deploy/optional/ui: the UI copied from its image, served at the Service's root", async (t) => {
+  const ui = standInUi();
+  t.teardown(() => rmSync(ui, { recursive: true, force: true }));
+  const out = join(TEST_DIR, 'in-cluster', 'ui-image');
+  const packed = spawnSync('bash', [join(PACKAGE_ROOT, 'scripts', 'build-ui-image.sh'), ui, out], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  t.equal(packed.status, 0, 'scripts/build-ui-image.sh (make ui-image)');
+  const uiImage = {
+    ref: readFileSync(join(out, 'kiteline-ui.ref'), 'utf8').trim(),
+    archive: join(out, 'kiteline-ui.tar'),
+  };
+  importIntoNode(host.dir, [uiImage]);
+  const applied = kubectl(kc, ['apply', '-k', writeOverlay(image.ref, uiImage.ref)]);
+  t.equal(applied.status, 0, `kubectl apply -k with the component: ${applied.stderr}`);
+  await rolledOut();
+  const gw = await portForward(t, 'svc/kiteline', 80);
+  const page = await call(gw, 'GET', '/pods/default/web');
+  t.equal(page.status, 200);
+  t.match(page.text, 'stand-in Kite', 'the page from the image');
+  t.match(page.text, `src="${SCRIPT}"`, 'its placeholder filled');
+  t.equal((await call(gw, 'GET', SCRIPT)).text, APP_JS, 'its assets');
+  t.match((await call(gw, 'GET', '/api/v1/init_check')).body, { initialized: true }, 'and the API beside it');
+  const pod = kitelinePods().find((p) => !p.metadata.deletionTimestamp && isReady(p))!.metadata.name;
+  t.not(
+    kubectl(kc, ['-n', NS, 'exec', pod, '-c', 'kiteline', '--', 'touch', '/srv/ui/written']).status,
+    0,
+    'kiteline mounts the UI read-only',
+  );
 });

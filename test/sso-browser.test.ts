@@ -3,17 +3,13 @@
 // /api/auth/login?provider=, go to auth_url), the provider's login and consent forms typed into and
 // clicked, the redirect back through /api/auth/callback to /, and the session cookie then working
 // for fetches while staying out of reach of page scripts (HttpOnly).
-import { existsSync } from 'node:fs';
 import t from 'tap';
-import puppeteer from 'puppeteer-core';
+import { launchBrowser } from './helpers/browser.js';
 import { call, startGateway } from './helpers/gateway.js';
 import { bootstrapAdmin, withCookie } from './helpers/auth-session.js';
 import { startOidcProvider } from './helpers/oidc-provider.js';
 
-const CHROMIUM = process.env.KITELINE_CHROMIUM ?? '/usr/bin/chromium';
-
 t.test("Kite's login page flow in a browser", async (t) => {
-  t.ok(existsSync(CHROMIUM), `chromium at ${CHROMIUM} (Debian's chromium package)`);
   const gw = await startGateway(t);
   const admin = withCookie(await bootstrapAdmin(gw.url));
   const op = await startOidcProvider(`${gw.url}/api/auth/callback`);
@@ -36,12 +32,7 @@ t.test("Kite's login page flow in a browser", async (t) => {
   });
   op.accounts.set('alice-sub', { preferred_username: 'alice', name: 'Alice', groups: ['readers'] });
 
-  const browser = await puppeteer.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-  t.teardown(() => browser.close());
+  const browser = await launchBrowser(t);
   const page = await browser.newPage();
   // A page of kiteline's origin, where Kite's UI would run.
   await page.goto(`${gw.url}/docs`);

@@ -319,7 +319,12 @@ export class AuthService {
 
   /** The Set-Cookie value of a session: a new one, or the refresh of one that started at `startedAt`. */
   sessionSetCookie(user: UserResource, secure: boolean, startedAt?: number): string {
-    return sessionCookie(this.issueSession(user, startedAt), this.sessionMaxAge(startedAt), secure);
+    return sessionCookie(
+      this.issueSession(user, startedAt),
+      this.sessionMaxAge(startedAt),
+      secure,
+      this.config.basePath,
+    );
   }
 
   /**

@@ -1,5 +1,6 @@
 // The auth_token cookie: reading it from the Cookie header and writing Set-Cookie values
-// (HttpOnly, SameSite=Lax, Path=/, Secure behind https). Plain headers, no cookie plugin needed.
+// (HttpOnly, SameSite=Lax, Secure behind https, Path = kiteline's base path: a host's other
+// applications under other paths never receive it). Plain headers, no cookie plugin needed.
 export const SESSION_COOKIE = 'auth_token';
 
 export function readCookie(header: string | undefined, name: string): string | undefined {
@@ -19,13 +20,21 @@ export function readCookie(header: string | undefined, name: string): string | u
   return undefined;
 }
 
-export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean): string {
-  return (
-    `${SESSION_COOKIE}=${token}; Path=/; Max-Age=${maxAgeSeconds}; ` +
-    `HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
-  );
+/** The cookie attributes after the value: `basePath` is config.basePath ('' at the root). */
+export function cookieAttributes(path: string, maxAgeSeconds: number, secure: boolean): string {
+  return `Path=${path || '/'}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }
 
-export function clearedSessionCookie(secure: boolean): string {
-  return `${SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+export function sessionCookie(token: string, maxAgeSeconds: number, secure: boolean, basePath: string): string {
+  return `${SESSION_COOKIE}=${token}; ${cookieAttributes(basePath, maxAgeSeconds, secure)}`;
+}
+
+/**
+ * The Set-Cookie values that end the browser's session: under a base path, also one at `/` (a
+ * session cookie set before the base path was, e.g. by an upgrade, would outlive the logout).
+ */
+export function clearedSessionCookies(secure: boolean, basePath: string): string[] {
+  const cleared = [`${SESSION_COOKIE}=; ${cookieAttributes(basePath, 0, secure)}`];
+  if (basePath !== '') cleared.push(`${SESSION_COOKIE}=; ${cookieAttributes('', 0, secure)}`);
+  return cleared;
 }

@@ -40,8 +40,10 @@ import settingRoutes from './routes/settings.js';
 import terminalRoutes from './routes/terminal.js';
 import templateRoutes from './routes/templates.js';
 import toolRoutes from './routes/tools.js';
+import uiRoutes from './routes/ui.js';
 import userRoutes from './routes/users.js';
 import workloadProxyRoutes from './routes/workload-proxy.js';
+import { stripBasePath } from './base-path.js';
 import { eventStreamConstraint, type App } from './schemas.js';
 import type { Services } from './services.js';
 
@@ -78,8 +80,12 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
     trustProxy: services.config.trustProxy,
     requestIdHeader: false,
     genReqId: (req) => requestIdOf(req.headers),
-    // Kite's newest spelling of a cluster route, /api/v1/_clusters/<cluster>/... (plugins/cluster-prefix.ts).
-    rewriteUrl: rewriteClusterPath,
+    // A sub-path install's base path goes first (base-path.ts), then Kite's newest spelling of a
+    // cluster route, /api/v1/_clusters/<cluster>/... (plugins/cluster-prefix.ts).
+    rewriteUrl: (req) => {
+      stripBasePath(req, services.config.basePath);
+      return rewriteClusterPath(req);
+    },
     // A URL the router cannot decode: the same JSON error as everything else (plugins/errors.ts).
     frameworkErrors: frameworkError,
     routerOptions: {
@@ -140,5 +146,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(mcpRoutes);
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
+  // Kite's web UI when KITELINE_UI_DIR names a build: any other GET is its (docs/ui.md).
+  await app.register(uiRoutes);
   return app;
 }

@@ -7,7 +7,7 @@ import {
   parseApiKey,
   storedKeyDigest,
 } from '../../src/credentials/apikey-token.js';
-import { readCookie, sessionCookie } from '../../src/auth/cookies.js';
+import { clearedSessionCookies, readCookie, sessionCookie } from '../../src/auth/cookies.js';
 import { escapeFilterValue } from '../../src/auth/ldap.js';
 import { RateLimiter } from '../../src/auth/rate-limiter.js';
 import { hashPassword, verifyPassword } from '../../src/credentials/passwords.js';
@@ -101,12 +101,22 @@ t.test('cookies', async (t) => {
   t.equal(readCookie('a=1; auth_token=abc.def; b=2', 'auth_token'), 'abc.def');
   t.equal(readCookie('a=1', 'auth_token'), undefined);
   t.equal(readCookie(undefined, 'auth_token'), undefined);
-  const set = sessionCookie('tok', 60, true);
+  const set = sessionCookie('tok', 60, true, '');
   t.match(set, /HttpOnly/);
   t.match(set, /SameSite=Lax/);
   t.match(set, /Secure/);
-  t.match(set, /Path=\//);
-  t.notMatch(sessionCookie('tok', 60, false), /Secure/);
+  t.match(set, /Path=\/;/, 'at the root: every path');
+  t.notMatch(sessionCookie('tok', 60, false, ''), /Secure/);
+  t.match(sessionCookie('tok', 60, false, '/kite'), /Path=\/kite;/, 'a sub-path install: only its own paths');
+  t.same(
+    clearedSessionCookies(false, '/kite'),
+    [
+      'auth_token=; Path=/kite; Max-Age=0; HttpOnly; SameSite=Lax',
+      'auth_token=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax',
+    ],
+    'cleared where it is set, and where it was before the base path',
+  );
+  t.equal(clearedSessionCookies(true, '').length, 1, 'at the root: one');
 });
 
 t.test('input rules', async (t) => {

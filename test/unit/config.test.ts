@@ -1,7 +1,7 @@
 // Pure logic: configuration parsing and validation, the error hierarchy's mapping.
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import t from 'tap';
 import { loadConfig, parseFlags } from '../../src/config.js';
 import { ConfigError, fromKubeStatus, NotFoundError } from '../../src/errors.js';
@@ -132,4 +132,49 @@ t.test('LDAP: off by default, checked when on', async (t) => {
   t.throws(() => loadConfig([], plain), /clear text/);
   t.equal(loadConfig([], { ...plain, KITELINE_LDAP_START_TLS: 'true' }).ldap?.startTls, true);
   t.equal(loadConfig([], { ...base, KITELINE_LDAP_URL: 'ldap://127.0.0.1:3389' }).ldap?.url, 'ldap://127.0.0.1:3389');
+});
+
+t.test('a sub-path install and a UI directory', async (t) => {
+  const env = { KUBECONFIG: kubeconfig };
+  t.equal(loadConfig([], env).basePath, '', 'at the root by default');
+  t.equal(loadConfig([], { ...env, KITELINE_BASE_PATH: '/kite/' }).basePath, '/kite', 'a trailing slash dropped');
+  t.equal(loadConfig(['--base-path', '/tools/kite'], env).basePath, '/tools/kite', 'several segments');
+  t.equal(loadConfig([], { ...env, KITELINE_BASE_PATH: '/' }).basePath, '', '/ is the root');
+  t.equal(
+    loadConfig([], { ...env, KITELINE_EXTERNAL_URL: 'https://example.com/kite/' }).basePath,
+    '/kite',
+    "unset: the external URL's path",
+  );
+  for (const own of ['/api', '/docs/kite', '/healthz']) {
+    t.throws(() => loadConfig([], { ...env, KITELINE_BASE_PATH: own }), /kiteline's own paths/, `refused: ${own}`);
+  }
+  t.throws(
+    () => loadConfig([], { ...env, KITELINE_EXTERNAL_URL: 'https://example.com/%6Bite' }),
+    /^external-url's path must be a URL path/,
+    'a bad path of the external URL, named as such',
+  );
+  t.equal(loadConfig([], { ...env, KITELINE_BASE_PATH: '/apis' }).basePath, '/apis', 'a prefix of a name is fine');
+  for (const bad of ['kite', '/kite/../admin', '/./kite', '/ki te', '/kite?x', '/%6Bite', '//kite', '/..']) {
+    t.throws(() => loadConfig([], { ...env, KITELINE_BASE_PATH: bad }), /must be a URL path/, `refused: ${bad}`);
+  }
+  t.throws(
+    () => loadConfig([], { ...env, KITELINE_BASE_PATH: '/kite', KITELINE_EXTERNAL_URL: 'https://example.com/other' }),
+    /must agree/,
+    'links and requests in two places: refused',
+  );
+  t.equal(
+    loadConfig([], { ...env, KITELINE_BASE_PATH: '/kite', KITELINE_EXTERNAL_URL: 'https://example.com/kite' }).basePath,
+    '/kite',
+  );
+
+  const ui = mkdtempSync(join(tmpdir(), 'kl-ui-'));
+  t.throws(() => loadConfig([], { ...env, KITELINE_UI_DIR: ui }), /index\.html/, 'a directory without a page');
+  writeFileSync(join(ui, 'index.html'), '<html></html>');
+  t.equal(loadConfig([], { ...env, KITELINE_UI_DIR: ui }).uiDir, ui);
+  t.equal(
+    loadConfig([], { ...env, KITELINE_UI_DIR: relative(process.cwd(), ui) }).uiDir,
+    ui,
+    'a relative directory, made absolute',
+  );
+  t.equal(loadConfig([], env).uiDir, undefined, 'no UI by default');
 });

@@ -13,7 +13,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { tokenRefusal, type Principal } from '../../auth/principal.js';
 import type { TokenAudience } from '../../host/resources.js';
-import { clearedSessionCookie, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
+import { clearedSessionCookies, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import { PUBLIC } from '../schemas.js';
@@ -97,7 +97,11 @@ export default fp(
     const requireUser: AuthHook = async (request, reply) => {
       if (request.principal) return;
       if (request.tokenOutOfScope) throw new ForbiddenError(request.authFailure!);
-      if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
+      if (request.staleSessionCookie)
+        reply.header(
+          'set-cookie',
+          clearedSessionCookies(wantsSecureCookie(app, request), app.services.config.basePath),
+        );
       throw new UnauthorizedError(request.authFailure ?? 'authentication required');
     };
     const requireAdmin: AuthHook = async (request, reply) => {

@@ -14,6 +14,9 @@ import { isClusterRoute } from '../schemas.js';
 
 export const CLUSTER_PATH_PREFIX = '/api/v1/_clusters/';
 
+/** Requests that came with the cluster in their path (their URL no longer shows it). */
+const clusterInPath = new WeakSet<IncomingMessage>();
+
 /** Fastify's rewriteUrl: /api/v1/_clusters/<cluster>/<rest> becomes /api/v1/<rest> on cluster <cluster>. */
 export function rewriteClusterPath(req: IncomingMessage): string {
   const url = req.url ?? '/';
@@ -29,13 +32,14 @@ export function rewriteClusterPath(req: IncomingMessage): string {
     return url;
   }
   req.headers[CLUSTER_SELECTOR] = cluster;
+  clusterInPath.add(req);
   return `/api/v1${rest.slice(end)}`;
 }
 
 export default fp(
   async function clusterPrefix(app: FastifyInstance) {
     app.addHook('onRequest', (request, _reply, done) => {
-      if (request.originalUrl.startsWith(CLUSTER_PATH_PREFIX) && request.url !== request.originalUrl) {
+      if (clusterInPath.has(request.raw)) {
         // The 404 handler's own request (no route) has no schema either: the same answer.
         if (!isClusterRoute(request.routeOptions.schema)) {
           done(new NotFoundError(`not a cluster route: ${request.url.split('?')[0].slice(0, 200)}`));

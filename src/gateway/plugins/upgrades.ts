@@ -17,6 +17,7 @@ import fp from 'fastify-plugin';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { StreamOptions } from '../../auth/open-streams.js';
 import { BadRequestError } from '../../errors.js';
+import { stripBasePath } from '../base-path.js';
 import { requireOwnOrigin } from './same-origin.js';
 
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => Promise<void>;
@@ -129,7 +130,8 @@ export default fp(
     const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       sessions.add(socket);
       socket.once('close', () => sessions.delete(socket));
-      const claim = claims.find(({ prefix }) => req.url?.startsWith(prefix));
+      const url = stripBasePath(req, app.services.config.basePath);
+      const claim = claims.find(({ prefix }) => url.startsWith(prefix));
       if (claim) {
         claimed.add(socket);
         void claim.handler(req, socket, head).finally(() => {

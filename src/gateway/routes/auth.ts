@@ -4,9 +4,11 @@
 // behind https).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { clearedSessionCookie, readCookie } from '../../auth/cookies.js';
+import { clearedSessionCookies, cookieAttributes, readCookie } from '../../auth/cookies.js';
 import { LDAP_PROVIDER } from '../../auth/ldap.js';
 import { FLOW_COOKIE, FLOW_SECONDS, SignInFailure } from '../../auth/oidc.js';
+import { publicUrl } from '../base-path.js';
+import { acceptEmptyJsonBody } from '../empty-json-body.js';
 import { BadRequestError, ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { providerName } from '../../host/oauth-providers.js';
 import type { UserResource } from '../../host/resources.js';
@@ -58,6 +60,8 @@ const LogoutQuery = Type.Object({
 
 export default async function authRoutes(app: App) {
   const { auth, users, roles, apiKeys, oauthProviders, generalSettings, oidc, config } = app.services;
+  // Kite's UI posts refresh and logout with a JSON content type and no body.
+  acceptEmptyJsonBody(app);
 
   /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
   function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
@@ -108,7 +112,7 @@ export default async function authRoutes(app: App) {
         throw new BadRequestError('logout of all sessions needs a session, not an API key');
       await users.endSessions(principal.id);
     }
-    reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
+    reply.header('set-cookie', clearedSessionCookies(wantsSecureCookie(app, request), app.services.config.basePath));
     return { message: 'logged out' };
   });
 
@@ -153,7 +157,11 @@ export default async function authRoutes(app: App) {
   app.post('/api/auth/refresh', { schema: refreshSchema }, async (request, reply) => {
     const principal = request.principal;
     if (!principal || principal.kind !== 'user' || request.headers.authorization) {
-      if (request.staleSessionCookie) reply.header('set-cookie', clearedSessionCookie(wantsSecureCookie(app, request)));
+      if (request.staleSessionCookie)
+        reply.header(
+          'set-cookie',
+          clearedSessionCookies(wantsSecureCookie(app, request), app.services.config.basePath),
+        );
       throw new UnauthorizedError(request.authFailure ?? 'no valid session to refresh');
     }
     const user = users.byId(principal.id);
@@ -242,17 +250,13 @@ export default async function authRoutes(app: App) {
     };
   });
 
-  /** Where the provider sends the browser back: KITELINE_EXTERNAL_URL, else this request's origin. */
+  /** Where the provider sends the browser back: kiteline's public URL (KITELINE_EXTERNAL_URL, else this request's). */
   function callbackUrl(request: FastifyRequest): string {
-    const base = config.externalUrl ?? `${request.protocol}://${request.host}`;
-    return `${base}/api/auth/callback`;
+    return `${publicUrl(request, config)}/api/auth/callback`;
   }
 
   function flowCookie(value: string, maxAge: number, secure: boolean): string {
-    return (
-      `${FLOW_COOKIE}=${value}; Path=/api/auth/callback; Max-Age=${maxAge}; HttpOnly; SameSite=Lax` +
-      (secure ? '; Secure' : '')
-    );
+    return `${FLOW_COOKIE}=${value}; ${cookieAttributes(`${config.basePath}/api/auth/callback`, maxAge, secure)}`;
   }
 
   app.get(
@@ -285,8 +289,8 @@ export default async function authRoutes(app: App) {
       schema: schema('Where the OAuth provider sends the browser back', {
         description:
           'Redeems the code, validates the ID token, creates or updates the user (`provider` = the provider), ' +
-          'sets the `auth_token` session cookie and redirects to `/`. Any failure redirects to ' +
-          "`/login?error=<code>` (Kite's login page codes: callback_failed, token_exchange_failed, " +
+          'sets the `auth_token` session cookie and redirects to `/` (under the base path, if any). Any failure ' +
+          "redirects to `/login?error=<code>` (Kite's login page codes: callback_failed, token_exchange_failed, " +
           'user_info_failed, user_disabled, callback_error, insufficient_permissions).',
         security: PUBLIC,
         querystring: CallbackQuery,
@@ -323,11 +327,11 @@ export default async function authRoutes(app: App) {
         if (err.provider) target.set('provider', err.provider);
         if (err.user) target.set('user', err.user);
         reply.header('set-cookie', cleared);
-        return reply.redirect(`/login?${target.toString()}`, 302);
+        return reply.redirect(`${config.basePath}/login?${target.toString()}`, 302);
       }
       request.actor = user.spec.username;
       reply.header('set-cookie', [cleared, auth.sessionSetCookie(user, secure)]);
-      return reply.redirect('/', 302);
+      return reply.redirect(`${config.basePath}/`, 302);
     },
   );
 }

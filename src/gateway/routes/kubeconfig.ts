@@ -22,6 +22,8 @@ import { BadRequestError, ForbiddenError, NotFoundError, TooManyRequestsError } 
 import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
 import { resourceId, type APIKeyResource, type TokenAudience, type UserResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
+import type { Config } from '../../config.js';
+import { publicUrl } from '../base-path.js';
 import type { HttpsEndpoint } from '../https.js';
 import { MCP_PATH } from '../plugins/authenticate.js';
 import { parseId } from '../input-rules.js';
@@ -79,16 +81,15 @@ const KubeconfigBody = nullable(
  */
 function serverBase(
   request: FastifyRequest,
-  externalUrl: string | undefined,
+  config: Pick<Config, 'externalUrl' | 'basePath'>,
   https: HttpsEndpoint | undefined,
 ): string {
-  if (externalUrl) return externalUrl;
-  if (request.protocol === 'http' && https) {
+  if (!config.externalUrl && request.protocol === 'http' && https) {
     const host =
       request.hostname.includes(':') && !request.hostname.startsWith('[') ? `[${request.hostname}]` : request.hostname;
-    return `https://${host}:${https.port}`;
+    return `https://${host}:${https.port}${config.basePath}`;
   }
-  return `${request.protocol}://${request.host}`;
+  return publicUrl(request, config);
 }
 
 export default async function kubeconfigRoutes(app: App) {
@@ -154,7 +155,7 @@ export default async function kubeconfigRoutes(app: App) {
       if (usable.length === 0) throw new NotFoundError('there is no cluster you may use');
       const { key, user } = await mint(request, owner, 'kubernetes', ttlSeconds);
       const username = user.spec.username;
-      const base = serverBase(request, config.externalUrl, app.services.https);
+      const base = serverBase(request, config, app.services.https);
       const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
       const current = clusters.defaultCluster()?.name;
       const userEntry = `kiteline-${username}`;
@@ -190,7 +191,7 @@ export default async function kubeconfigRoutes(app: App) {
     async (request, reply) => {
       const ttlSeconds = checkedTtl(request.body?.ttlSeconds);
       const { key, resource } = await mint(request, apiKeys.tokenOwner(request.principal!), 'mcp', ttlSeconds);
-      const url = `${serverBase(request, config.externalUrl, app.services.https)}${MCP_PATH}`;
+      const url = `${serverBase(request, config, app.services.https)}${MCP_PATH}`;
       reply.header('cache-control', 'no-store');
       return {
         token: key,
