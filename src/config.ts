@@ -607,7 +607,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
 
   const external = externalUrl('external-url', pick('external-url', 'KITELINE_EXTERNAL_URL'));
   const namespace = pick('namespace', 'KITELINE_NAMESPACE') || podNamespace || 'kiteline-system';
-  if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(namespace)) {
+  if (!NAMESPACE_NAME.test(namespace)) {
     throw new ConfigError(`namespace must be a DNS label, got "${namespace}"`);
   }
   const logLevel = pick('log-level', 'LOG_LEVEL') || 'info';

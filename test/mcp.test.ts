@@ -7,10 +7,12 @@
 // a deleted key ends the agent's access; anonymous callers, session cookies and GET /mcp are refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import WebSocket from 'ws';
 import { parse } from 'yaml';
-import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectl, TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -178,6 +180,31 @@ t.test("logs, events and search: an admin's agent, a one-namespace role, kitelin
   t.ok(Buffer.byteLength(whole) <= 64 * 1024, 'within 64 KiB');
   t.match(textOf(await logs({ pod: 'talker', container: 'nope' })), /^400 /, "an unknown container: the cluster's 400");
   t.match(textOf(await logs({ pod: 'missing' })), /^404 /, 'an unknown pod: 404');
+
+  // A hostile log: 1000 lines of 10 KiB (10 MiB) written at once. The read stops at 8 MiB (the
+  // cluster's limitBytes) and the agent gets the newest 64 KiB of it, saying both.
+  const flood = {
+    ...pod,
+    metadata: { name: 'flood', namespace: ns },
+    spec: {
+      ...pod.spec,
+      containers: [
+        {
+          ...pod.spec.containers[0],
+          command: ['sh', '-c', `yes "$(head -c 10240 /dev/zero | tr '\\0' f)" | head -n 1000; sleep 3600`],
+        },
+      ],
+    },
+  };
+  t.equal(kubectl(target, ['apply', '-f', '-'], JSON.stringify(flood)).status, 0);
+  t.equal(kubectl(target, ['-n', ns, 'wait', '--for=condition=Ready', 'pod/flood', '--timeout=120s']).status, 0);
+  const flooded = await eventually('the whole flood in the log', async () => {
+    const answer = textOf(await logs({ pod: 'flood', tailLines: 2000 }));
+    return answer.includes('the read stopped at 8 MiB') ? answer : undefined;
+  });
+  t.ok(Buffer.byteLength(flooded) <= 64 * 1024, `within 64 KiB (${Buffer.byteLength(flooded)} bytes)`);
+  t.match(flooded, /older lines read are left out/, 'the older lines left out, saying so');
+  t.match(flooded, /\nf{10240}$/, 'whole lines of the log kept');
 
   const events = await eventually('the pod to have its scheduling event', async () => {
     const answer = textOf(
@@ -349,6 +376,11 @@ t.test('role by role: a viewer, a role limited to one namespace, a role limited 
     ).startsWith('403'),
     'a viewer reads a ConfigMap',
   );
+  t.equal(
+    textOf(await tool(viewer, 'pod_logs', { cluster: 'a', namespace: ns, pod: 'talker', tailLines: 1 })),
+    `line-1500 ${'x'.repeat(100)}`,
+    "and a pod's log, as on the REST route",
+  );
 
   const limited = await agent(await apiKeyWithRoles(gw, admin, 'mcp-limited', ['mcp-one-ns']));
   t.notOk((await tool(limited, 'list_resources', { cluster: 'a', resource: 'configmaps', namespace: ns })).isError);
@@ -501,7 +533,18 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
       });
       ws.on('error', reject);
     });
-  t.equal(await execStatus(bearer), 403, 'nor kubectl exec');
+  const refusedExec = uniqueName('refused-exec');
+  t.equal(await execStatus({ ...bearer, 'x-request-id': refusedExec }), 403, 'nor kubectl exec');
+  const refusal = await eventually(
+    'the refused exec in the audit log',
+    () =>
+      readFileSync(join(TEST_DIR, 'logs', 'mcp.log'), 'utf8')
+        .split('\n')
+        .filter((line) => line.includes(refusedExec) && line.includes('"audit"'))
+        .map((line) => JSON.parse(line) as { msg: string; audit: Record<string, unknown> })
+        .find((line) => line.msg === 'audit')?.audit,
+  );
+  t.match(refusal, { who: username, result: 'failure', status: 403 }, "audited as the token's user");
   t.equal((await mint(bearer)).status, 403, 'it mints no MCP token');
   t.equal((await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: bearer })).status, 403, 'nor a kubeconfig');
   t.equal((await mint(admin.headers)).status, 403, 'an API key mints none either: tokens are for signed-in users');
@@ -535,6 +578,25 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
     ),
   );
   t.pass('a revoked token ends the agent');
+
+  // A token tried only at doors it does not open has not been used: its last use stays unset,
+  // while that of a token used at /mcp afterwards is recorded.
+  const idle = { authorization: `Bearer ${(await mint({ cookie })).body.token as string}` };
+  t.equal((await call(gw.url, 'GET', '/api/v1/clusters', { headers: idle })).status, 403);
+  t.equal(await execStatus(idle), 403);
+  const used = { authorization: `Bearer ${(await mint({ cookie })).body.token as string}` };
+  const init = await call(gw.url, 'POST', '/mcp', { body: initialize, headers: { ...MCP_ACCEPT, ...used } });
+  t.equal(init.status, 200, init.text);
+  // Listed oldest first: the idle token, then the used one. Once the later use is recorded, the
+  // earlier refusals would have been (their writes were sent first).
+  const tokens = await eventually('the use at /mcp recorded', async () => {
+    const res = await call(gw.url, 'GET', '/api/users/me/kubeconfig-tokens', { headers: { cookie } });
+    const mcp = (res.body.tokens as { audience: string; lastUsedAt: string | null }[]).filter(
+      (x) => x.audience === 'mcp',
+    );
+    return mcp.length === 2 && mcp[1].lastUsedAt ? mcp : undefined;
+  });
+  t.equal(tokens[0].lastUsedAt, null, 'the one tried at other doors: never used');
 });
 
 t.test('tool calls per principal and minute: then a 429 tool error, for that caller only', async (t) => {

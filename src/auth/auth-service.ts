@@ -22,6 +22,7 @@ import {
   type APIKeyOwner,
   type APIKeyResource,
   type RoleSpec,
+  type TokenAudience,
   type UserResource,
 } from '../host/resources.js';
 import { ADMIN_ROLE } from '../host/roles.js';
@@ -39,11 +40,15 @@ import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
 import { RateLimiter } from './rate-limiter.js';
-import { clusterGroups, type AccessRequest, type Principal } from './principal.js';
+import { clusterGroups, tokenRefusal, type AccessRequest, type Principal } from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
 
 /** The outcome of reading credentials: a principal, or why there is none. */
-export type Authentication = { principal: Principal } | { failure: string };
+/**
+ * Who calls, or why not. `refused`: a valid token offered at a door its audience does not open
+ * (a 403, not a 401; the refusal is audited as that principal's).
+ */
+export type Authentication = { principal: Principal } | { failure: string; refused?: Principal };
 
 const INVALID_LOGIN = 'invalid username or password';
 
@@ -102,8 +107,11 @@ export class AuthService {
 
   // ---- authentication (cache-only) ----
 
-  /** `Authorization: <key>` or `Authorization: Bearer <key>`. */
-  authenticateApiKey(header: string): Authentication {
+  /**
+   * `Authorization: <key>` or `Authorization: Bearer <key>`, offered at `door` (kiteline's own API,
+   * the Kubernetes API proxy or /mcp): a token minted for one of them opens no other.
+   */
+  authenticateApiKey(header: string, door: TokenAudience | 'kiteline'): Authentication {
     const value = /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '') : header.trim();
     const parts = parseApiKey(value);
     if (!parts) return { failure: 'invalid API key' };
@@ -111,8 +119,11 @@ export class AuthService {
     const digest = key ? this.apiKeys.keyDigest(key) : undefined;
     if (!key || !digest || !apiKeySecretMatches(parts.secret, digest)) return { failure: 'invalid API key' };
     const result = this.keyHolder(key, parts.id);
-    if ('principal' in result)
-      this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
+    if (!('principal' in result)) return result;
+    const refusal = tokenRefusal(result.principal, door);
+    if (refusal) return { failure: refusal, refused: result.principal };
+    // Only a use that is let in is one: a token tried at the wrong door does not count.
+    this.lastSeen.record(`apikey:${parts.id}`, key.status?.lastUsedAt, (at) => this.apiKeys.recordUse(key, at));
     return result;
   }
 

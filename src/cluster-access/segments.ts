@@ -8,8 +8,14 @@ export const ALL_NAMESPACES = '_all';
 
 /** A plural resource name, optionally followed by its group: "deployments", "certificates.cert-manager.io". */
 export const RESOURCE_PATTERN = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$';
+/** A DNS label (RFC 1123): a namespace, a container's name. */
+const LABEL = '[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?';
+export const DNS_LABEL_PATTERN = `^${LABEL}$`;
+export const DNS_LABEL = new RegExp(DNS_LABEL_PATTERN);
 /** A namespace (DNS label) or the literal _all. */
-export const NAMESPACE_PATTERN = '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)$';
+export const NAMESPACE_PATTERN = `^(_all|${LABEL})$`;
+/** A namespace, _all, or nothing (a query parameter that may be left empty). */
+export const OPTIONAL_NAMESPACE_PATTERN = `^(_all|${LABEL})?$`;
 /**
  * An object name: DNS subdomains, plus the ':' and '@' that RBAC and a few other kinds allow
  * (e.g. clusterrole "system:controller:foo"). Never '/', '%', whitespace or a leading dot.

@@ -5,6 +5,7 @@
 import type { ResolvedResource } from '../clusters/types.js';
 import { BadRequestError } from '../errors.js';
 import { apiVersionOf } from './target.js';
+import { DNS_LABEL } from './segments.js';
 
 export type KubeObject = Record<string, unknown> & { metadata: Record<string, unknown> };
 
@@ -15,8 +16,6 @@ export interface PreparedWrite {
   /** metadata.name, when the body has one (a create may use generateName). */
   name: string | undefined;
 }
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

@@ -118,6 +118,11 @@ function eventsText(items: CoreEvent[]): string {
 }
 
 /** An object as an agent reads it: YAML without managedFields and the last-applied copy (noise, and large). */
+/** The REST routes' path segments of the one object a tool names (a cluster-scoped one: `_all`). */
+function objectSegments(args: { resource: string; namespace?: string; name: string }) {
+  return { resource: args.resource, namespace: args.namespace ?? '_all', name: args.name };
+}
+
 function objectText(object: Json): string {
   return stringify(reduceObject(object));
 }
@@ -265,18 +270,14 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     'get_resource',
     {
       title: 'Get a resource',
-      description: 'One object as YAML (without managedFields).',
+      description: "One object as YAML, without managedFields and kubectl's last-applied annotation.",
       inputSchema: oneObject,
       annotations: READ_ONLY,
     },
     (args) =>
       run('get_resource', args, async (on) => {
         const ctx = await on(args.cluster);
-        const { object } = await readObject(deps, ctx, {
-          resource: args.resource,
-          namespace: args.namespace ?? '_all',
-          name: args.name,
-        });
+        const { object } = await readObject(deps, ctx, objectSegments(args));
         return objectText(object);
       }),
   );
@@ -292,11 +293,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     (args) =>
       run('describe_resource', args, async (on) => {
         const ctx = await on(args.cluster);
-        const { resolved, object } = await readObject(deps, ctx, {
-          resource: args.resource,
-          namespace: args.namespace ?? '_all',
-          name: args.name,
-        });
+        const { resolved, object } = await readObject(deps, ctx, objectSegments(args));
         const related = new RelatedReader(callerAccess(deps.auth, deps.hostGuard, ctx.conn, principal, deps.signal));
         return describe(resolved.group, object, related);
       }),
@@ -313,11 +310,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     (args) =>
       run('resource_events', args, async (on) => {
         const ctx = await on(args.cluster);
-        const answer = await readObjectEvents(deps, ctx, {
-          resource: args.resource,
-          namespace: args.namespace ?? '_all',
-          name: args.name,
-        });
+        const answer = await readObjectEvents(deps, ctx, objectSegments(args));
         return eventsText(answer.items);
       }),
   );

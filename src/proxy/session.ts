@@ -10,7 +10,8 @@ import type { Duplex } from 'node:stream';
 import type { AuditService } from '../audit/audit-service.js';
 import { AuditSession } from '../audit/session.js';
 import type { OpenStreams } from '../auth/open-streams.js';
-import { tokenRefusal, type Principal } from '../auth/principal.js';
+import type { AuthService } from '../auth/auth-service.js';
+import type { Principal } from '../auth/principal.js';
 import type { UpgradeAnswer } from '../clusters/upgrade.js';
 import { BadGatewayError, ForbiddenError, HttpError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import { requestIdOf, type Logger } from '../log.js';
@@ -19,7 +20,7 @@ import { clientResponseHeaders, upstreamRequestHeaders, type HeaderMap } from '.
 import { statusOf } from './status.js';
 
 export interface SessionServices extends ProxyServices {
-  auth: ProxyServices['auth'] & { authenticateApiKey(header: string): { principal: Principal } | { failure: string } };
+  auth: ProxyServices['auth'] & Pick<AuthService, 'authenticateApiKey'>;
   audit: Pick<AuditService, 'record'>;
   openStreams: Pick<OpenStreams, 'open'>;
 }
@@ -41,8 +42,7 @@ export async function runUpgradeSession(
   let admitted: AdmittedRequest | undefined;
   let status = 0;
   try {
-    const principal = authenticate(services, req);
-    session.identify(principal, request);
+    const principal = authenticate(services, req, (who) => session.identify(who, request));
     admitted = await admitProxyRequest(services, principal, req.method ?? 'GET', req.url ?? '/', req.headers, (named) =>
       describe(session, named),
     );
@@ -100,16 +100,23 @@ function streamProtocol(headers: UpgradeAnswer['headers']): string {
   return [one('upgrade'), sub].filter(Boolean).join(' ');
 }
 
-function authenticate(services: SessionServices, req: IncomingMessage): Principal {
+/**
+ * The caller, named to the audit session (`identify`) also when a token of another door is
+ * refused: that refusal is audited as its holder's. An upgrade never reaches the router
+ * (plugins/upgrades.ts), so the door is named here.
+ */
+function authenticate(services: SessionServices, req: IncomingMessage, identify: (who: Principal) => void): Principal {
   const header = req.headers.authorization;
   if (!header || header.trim() === '')
     throw new UnauthorizedError('send a kiteline API key as Authorization: Bearer <key>');
-  const result = services.auth.authenticateApiKey(header);
-  if ('failure' in result) throw new UnauthorizedError(result.failure);
-  // An upgrade never reaches the router (plugins/upgrades.ts), so the door is checked here too.
-  const refusal = tokenRefusal(result.principal, 'kubernetes');
-  if (refusal) throw new ForbiddenError(refusal);
-  return result.principal;
+  const result = services.auth.authenticateApiKey(header, 'kubernetes');
+  if ('principal' in result) {
+    identify(result.principal);
+    return result.principal;
+  }
+  if (!result.refused) throw new UnauthorizedError(result.failure);
+  identify(result.refused);
+  throw new ForbiddenError(result.failure);
 }
 
 function describe(session: AuditSession, admitted: NamedRequest): void {

@@ -5,7 +5,7 @@
 // bounded; a bad document is a 400 naming its position, and nothing is sent anywhere.
 import { parseAllDocuments } from 'yaml';
 import { BadRequestError, PayloadTooLargeError } from '../errors.js';
-import { NAME_PATTERN } from '../cluster-access/segments.js';
+import { DNS_LABEL, NAME_PATTERN } from '../cluster-access/segments.js';
 import { isPlainObject } from '../cluster-access/write-body.js';
 
 /** The YAML text of one apply: at most this many bytes (a big Helm chart's output is ~300 KiB). */
@@ -17,7 +17,6 @@ const MAX_ALIASES = 100;
 
 const KIND = /^[A-Za-z][A-Za-z0-9]{0,62}$/;
 const NAME = new RegExp(NAME_PATTERN);
-const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /** One document to apply, as the file gave it (metadata.managedFields dropped). */
 export interface ApplyDocument {
@@ -53,7 +52,7 @@ function checkedDocument(value: unknown, position: number): ApplyDocument {
         '(server-side apply needs a name; generateName is not supported)',
     );
   }
-  if (meta.namespace !== undefined && (typeof meta.namespace !== 'string' || !NAMESPACE.test(meta.namespace))) {
+  if (meta.namespace !== undefined && (typeof meta.namespace !== 'string' || !DNS_LABEL.test(meta.namespace))) {
     refuse(position, `${kind} ${meta.name}: metadata.namespace is not a namespace name`);
   }
   // Server-side apply refuses a body carrying managedFields; objects copied from a GET carry them.

@@ -10,6 +10,7 @@ import type { UpstreamHeaders } from '../cluster-access/impersonation.js';
 import { expectSuccess, readBody } from '../cluster-access/upstream.js';
 import type { EventStream } from '../cluster-access/sse.js';
 import { streamLines } from '../cluster-access/stream-lines.js';
+import { DNS_LABEL_PATTERN } from '../cluster-access/segments.js';
 
 /** The most of a log one answer carries when not following (the first this many bytes). */
 export const MAX_LOG_BYTES = 8 * 1024 * 1024;
@@ -19,7 +20,7 @@ export const MAX_LOG_LINE_BYTES = 256 * 1024;
 const DEFAULT_TAIL_LINES = 100;
 
 /** A container name (a DNS label). */
-export const CONTAINER_PATTERN = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
+export const CONTAINER_PATTERN = DNS_LABEL_PATTERN;
 /** A flag as the query string sends it. */
 const booleanText = (description: string) =>
   Type.Optional(Type.Unsafe<'true' | 'false'>({ type: 'string', enum: ['true', 'false'], description }));
@@ -170,13 +171,20 @@ export async function readLogTail(
   maxBytes: number,
 ): Promise<LogTail> {
   const res = await openLog(conn, headers, namespace, pod, { ...options, follow: false }, signal);
+  let received = 0;
+  let endsWithNewline = true;
+  const counted = (async function* () {
+    for await (const chunk of res as AsyncIterable<Buffer>) {
+      received += chunk.length;
+      if (chunk.length > 0) endsWithNewline = chunk[chunk.length - 1] === 0x0a;
+      yield chunk;
+    }
+  })();
   const lines: string[] = [];
   let kept = 0;
-  let read = 0;
   let dropped = 0;
-  for await (const line of streamLines(res, MAX_LOG_LINE_BYTES)) {
+  for await (const line of streamLines(counted, MAX_LOG_LINE_BYTES)) {
     const size = Buffer.byteLength(line) + 1;
-    read += size;
     lines.push(line);
     kept += size;
     while (kept > maxBytes && lines.length > 1) {
@@ -184,9 +192,12 @@ export async function readLogTail(
       dropped += 1;
     }
   }
+  const cut = received >= MAX_LOG_BYTES;
+  // A read cut at the limit ends inside a line: that fragment is not the log's newest line.
+  if (cut && !endsWithNewline && lines.length > 1) lines.pop();
   const last = lines.length === 1 ? Buffer.from(lines[0]) : undefined;
   if (last && last.length > maxBytes) lines[0] = last.subarray(last.length - maxBytes).toString('utf8');
-  return { lines, dropped, cut: read >= MAX_LOG_BYTES };
+  return { lines, dropped, cut };
 }
 
 /**

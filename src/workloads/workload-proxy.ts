@@ -18,6 +18,7 @@ import { BadRequestError } from '../errors.js';
 import { clientResponseHeaders, type HeaderMap } from '../cluster-access/headers.js';
 import { CLUSTER_SELECTOR } from '../cluster-access/cluster-select.js';
 import { POD_RESOURCE, SERVICE_RESOURCE } from './access.js';
+import { DNS_LABEL } from '../cluster-access/segments.js';
 
 export type ProxyKind = 'pods' | 'services';
 
@@ -25,7 +26,6 @@ export type ProxyKind = 'pods' | 'services';
 export const PROXY_TARGET_PATTERN =
   '^((https?):)?[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?(:([0-9]{1,5}|[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?))?$';
 const PROXY_TARGET = new RegExp(PROXY_TARGET_PATTERN);
-const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const CONTROL = /[\x00-\x1f\x7f]/;
 
 /** Response headers a pod's answer never carries to the browser, beyond the proxy's own policy. */
@@ -55,7 +55,7 @@ export function proxyTarget(kind: ProxyKind, rawUrl: string): ProxyTarget {
   const [namespace, target] = [decoded(segments[4] ?? ''), decoded(segments[6] ?? '')];
   if (segments[5] !== kind || segments[7] !== 'proxy')
     throw new BadRequestError(`expected /api/v1/namespaces/<namespace>/${kind}/<name>[:<port>]/proxy/<path>`);
-  if (!NAMESPACE.test(namespace)) throw new BadRequestError(`invalid namespace "${printable(namespace)}": a DNS label`);
+  if (!DNS_LABEL.test(namespace)) throw new BadRequestError(`invalid namespace "${printable(namespace)}": a DNS label`);
   if (target.length > 300 || !PROXY_TARGET.test(target)) {
     throw new BadRequestError(
       `invalid ${kind === 'pods' ? 'pod' : 'service'} "${printable(target)}": ` +

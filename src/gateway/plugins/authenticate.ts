@@ -11,7 +11,7 @@
 // with `{ onRequest: app.requireUser }` (or requireAdmin, e.g. the node terminal).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { tokenRefusal, type Principal } from '../../auth/principal.js';
+import type { Principal } from '../../auth/principal.js';
 import type { TokenAudience } from '../../host/resources.js';
 import { clearedSessionCookies, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
@@ -74,23 +74,23 @@ export default fp(
       const header = request.headers.authorization;
       let result;
       if (typeof header === 'string' && header.trim() !== '') {
-        result = auth.authenticateApiKey(header);
+        result = auth.authenticateApiKey(header, doorOf(request.routeOptions.url));
       } else {
         const token = readCookie(request.headers.cookie, SESSION_COOKIE);
         if (!token) return;
         result = auth.authenticateSession(token);
         if ('failure' in result) request.staleSessionCookie = true;
       }
-      const refusal =
-        'principal' in result ? tokenRefusal(result.principal, doorOf(request.routeOptions.url)) : undefined;
-      if (refusal) {
-        request.tokenOutOfScope = true;
-        request.authFailure = refusal;
-      } else if ('principal' in result) {
+      if ('principal' in result) {
         request.principal = result.principal;
         request.actor = result.principal.name;
       } else {
         request.authFailure = result.failure;
+        // A token of another door: refused (403) as its holder, who the audit and the log name.
+        if (result.refused) {
+          request.tokenOutOfScope = true;
+          request.actor = result.refused.name;
+        }
       }
     }
 

@@ -12,11 +12,12 @@ import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../to
 import { clusterQueryProperties, clusterSchema, objectOf, stringEnum, type App } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
+import { DNS_LABEL_PATTERN } from '../../cluster-access/segments.js';
 
 const namespace = (description?: string) =>
   Type.String({
     maxLength: 63,
-    pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$',
+    pattern: DNS_LABEL_PATTERN,
     ...(description ? { description } : {}),
   });
 const string = Type.String();

@@ -2,7 +2,12 @@
 // route and answer, a core/v1 EventList, newest first), read and authorized by
 // tools/events.ts readObjectEvents (MCP's resource_events uses the same).
 import { Type } from 'typebox';
-import { checkSegments, NAME_PATTERN, RESOURCE_PATTERN } from '../../cluster-access/segments.js';
+import {
+  checkSegments,
+  NAME_PATTERN,
+  OPTIONAL_NAMESPACE_PATTERN,
+  RESOURCE_PATTERN,
+} from '../../cluster-access/segments.js';
 import { readObjectEvents } from '../../tools/events.js';
 import { clusterQueryProperties, clusterSchema, objectOf, openObject, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
@@ -17,7 +22,7 @@ const EventsQuery = Type.Object({
   namespace: Type.Optional(
     Type.String({
       maxLength: 63,
-      pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$',
+      pattern: OPTIONAL_NAMESPACE_PATTERN,
       description: 'empty or `_all` for a cluster-scoped object',
     }),
   ),

@@ -10,7 +10,7 @@ import { Type } from 'typebox';
 import type { Verb } from '../../auth/principal.js';
 import { BadRequestError } from '../../errors.js';
 import { impersonationHeaders } from '../../cluster-access/impersonation.js';
-import { NAME_PATTERN } from '../../cluster-access/segments.js';
+import { DNS_LABEL_PATTERN, NAME_PATTERN } from '../../cluster-access/segments.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { LogSession } from '../../workloads/log-fanout.js';
 import { followLogAsEvents, LogQuery, logOptions, logQueryProperties, openLog, readLog } from '../../workloads/logs.js';
@@ -22,13 +22,12 @@ import { endOnRevocation } from '../stream-revocation.js';
 import { callerCluster, toolRequest, withClientSignal } from '../tool-request.js';
 
 const string = Type.String();
-const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** A label selector is short; the cluster checks its syntax. */
 const MAX_SELECTOR_LENGTH = 4096;
 
 const podParams = (podPattern: string) =>
   Type.Object({
-    namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+    namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN }),
     pod: Type.String({ maxLength: 253, pattern: podPattern }),
   });
 const PodParams = podParams(NAME_PATTERN);

@@ -24,12 +24,12 @@ import {
   uploadFile,
   type PodFileTarget,
 } from '../../workloads/pod-files.js';
-import { NAME_PATTERN } from '../../cluster-access/segments.js';
+import { DNS_LABEL_PATTERN, NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clusterSchema, objectOf, streamed, type App, type RequestWith } from '../schemas.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
 const PodParams = Type.Object({
-  namespace: Type.String({ maxLength: 63, pattern: '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$' }),
+  namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN }),
   pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
 type PodParams = Static<typeof PodParams>;

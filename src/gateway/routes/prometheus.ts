@@ -18,11 +18,11 @@ import { DURATIONS, podMetrics, resourceUsageHistory } from '../../monitoring/us
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { clusterSchemaOf, clusterQueryProperties, defaulted, streamed, stringEnum, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
+import { DNS_LABEL_PATTERN } from '../../cluster-access/segments.js';
 
 /** The resource a role grants (verb `create`) for running one's own PromQL. */
 export const QUERY_RESOURCE = 'prometheus/query';
 
-const DNS_LABEL = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 const duration = defaulted(stringEnum(DURATIONS, { default: '1h', description: 'the time range' }));
 
 const UsageQuery = Type.Object({
@@ -38,7 +38,7 @@ const UsageQuery = Type.Object({
 });
 
 const PodParams = Type.Object({
-  namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL }),
+  namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN }),
   podName: Type.String({
     maxLength: 253,
     pattern: '^[a-z0-9][-a-z0-9.]{0,252}$',
@@ -48,7 +48,7 @@ const PodParams = Type.Object({
 
 const PodQuery = Type.Object({
   duration,
-  container: Type.Optional(Type.String({ maxLength: 63, pattern: DNS_LABEL })),
+  container: Type.Optional(Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN })),
   labelSelector: Type.Optional(
     Type.String({
       maxLength: 1024,

@@ -8,6 +8,7 @@ import { Type } from 'typebox';
 import { DEFAULT_SEARCH_LIMIT, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchAsCaller } from '../../tools/search.js';
 import { clusterQueryProperties, clusterSchema, defaulted, objectOf, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
+import { OPTIONAL_NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
 
 const SearchQuery = Type.Object({
   q: Type.String({
@@ -19,7 +20,7 @@ const SearchQuery = Type.Object({
   namespace: Type.Optional(
     Type.String({
       maxLength: 63,
-      pattern: '^(_all|[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$',
+      pattern: OPTIONAL_NAMESPACE_PATTERN,
       description: 'only objects of this namespace; empty or `_all`: every namespace',
     }),
   ),

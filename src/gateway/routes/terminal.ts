@@ -19,7 +19,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
-import { NAME_PATTERN } from '../../cluster-access/segments.js';
+import { DNS_LABEL_PATTERN, NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clientClosed } from '../../cluster-access/upstream.js';
 import { mayAccess } from '../../cluster-access/access.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
@@ -44,7 +44,6 @@ import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
 import { clusterQueryProperties, clusterSchema, streamed, type App } from '../schemas.js';
 import { callerCluster } from '../tool-request.js';
 
-const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
 const PREPARE_TIMEOUT_MS = 30_000;
 
@@ -78,7 +77,7 @@ const webSocketAnswer = streamed({
 });
 
 const PodTerminalParams = Type.Object({
-  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+  namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN }),
   pod: Type.String({ maxLength: 253, pattern: NAME_PATTERN }),
 });
 const shellQuery = Type.Optional(

@@ -18,9 +18,9 @@ import { upstreamRequestHeaders } from '../../cluster-access/headers.js';
 import { isWriteMethod } from '../audit-table.js';
 import { clusterSchema, streamed, type App } from '../schemas.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
+import { DNS_LABEL_PATTERN } from '../../cluster-access/segments.js';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
-const NAMESPACE_ONLY = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 
 /** A request body is forwarded when the client sent one (never for GET and HEAD). */
 function hasBody(request: FastifyRequest): boolean {
@@ -35,7 +35,7 @@ const answer = streamed({
 });
 
 const targetProperties = {
-  namespace: Type.String({ maxLength: 63, pattern: NAMESPACE_ONLY }),
+  namespace: Type.String({ maxLength: 63, pattern: DNS_LABEL_PATTERN }),
   name: Type.String({
     maxLength: 300,
     pattern: PROXY_TARGET_PATTERN,
