@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps node-deps build lint image ui-image run test test-only bench bench-search soak clean stop
+.PHONY: deps node-deps build lint image ui-image kubectl-image run test test-only bench bench-search soak clean stop
 
 # Everything the project needs on a fresh Debian machine: containerd, runc and the CNI plugins
 # (Debian's packages), etcd, the Kubernetes binaries of the current release and the API server and
@@ -57,6 +57,11 @@ image:
 ui-image:
 	@test -n "$(UI_DIR)" || { echo 'make ui-image UI_DIR=<a built UI directory>' >&2; exit 2; }
 	bash scripts/build-ui-image.sh "$(UI_DIR)"
+
+# An image for the kubectl console (docs/workloads.md): this release's kubectl and busybox, an
+# OCI archive in ~/.cache/kiteline/images, its reference in kubectl.ref.
+kubectl-image:
+	bash scripts/build-kubectl-image.sh
 
 test: lint build image test-only
 

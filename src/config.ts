@@ -88,7 +88,7 @@ export interface Config {
    * and every link kiteline makes (redirects, kubeconfigs, the UI's base) carries it.
    */
   basePath: string;
-  /** A built Kite UI served at the base path (gateway/ui.ts); undefined: kiteline serves only its API. */
+  /** A built Kite UI served at the base path (gateway/routes/ui.ts); undefined: kiteline serves only its API. */
   uiDir: string | undefined;
   /** Lifetime of a kubeconfig's token when the caller asks for none, and the most a caller may ask for. */
   kubeconfigTokenTtlSeconds: number;

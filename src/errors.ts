@@ -115,7 +115,7 @@ export function isKubeStatus(value: unknown): value is KubeStatus {
  */
 export function fromKubeStatus(status: KubeStatus, httpStatus?: number): HttpError {
   const code = status.code ?? httpStatus ?? 502;
-  const reason = status.reason || defaultReason(code);
+  const reason = status.reason || reasonOf(code);
   const message = status.message || `cluster answered ${code} ${reason}`;
   if (code >= 500 && code !== 503 && code !== 504) {
     return new HttpError(502, 'BadGateway', `cluster error: ${message}`, status.details);
@@ -123,24 +123,28 @@ export function fromKubeStatus(status: KubeStatus, httpStatus?: number): HttpErr
   return new HttpError(code, reason, message, status.details);
 }
 
-function defaultReason(code: number): string {
-  const reasons: Record<number, string> = {
-    400: 'BadRequest',
-    401: 'Unauthorized',
-    403: 'Forbidden',
-    404: 'NotFound',
-    405: 'MethodNotAllowed',
-    406: 'NotAcceptable',
-    409: 'Conflict',
-    410: 'Expired',
-    413: 'RequestEntityTooLarge',
-    415: 'UnsupportedMediaType',
-    422: 'Invalid',
-    429: 'TooManyRequests',
-    503: 'ServiceUnavailable',
-    504: 'Timeout',
-  };
-  return reasons[code] ?? 'Unknown';
+/** The status reason of an HTTP status code, as Kubernetes names them. */
+const REASONS: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  409: 'Conflict',
+  410: 'Expired',
+  413: 'RequestEntityTooLarge',
+  414: 'URITooLong',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  431: 'RequestHeaderFieldsTooLarge',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
+
+export function reasonOf(code: number, fallback = 'Unknown'): string {
+  return REASONS[code] ?? fallback;
 }
 
 /**

@@ -83,7 +83,7 @@ t.test('bootstrap for a signed-in caller: the caller as /api/auth/user shows it,
   t.equal(signedIn.body.step, 1, 'a user, no cluster yet');
   const me = await call(gw.url, 'GET', '/api/auth/user', { headers: adminSession });
   t.same(signedIn.body.user, me.body, 'the caller exactly as GET /api/auth/user answers');
-  t.same(signedIn.body.capabilities, { ai: false, kubeconfigTokens: true });
+  t.same(signedIn.body.capabilities, { ai: false, kubeconfigTokens: true, kubectlConsole: false });
   const withKey = await call(gw.url, 'GET', '/api/v1/bootstrap', { headers: admin.headers });
   t.equal(withKey.body.user.user.provider, 'api_key', 'an API key caller, as /api/auth/user shows it');
   const stale = await call(gw.url, 'GET', '/api/v1/bootstrap', { headers: { cookie: 'auth_token=forged.token.here' } });

@@ -7,12 +7,10 @@
 // a deleted key ends the agent's access; anonymous callers, session cookies and GET /mcp are refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import t from 'tap';
 import WebSocket from 'ws';
 import { parse } from 'yaml';
-import { kubectl, TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -23,7 +21,7 @@ import {
   testKubeconfig,
   type Caller,
 } from './helpers/fixtures.js';
-import { call, startGateway } from './helpers/gateway.js';
+import { auditRecordOf, call, startGateway } from './helpers/gateway.js';
 
 const target = (await testControlPlane('target-a')).kubeconfigPath;
 const targetB = (await testControlPlane('target-b')).kubeconfigPath;
@@ -535,15 +533,7 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
     });
   const refusedExec = uniqueName('refused-exec');
   t.equal(await execStatus({ ...bearer, 'x-request-id': refusedExec }), 403, 'nor kubectl exec');
-  const refusal = await eventually(
-    'the refused exec in the audit log',
-    () =>
-      readFileSync(join(TEST_DIR, 'logs', 'mcp.log'), 'utf8')
-        .split('\n')
-        .filter((line) => line.includes(refusedExec) && line.includes('"audit"'))
-        .map((line) => JSON.parse(line) as { msg: string; audit: Record<string, unknown> })
-        .find((line) => line.msg === 'audit')?.audit,
-  );
+  const refusal = await eventually('the refused exec in the audit log', () => auditRecordOf('mcp', refusedExec));
   t.match(refusal, { who: username, result: 'failure', status: 403 }, "audited as the token's user");
   t.equal((await mint(bearer)).status, 403, 'it mints no MCP token');
   t.equal((await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: bearer })).status, 403, 'nor a kubeconfig');

@@ -8,12 +8,11 @@
 // the host cluster, bad parameters, a missing pod or node; each a plain HTTP answer before the
 // WebSocket opens.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { hostname } from 'node:os';
 import t from 'tap';
-import { TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -23,7 +22,7 @@ import {
   testKubeconfig,
   type Caller,
 } from './helpers/fixtures.js';
-import { startGateway, type TestGateway } from './helpers/gateway.js';
+import { auditRecordOf, startGateway, type TestGateway } from './helpers/gateway.js';
 import { busyboxPod, namespacedKubectl, openWs, wsRefusal, type WsClient } from './helpers/workload-streams.js';
 
 const target = await testControlPlane('target-a');
@@ -113,14 +112,7 @@ async function openTerminal(url: string, caller: Caller, requestId?: string): Pr
   };
 }
 
-/** The audit log line of one session (by the request id the client sent). */
-function auditOf(requestId: string): Record<string, unknown> | undefined {
-  return readFileSync(join(TEST_DIR, 'logs', `${logName}.log`), 'utf8')
-    .split('\n')
-    .filter((line) => line.includes(requestId) && line.includes('"audit"'))
-    .map((line) => JSON.parse(line) as { msg: string; audit: Record<string, unknown> })
-    .find((line) => line.msg === 'audit' && line.audit.requestId === requestId)?.audit;
-}
+const auditOf = (requestId: string) => auditRecordOf(logName, requestId);
 
 /** The node-terminal pods on target-a: name -> node. */
 async function nodeTerminalPods(): Promise<Map<string, string>> {

@@ -140,7 +140,11 @@ export class AuthService {
       const audience = tokenAudience(key);
       if (!audience) return { failure: 'API key for a use this kiteline does not know (a newer release made it?)' };
       return {
-        principal: { ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []), tokenAudience: audience },
+        principal: {
+          ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []),
+          tokenAudience: audience,
+          ...(key.spec.clusters ? { tokenClusters: key.spec.clusters } : {}),
+        },
       };
     }
     return { principal: makePrincipal('apikey', id, `apikey:${apiKeyName(key)}`, key.spec.roles ?? []) };
@@ -285,11 +289,11 @@ export class AuthService {
 
   /** The one authorization function: some role of the principal matches all four. */
   authorize(principal: Principal, access: AccessRequest): boolean {
-    return rolesAllow(this.rolesOf(principal), access);
+    return boundTo(principal, access.cluster) && rolesAllow(this.rolesOf(principal), access);
   }
 
   canAccessCluster(principal: Principal, cluster: string): boolean {
-    return rolesReachCluster(this.rolesOf(principal), cluster);
+    return boundTo(principal, cluster) && rolesReachCluster(this.rolesOf(principal), cluster);
   }
 
   isAdmin(principal: Principal): boolean {
@@ -453,4 +457,9 @@ function makePrincipal(kind: Principal['kind'], id: number, name: string, roles:
 
 function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
+}
+
+/** A token bound to some clusters reaches only those; every other principal, any its roles reach. */
+function boundTo(principal: Principal, cluster: string): boolean {
+  return principal.tokenClusters === undefined || principal.tokenClusters.includes(cluster);
 }

@@ -19,6 +19,8 @@ export interface Principal {
    * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp.
    */
   tokenAudience?: TokenAudience;
+  /** A token bound to some clusters (a kubectl console's) reaches only these, whatever its roles say. */
+  tokenClusters?: readonly string[];
 }
 
 /** Where each kind of token minted for a user is accepted, as a refusal elsewhere names it. */

@@ -234,6 +234,9 @@ export const KubeconfigToken = Type.Object(
     audience: stringEnum(['kubernetes', 'mcp'], {
       description: 'where it is accepted: the Kubernetes API (a kubeconfig token) or /mcp (an MCP token)',
     }),
+    clusters: Type.Optional(
+      stringList("the only clusters it reaches (a kubectl console's token); absent: every cluster its roles reach"),
+    ),
     ownerId: Type.Optional(Type.Integer({ description: "the owner's user id (admin list only)" })),
     owner: Type.Optional(Type.String({ description: "the owner's username (admin list only)" })),
   },

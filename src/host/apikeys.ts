@@ -73,8 +73,8 @@ export function apiKeyName(key: APIKeyResource): string {
 }
 
 /** The "kubeconfig-<username, cut>-<8 hex>" name of a kubeconfig token, within the 63 characters of a key name. */
-function tokenName(username: string, audience: TokenAudience): string {
-  const prefix = audience === 'mcp' ? 'mcp' : 'kubeconfig';
+function tokenName(username: string, use: TokenAudience | 'console'): string {
+  const prefix = use === 'kubernetes' ? 'kubeconfig' : use;
   return `${prefix}-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
 }
 
@@ -166,35 +166,46 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
    * caller's user (deleted with it, and failing once the user is disabled or loses a role:
    * AuthService), with the caller's roles, expiring after ttlSeconds. A user keeps at most
    * `maxLive` unexpired tokens of each audience: minting one more revokes the oldest, so no caller
-   * can fill the host's etcd with keys (and every replica's memory).
+   * can fill the host's etcd with keys (and every replica's memory). A token bound to `clusters`
+   * (a kubectl console's, revoked when its session ends) is outside that count: the console's
+   * sessions are bounded by the cluster's long-running slots instead.
    */
   async createUserToken(
     caller: TokenCaller,
     audience: TokenAudience,
     ttlSeconds: number,
     maxLive: number,
+    clusters?: string[],
   ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
     const user = this.tokenOwner(caller);
     const created = await this.insert({
-      name: tokenName(user.spec.username, audience),
+      name: tokenName(user.spec.username, clusters ? 'console' : audience),
       roles: [...caller.roles],
       expiresAt: isoSeconds(Date.now() + ttlSeconds * 1000),
       createdBy: caller.name,
       owner: user,
       ...(audience === 'kubernetes' ? {} : { audience }),
+      ...(clusters ? { clusters } : {}),
     });
-    if (tokenAudience(created.resource) !== audience) {
-      // The installed APIKey CRD predates `audience` and pruned it: the key would open another door.
+    const dropped = tokenAudience(created.resource) !== audience ? 'spec.audience' : undefined;
+    const unbound = clusters && !created.resource.spec.clusters ? 'spec.clusters' : undefined;
+    if (dropped ?? unbound) {
+      // The installed APIKey CRD predates the member and pruned it: the key would open more than it should.
       await this.delete(created.resource).catch(ignoreGone);
-      throw new Error(`the installed APIKey CRD is outdated (it dropped spec.audience): apply crds/ of this release`);
+      throw new Error(
+        `the installed APIKey CRD is outdated (it dropped ${dropped ?? unbound}): apply crds/ of this release`,
+      );
     }
-    const live = this.tokensOf(resourceId(user)!).filter((key) => tokenAudience(key) === audience && !isExpired(key));
+    if (clusters) return { ...created, user };
+    const live = this.tokensOf(resourceId(user)!).filter(
+      (key) => tokenAudience(key) === audience && !key.spec.clusters && !isExpired(key),
+    );
     for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
     return { ...created, user };
   }
 
   private async insert(
-    input: NewApiKey & { owner?: UserResource; audience?: TokenAudience },
+    input: NewApiKey & { owner?: UserResource; audience?: TokenAudience; clusters?: string[] },
   ): Promise<{ resource: APIKeyResource; key: string }> {
     const name = objectNameFor('apikey', input.name);
     const secretName = `${name}-key`;
@@ -212,6 +223,7 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
           createdBy: input.createdBy,
           ...(owner ? { owner: { username: owner.spec.username, id: resourceId(owner)! } } : {}),
           ...(input.audience ? { audience: input.audience } : {}),
+          ...(input.clusters ? { clusters: input.clusters } : {}),
           secretRef: { name: secretName },
         },
       }),

@@ -90,6 +90,12 @@ export interface APIKeySpec {
   owner?: APIKeyOwner;
   /** What a key with an owner is for (absent: `kubernetes`, a kubeconfig token). */
   audience?: TokenAudience;
+  /**
+   * With an owner: the only clusters the token reaches (absent: every cluster its roles reach). A
+   * kubectl console's token is bound to the console's cluster, so one read out of the console's pod
+   * opens no other cluster.
+   */
+  clusters?: string[];
   secretRef: { name: string };
 }
 /** The one door a token minted for a user opens: the Kubernetes API (a kubeconfig) or /mcp (an agent). */

@@ -1,7 +1,7 @@
 // Starts kiteline gateways in the test process against a test host cluster, each test file in its
 // own install namespace, and a small HTTP client for calling them.
 import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig, PACKAGE_ROOT, type Config } from '../../src/config.js';
@@ -146,4 +146,16 @@ export async function call<T = any>(
     parsed = undefined;
   }
   return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/**
+ * The audit log line of one request (by the request id the client sent) in a gateway's log file
+ * (startGateway's logName), or undefined while it is not written.
+ */
+export function auditRecordOf(logName: string, requestId: string): Record<string, unknown> | undefined {
+  return readFileSync(join(TEST_DIR, 'logs', `${logName}.log`), 'utf8')
+    .split('\n')
+    .filter((line) => line.includes(requestId) && line.includes('"audit"'))
+    .map((line) => JSON.parse(line) as { msg: string; audit: Record<string, unknown> })
+    .find((line) => line.msg === 'audit' && line.audit.requestId === requestId)?.audit;
 }

@@ -3,23 +3,8 @@
 // logged with its request id and answered 500 without internals.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import { HttpError, TooManyRequestsError } from '../../errors.js';
+import { HttpError, TooManyRequestsError, reasonOf } from '../../errors.js';
 import { translateHostError } from '../../host/host-errors.js';
-
-const REASONS: Record<number, string> = {
-  400: 'BadRequest',
-  401: 'Unauthorized',
-  403: 'Forbidden',
-  404: 'NotFound',
-  405: 'MethodNotAllowed',
-  406: 'NotAcceptable',
-  409: 'Conflict',
-  413: 'RequestEntityTooLarge',
-  414: 'URITooLong',
-  415: 'UnsupportedMediaType',
-  429: 'TooManyRequests',
-  431: 'RequestHeaderFieldsTooLarge',
-};
 
 /** Maps any thrown value to an HttpError; undefined means "a bug" (500). */
 export function toHttpError(err: unknown): HttpError | undefined {
@@ -39,7 +24,7 @@ export function toHttpError(err: unknown): HttpError | undefined {
   }
   const status = fe?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
-    return new HttpError(status, REASONS[status] ?? 'BadRequest', fe.message || 'bad request');
+    return new HttpError(status, reasonOf(status, 'BadRequest'), fe.message || 'bad request');
   }
   return undefined;
 }
@@ -53,7 +38,7 @@ export function frameworkError(err: FastifyError, _request: FastifyRequest, repl
     typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
   const message =
     err.code === 'FST_ERR_BAD_URL' ? 'malformed URL: a percent-encoding that does not decode' : err.message;
-  void reply.code(status).send({ error: message, reason: REASONS[status] ?? 'BadRequest', code: status });
+  void reply.code(status).send({ error: message, reason: reasonOf(status, 'BadRequest'), code: status });
 }
 
 export default fp(

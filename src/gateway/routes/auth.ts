@@ -29,6 +29,7 @@ import {
 } from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 import { setupState } from './init.js';
+import { kubectlConsoleAvailable } from './terminal.js';
 
 const schema = schemaOf('auth');
 
@@ -229,6 +230,9 @@ export default async function authRoutes(app: App) {
           objectOf({
             ai: Type.Boolean({ description: 'an AI provider is configured (GET /api/v1/ai/status)' }),
             kubeconfigTokens: Type.Boolean({ description: 'POST /api/v1/kubeconfig mints kubectl tokens' }),
+            kubectlConsole: Type.Boolean({
+              description: 'the kubectl console is on (kubectlEnabled, and an https KITELINE_EXTERNAL_URL)',
+            }),
           }),
           Type.Null(),
         ]),
@@ -245,6 +249,7 @@ export default async function authRoutes(app: App) {
         ? {
             ai: generalSettings.aiStatus().enabled,
             kubeconfigTokens: true,
+            kubectlConsole: kubectlConsoleAvailable(app.services),
           }
         : null,
     };

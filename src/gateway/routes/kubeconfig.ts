@@ -16,9 +16,9 @@
 // write the YAML and shape the lists. docs/proxy.md.
 import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import { stringify } from 'yaml';
 import { RateLimiter } from '../../auth/rate-limiter.js';
 import { BadRequestError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../errors.js';
+import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
 import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
 import { resourceId, type APIKeyResource, type TokenAudience, type UserResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
@@ -156,26 +156,15 @@ export default async function kubeconfigRoutes(app: App) {
       const { key, user } = await mint(request, owner, 'kubernetes', ttlSeconds);
       const username = user.spec.username;
       const base = serverBase(request, config, app.services.https);
-      const ca = config.kubeconfigCa ?? app.services.https?.trustPem;
       const current = clusters.defaultCluster()?.name;
-      const userEntry = `kiteline-${username}`;
-      const document = {
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: usable.map((name) => ({
-          name,
-          cluster: {
-            server: `${base}${PROXY_PREFIX}${encodeURIComponent(name)}`,
-            ...(ca ? { 'certificate-authority-data': Buffer.from(ca).toString('base64') } : {}),
-          },
-        })),
-        users: [{ name: userEntry, user: { token: key } }],
-        contexts: usable.map((name) => ({ name, context: { cluster: name, user: userEntry } })),
-        'current-context': current && usable.includes(current) ? current : usable[0],
-        preferences: {},
-      };
       reply.header('cache-control', 'no-store').type('application/yaml');
-      return stringify(document);
+      return kubeconfigYaml({
+        clusters: usable.map((name) => ({ name, server: `${base}${PROXY_PREFIX}${encodeURIComponent(name)}` })),
+        caPem: config.kubeconfigCa ?? app.services.https?.trustPem,
+        userName: `kiteline-${username}`,
+        token: key,
+        current: current && usable.includes(current) ? current : usable[0],
+      });
     },
   );
 

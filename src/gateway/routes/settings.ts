@@ -27,7 +27,9 @@ const GeneralSetting = Type.Object(
     aiApiKeyConfigured: Type.Boolean({ description: 'an AI API key is stored' }),
     aiBaseUrl: Type.String({ description: '"" for the provider\'s default' }),
     aiMaxTokens: Type.Integer(),
-    kubectlEnabled: Type.Boolean({ description: "Kite UI's kubectl console button (kiteline has no kubectl console)" }),
+    kubectlEnabled: Type.Boolean({
+      description: "Kite UI's kubectl console (GET /api/v1/kubectl-terminal/ws; docs/workloads.md)",
+    }),
     kubectlImage: Type.String(),
     nodeTerminalImage: Type.String({ description: "stored for Kite's UI; kiteline's node terminal has its own image" }),
     enableAnalytics: Type.Boolean({ description: "stored for Kite's UI; kiteline sends no analytics" }),

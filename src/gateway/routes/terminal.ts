@@ -1,15 +1,19 @@
 // Kite's terminals: GET /api/v1/terminal/<ns>/<pod>/ws?container=&shell= (a shell in a pod's
-// container) and GET /api/v1/node-terminal/<node>/ws (a shell on a node, through a short-lived
-// privileged pod: src/workloads/node-terminal.ts), both WebSockets speaking Kite's JSON messages
-// (src/workloads/terminal.ts) over one exec with a TTY on the cluster's exec WebSocket.
+// container), GET /api/v1/node-terminal/<node>/ws (a shell on a node, through a short-lived
+// privileged pod: src/workloads/node-terminal.ts) and GET /api/v1/kubectl-terminal/ws (kubectl in a
+// short-lived pod, acting as the user through /k8s/clusters: src/workloads/kubectl-console.ts), all
+// WebSockets speaking Kite's JSON messages (src/workloads/terminal.ts) over one exec with a TTY on
+// the cluster's exec WebSocket.
 //
 // A pod terminal is authorized as `create` on pods/exec in the namespace (a connect subresource:
 // the built-in viewer may not), a node terminal needs the admin role and `create` on pods/exec and
 // on pods in the terminal pods' namespace; kiteline's own namespace on the host cluster is refused.
+// The kubectl console needs a signed-in user who may use the cluster and the console switched on:
+// its pod is kiteline's, its kubectl has the user's roles through a token bound to the cluster.
 // Everything that can fail before the shell (parameters, roles, the pod or node, the exec's
-// handshake, the node pod's creation) fails as plain HTTP, before the WebSocket handshake; a node
-// pod that then does not start is an `error` message. One audit record per session (or refusal):
-// who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
+// handshake, the session pod's creation) fails as plain HTTP, before the WebSocket handshake; a
+// session pod that then does not start is an `error` message. One audit record per session (or
+// refusal): who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
 // docs/workloads.md, Terminals.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -17,22 +21,38 @@ import type WebSocket from 'ws';
 import { AuditSession } from '../../audit/session.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
-import { BadRequestError, ForbiddenError, HttpError } from '../../errors.js';
+import { resourceId } from '../../host/resources.js';
+import { RateLimiter } from '../../auth/rate-limiter.js';
+import type { Config } from '../../config.js';
+import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
+import {
+  BadRequestError,
+  ForbiddenError,
+  HttpError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+} from '../../errors.js';
+import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import { impersonationHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
 import { DNS_LABEL_PATTERN, NAME_PATTERN } from '../../cluster-access/segments.js';
 import { clientClosed } from '../../cluster-access/upstream.js';
 import { mayAccess } from '../../cluster-access/access.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
-import { openExec } from '../../workloads/exec-channel.js';
+import { openExec, type ExecChannel } from '../../workloads/exec-channel.js';
 import { CONTAINER_PATTERN } from '../../workloads/logs.js';
+import {
+  createKubectlConsolePod,
+  KUBECTL_CONSOLE_CONTAINER,
+  KUBECTL_CONSOLE_NAMESPACE,
+  writeConsoleKubeconfig,
+} from '../../workloads/kubectl-console.js';
 import {
   createNodeTerminalPod,
   DEFAULT_NODE_TERMINAL_SETTINGS,
   nodeShellCommand,
   NODE_TERMINAL_CONTAINER,
-  NodeTerminalPods,
-  waitForNodeTerminalPod,
 } from '../../workloads/node-terminal.js';
+import { MAX_SESSION_SECONDS, SessionPods, waitForSessionPod } from '../../workloads/session-pods.js';
 import {
   SHELL_NAME_PATTERN,
   terminalCommand,
@@ -41,11 +61,25 @@ import {
   type TerminalOutcome,
 } from '../../workloads/terminal.js';
 import { acceptWebSocket, isWebSocketRequest } from '../plugins/upgrades.js';
+import type { Services } from '../services.js';
 import { clusterQueryProperties, clusterSchema, streamed, type App } from '../schemas.js';
 import { callerCluster } from '../tool-request.js';
 
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
 const PREPARE_TIMEOUT_MS = 30_000;
+/** Whether the kubectl console can open: switched on in the general settings, with an https external URL. */
+export function kubectlConsoleAvailable(services: Pick<Services, 'generalSettings' | 'config'>): boolean {
+  return services.generalSettings.settings().kubectlEnabled && consoleServer(services.config) !== undefined;
+}
+
+/** The address the console's kubectl reaches kiteline at: the external URL, when it is https. */
+function consoleServer(config: Pick<Config, 'externalUrl'>): string | undefined {
+  return config.externalUrl?.startsWith('https://') ? config.externalUrl : undefined;
+}
+
+/** kubectl consoles one user may open per window (each starts a pod and mints a token). */
+export const CONSOLE_OPENS_PER_USER = 30;
+export const CONSOLE_OPEN_WINDOW_SECONDS = 600;
 
 /**
  * A terminal's audit session. The container is its `subject` (kept in the durable trail too); the
@@ -107,9 +141,10 @@ const protocol =
 export default async function terminalRoutes(app: App) {
   const { services } = app;
   const settings = DEFAULT_NODE_TERMINAL_SETTINGS;
-  const nodePods = new NodeTerminalPods((err, pod) =>
-    app.log.error({ err, pod }, 'deleting a node terminal pod failed'),
+  const sessionPods = new SessionPods((err, pod) =>
+    app.log.error({ err, pod }, 'deleting a session pod (or revoking its token) failed'),
   );
+  const consoleOpens = new RateLimiter(CONSOLE_OPENS_PER_USER, CONSOLE_OPEN_WINDOW_SECONDS);
   /** Each live session and the promise of its whole end (node pod deleted, audit record written). */
   const liveSessions = new Map<TerminalSession, Promise<void>>();
   // Shutting down ends every session before the server waits for its connections (the WebSockets
@@ -118,7 +153,7 @@ export default async function terminalRoutes(app: App) {
     const ending = [...liveSessions].map(([session, ended]) =>
       session.shutdown('the gateway is shutting down').then(() => ended),
     );
-    await Promise.all([...ending, nodePods.deleteAll()]);
+    await Promise.all([...ending, sessionPods.deleteAll()]);
   });
 
   /** Keeps the session among the live ones until `finish` (run once it is done) has run. */
@@ -218,6 +253,35 @@ export default async function terminalRoutes(app: App) {
     }
   }
 
+  /**
+   * The rest of a session in a pod it started (a node terminal's, a kubectl console's): the
+   * handshake, then `info` while `start` waits for the pod and opens the shell's exec; `cleanUp`
+   * (the pod's deletion, and what goes with it) runs when the session ends, or when it never opened.
+   */
+  async function sessionInPod(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    caller: TerminalCaller,
+    audit: TerminalAudit,
+    session: { pod: string; info: string; what: string; cleanUp: () => Promise<void> },
+    start: (signal: AbortSignal) => Promise<ExecChannel>,
+  ): Promise<void> {
+    audit.name({ pod: session.pod });
+    const ws = await handshake(request, reply, caller, () => void session.cleanUp());
+    const terminal = new TerminalSession(ws);
+    follow(terminal, async (outcome) => {
+      await session.cleanUp();
+      caller.release();
+      endAudit(audit, outcome);
+    });
+    try {
+      terminal.info(session.info);
+      terminal.attach(await start(terminal.clientSignal));
+    } catch (err) {
+      terminal.fail(`${session.what} could not start: ${(err as Error).message}`);
+    }
+  }
+
   app.get(
     '/api/v1/terminal/:namespace/:pod/ws',
     {
@@ -300,35 +364,104 @@ export default async function terminalRoutes(app: App) {
           caller.principal.name,
           settings,
         );
-        audit.name({ pod: `${namespace}/${pod}` });
-        const deletePod = nodePods.track(conn, namespace, pod);
-        const ws = await handshake(request, reply, caller, () => void deletePod());
-        const session = new TerminalSession(ws);
-        follow(session, async (outcome) => {
-          await deletePod();
-          caller.release();
-          endAudit(audit, outcome);
-        });
-        try {
-          session.info(`starting pod ${namespace}/${pod} on node ${node}...`);
-          await waitForNodeTerminalPod({ conn, headers, signal: session.clientSignal }, namespace, pod);
-          session.attach(
-            await openExec(
-              conn,
-              {
-                namespace,
-                pod,
-                container: NODE_TERMINAL_CONTAINER,
-                command: nodeShellCommand(request.query.shell),
-                stdin: true,
-                tty: true,
-              },
-              headers,
-            ),
+        const session = {
+          pod: `${namespace}/${pod}`,
+          info: `starting pod ${namespace}/${pod} on node ${node}...`,
+          what: 'the node terminal',
+          cleanUp: sessionPods.track(conn, namespace, pod),
+        };
+        await sessionInPod(request, reply, caller, audit, session, async (signal) => {
+          await waitForSessionPod(
+            { conn, headers, signal },
+            namespace,
+            pod,
+            NODE_TERMINAL_CONTAINER,
+            'the node terminal pod',
           );
+          const command = nodeShellCommand(request.query.shell);
+          const target = { namespace, pod, container: NODE_TERMINAL_CONTAINER, command, stdin: true, tty: true };
+          return openExec(conn, target, headers);
+        });
+      });
+    },
+  );
+
+  app.get(
+    '/api/v1/kubectl-terminal/ws',
+    {
+      onRequest: app.requireUser,
+      schema: clusterSchema(
+        "WebSocket: kubectl in a short-lived pod on the cluster, acting as you (Kite's kubectl console)",
+        {
+          description:
+            'Needs `kubectlEnabled` in the general settings, KITELINE_EXTERNAL_URL (an https address the pod ' +
+            'reaches) ' +
+            "and a signed-in user who may use the cluster. The pod runs the settings' `kubectlImage` in " +
+            `${KUBECTL_CONSOLE_NAMESPACE}; its kubeconfig holds a token minted for you and bound to this cluster, so ` +
+            `kubectl does what you may do. Pod and token go when the session ends. ${protocol}`,
+          querystring: NodeTerminalQuery,
+          response: { 200: webSocketAnswer },
+        },
+      ),
+    },
+    async (request, reply) => {
+      const namespace = KUBECTL_CONSOLE_NAMESPACE;
+      await openSession(request, { resource: 'kubectl-terminal', namespace: '', name: '' }, async (opening) => {
+        const { audit } = opening;
+        const settings = services.generalSettings.settings();
+        if (!settings.kubectlEnabled)
+          throw new ForbiddenError(
+            'the kubectl console is off: an admin turns it on in Settings, General (kubectlEnabled)',
+          );
+        const owner = services.apiKeys.tokenOwner(request.principal!); // a signed-in user, not an API key
+        const server = consoleServer(services.config);
+        if (!server)
+          throw new ServiceUnavailableError(
+            'the kubectl console needs KITELINE_EXTERNAL_URL, ' +
+              "an https address of kiteline that the cluster's pods reach",
+          );
+        const userKey = `user:${resourceId(owner)}`;
+        const wait = consoleOpens.retryAfter([userKey]);
+        if (wait)
+          throw new TooManyRequestsError(`too many kubectl consoles opened; try again in ${wait} seconds`, wait);
+        const caller = await terminalCaller(request, opening, namespace, []);
+        consoleOpens.record([userKey]);
+        const { conn, principal } = caller;
+        // The pod is kiteline's: created, exec'd into and deleted with kiteline's own credentials.
+        const own = { conn, headers: {}, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
+        const ttlSeconds = Math.min(MAX_SESSION_SECONDS, services.config.kubeconfigTokenMaxTtlSeconds);
+        const token = await services.apiKeys.createUserToken(principal, 'kubernetes', ttlSeconds, Infinity, [
+          conn.name,
+        ]);
+        const revoke = () => services.apiKeys.delete(token.resource);
+        let pod: string;
+        try {
+          pod = await createKubectlConsolePod(own, settings.kubectlImage, principal.name);
         } catch (err) {
-          session.fail(`the node terminal could not start: ${(err as Error).message}`);
+          await revoke().catch(() => undefined);
+          throw err;
         }
+        const session = {
+          pod: `${namespace}/${pod}`,
+          info: `starting kubectl in pod ${namespace}/${pod}...`,
+          what: 'the kubectl console',
+          cleanUp: sessionPods.track(conn, namespace, pod, revoke),
+        };
+        await sessionInPod(request, reply, caller, audit, session, async (signal) => {
+          const ctx = { conn, headers: {}, signal };
+          await waitForSessionPod(ctx, namespace, pod, KUBECTL_CONSOLE_CONTAINER, 'the kubectl console pod');
+          const kubeconfig = kubeconfigYaml({
+            clusters: [{ name: conn.name, server: `${server}${PROXY_PREFIX}${encodeURIComponent(conn.name)}` }],
+            caPem: services.config.kubeconfigCa ?? services.https?.trustPem,
+            userName: `kiteline-${principal.name}`,
+            token: token.key,
+            current: conn.name,
+          });
+          await writeConsoleKubeconfig(ctx, pod, kubeconfig);
+          const command = terminalCommand(request.query.shell);
+          const target = { namespace, pod, container: KUBECTL_CONSOLE_CONTAINER, command, stdin: true, tty: true };
+          return openExec(conn, target, {});
+        });
       });
     },
   );

@@ -124,6 +124,7 @@ export function kubeconfigTokenView(key: APIKeyResource, withOwner = false): Kub
     expiresAt: key.spec.expiresAt ?? '',
     lastUsedAt: key.status?.lastUsedAt ?? null,
     audience: key.spec.audience ?? 'kubernetes',
+    ...(key.spec.clusters ? { clusters: key.spec.clusters } : {}),
     ...(withOwner ? { ownerId: owner.id, owner: owner.username } : {}),
   };
 }
