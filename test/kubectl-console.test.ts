@@ -7,7 +7,8 @@
 // (kubectl sends tokens only over https). Then the refusals: the console switched off, an API key, a
 // user without the cluster, anonymous callers, a plain GET.
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { PACKAGE_ROOT } from '../src/config.js';
@@ -15,7 +16,7 @@ import { networkFor } from '../src/controlplane/network.js';
 import { importIntoNode } from '../src/controlplane/node.js';
 import { freePort } from '../src/controlplane/ports.js';
 import { imageCacheDir } from '../src/controlplane/images.js';
-import { testControlPlane, uniqueName } from './helpers/clusters.js';
+import { kubectlInBackground, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -73,7 +74,8 @@ async function setConsole(enabled: boolean): Promise<void> {
 }
 await setConsole(true);
 
-// A user whose role reads configmaps and pods of one namespace, on every cluster.
+// A user whose role reads configmaps and pods of one namespace, on every cluster, and who may open
+// consoles (a role that grants create on kubectl-terminal).
 const ONE_NAMESPACE = uniqueName('one-namespace');
 await createRole(gw, admin, {
   name: ONE_NAMESPACE,
@@ -82,8 +84,16 @@ await createRole(gw, admin, {
   resources: ['configmaps', 'pods'],
   verbs: ['get', 'list', 'watch'],
 });
+const CONSOLE_ROLE = uniqueName('console');
+await createRole(gw, admin, {
+  name: CONSOLE_ROLE,
+  clusters: ['*'],
+  namespaces: ['*'],
+  resources: ['kubectl-terminal'],
+  verbs: ['create'],
+});
 const username = uniqueName('console-user');
-const cookie = await signedInUser(gw, admin, username, [ONE_NAMESPACE]);
+const cookie = await signedInUser(gw, admin, username, [ONE_NAMESPACE, CONSOLE_ROLE]);
 const asUser = { cookie };
 
 const consoleUrl = (query = '') => `${gw.url.replace(/^http/, 'ws')}/api/v1/kubectl-terminal/ws${query}`;
@@ -94,8 +104,8 @@ interface Console extends WsClient {
   closeCode: Promise<number>;
 }
 
-async function openConsole(headers: Record<string, string>, requestId: string): Promise<Console> {
-  const client = await openWs(consoleUrl('?x-cluster-name=a'), { ...headers, 'x-request-id': requestId });
+async function openConsole(headers: Record<string, string>, requestId: string, cluster = 'a'): Promise<Console> {
+  const client = await openWs(consoleUrl(`?x-cluster-name=${cluster}`), { ...headers, 'x-request-id': requestId });
   const closeCode = new Promise<number>((resolve) => client.ws.once('close', (code) => resolve(code)));
   const output = () =>
     client.messages
@@ -126,7 +136,7 @@ async function consolePods(): Promise<string[]> {
 }
 
 /** The signed-in user's tokens, as GET /api/users/me/kubeconfig-tokens lists them. */
-async function ownTokens(): Promise<Array<{ name: string; clusters?: string[] }>> {
+async function ownTokens(): Promise<Array<{ name: string; audience: string; clusters?: string[] }>> {
   const res = await call(gw.url, 'GET', '/api/users/me/kubeconfig-tokens', { headers: asUser });
   return res.body.tokens;
 }
@@ -150,7 +160,7 @@ t.test("kubectl in the console acts as the user, on the console's cluster only",
     [['a']],
     "the user holds one token for the console, bound to the console's cluster",
   );
-  t.match(bound[0].name, /^console-/, 'named as a console token');
+  t.match(bound[0], { name: /^console-/, audience: 'console' }, 'a console token');
 
   const listed = await term.run(`kubectl -n ${ns} get configmaps -o name; echo "done-$((1+1))"`, /done-2/);
   t.match(listed, /configmap\/marker/, "the user's own namespace: kubectl lists it");
@@ -164,8 +174,25 @@ t.test("kubectl in the console acts as the user, on the console's cluster only",
   );
   t.notMatch(elsewhere, /host-marker/, "another cluster the user's roles reach: the console's token does not");
   t.match(elsewhere, /unauthorized|forbidden|not ?found/i, `and kiteline says no (${elsewhere.trim().slice(0, 200)})`);
+  // The same user's own kubeconfig (POST /api/v1/kubeconfig) reads it there: the refusal is the console token's.
+  const minted = await call(gw.url, 'POST', '/api/v1/kubeconfig', { headers: asUser });
+  t.equal(minted.status, 200, "the user's own kubeconfig");
+  const ownKubeconfig = join(mkdtempSync(join(tmpdir(), 'console-')), 'kubeconfig');
+  writeFileSync(ownKubeconfig, minted.text, { mode: 0o600 });
+  const own = await kubectlInBackground(ownKubeconfig, [
+    '--context',
+    'self',
+    '-n',
+    ns,
+    'get',
+    'configmaps',
+    '-o',
+    'name',
+  ]);
+  t.match(own.stdout, /configmap\/host-marker/, 'with which the user reads that cluster');
   const whoCanSee = await term.run('ls -la /kube; id; echo "done-$((4+1))"', /done-5/);
   t.match(whoCanSee, /uid=65534/, 'the shell runs as nobody');
+  t.match(whoCanSee, /-rw[-r]+ +1 +nobody +nogroup +\d+ .* config/, 'its kubeconfig is in the in-memory home');
 
   term.ws.send(JSON.stringify({ type: 'stdin', data: 'exit\r' }));
   t.equal(await term.closeCode, 1000, 'exit ends the session cleanly');
@@ -186,6 +213,7 @@ t.test('a client that vanishes leaves no pod and no token behind', async (t) => 
   const term = await openConsole(asUser, uniqueName('console-vanish'));
   await term.waitFor('connected', (m) => m.type === 'connected', 150_000);
   t.equal((await consolePods()).length, 1, 'the console runs');
+  t.equal((await ownTokens()).filter((x) => x.audience === 'console').length, 1, 'with its token');
   term.ws.terminate();
   await eventually('the console pod to go', async () => (await consolePods()).length === 0, 90_000);
   await eventually('the token to be revoked', async () => (await ownTokens()).every((x) => !x.clusters), 30_000);
@@ -203,6 +231,20 @@ t.test('who may not open a console', async (t) => {
   );
   const outsider = await signedInUser(gw, admin, uniqueName('outsider'), []);
   t.equal(await wsRefusal(url, { cookie: outsider }), 404, 'a user with no role on the cluster: 404, as the cluster');
+  const viewer = await signedInUser(gw, admin, uniqueName('viewer'), ['viewer']);
+  t.equal(await wsRefusal(url, { cookie: viewer }), 403, 'a viewer (no create on kubectl-terminal): 403');
+  const onHostCluster = await openConsole(asUser, uniqueName('console-host'), 'self').catch((err: unknown) => err);
+  t.match(
+    onHostCluster,
+    { status: 403, body: /host cluster/ },
+    "kiteline's own host cluster: 403, a shell on its pod network reaches kiteline's pods",
+  );
+  // At most three open at once per user: the fourth waits.
+  const open = await Promise.all([1, 2, 3].map(() => openConsole(asUser, uniqueName('console-many'))));
+  t.teardown(() => open.forEach((c) => c.ws.terminate()));
+  t.equal(await wsRefusal(url, asUser), 429, 'a fourth console at once: 429');
+  open.forEach((c) => c.ws.terminate());
+  await eventually('the consoles to go', async () => (await consolePods()).length === 0, 90_000);
   const plain = await call(gw.url, 'GET', '/api/v1/kubectl-terminal/ws?x-cluster-name=a', { headers: asUser });
   t.equal(plain.status, 400, 'a plain GET: 400');
 
@@ -214,9 +256,9 @@ t.test('who may not open a console', async (t) => {
   t.equal(await capability(), false, 'and off once switched off');
   t.equal(await wsRefusal(url, asUser), 403, 'the console switched off in the general settings: 403');
   t.same(await consolePods(), [], 'no refusal started a pod');
-  t.same(
-    (await ownTokens()).filter((x) => x.clusters),
-    [],
-    'nor minted a token',
-  );
+  await eventually('no console token left', async () => {
+    const every = await call(gw.url, 'GET', '/api/v1/admin/kubeconfig-tokens?size=100', { headers: admin.headers });
+    return every.status === 200 && every.body.tokens.every((x: { audience: string }) => x.audience !== 'console');
+  });
+  t.pass("nor left a console token, of anyone's");
 });

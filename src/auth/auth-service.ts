@@ -22,7 +22,6 @@ import {
   type APIKeyOwner,
   type APIKeyResource,
   type RoleSpec,
-  type TokenAudience,
   type UserResource,
 } from '../host/resources.js';
 import { ADMIN_ROLE } from '../host/roles.js';
@@ -40,7 +39,7 @@ import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
 import { RateLimiter } from './rate-limiter.js';
-import { clusterGroups, tokenRefusal, type AccessRequest, type Principal } from './principal.js';
+import { clusterGroups, tokenRefusal, type AccessRequest, type Principal, type TokenDoor } from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
 
 /** The outcome of reading credentials: a principal, or why there is none. */
@@ -111,7 +110,7 @@ export class AuthService {
    * `Authorization: <key>` or `Authorization: Bearer <key>`, offered at `door` (kiteline's own API,
    * the Kubernetes API proxy or /mcp): a token minted for one of them opens no other.
    */
-  authenticateApiKey(header: string, door: TokenAudience | 'kiteline'): Authentication {
+  authenticateApiKey(header: string, door: TokenDoor): Authentication {
     const value = /^bearer\s+/i.test(header) ? header.replace(/^bearer\s+/i, '') : header.trim();
     const parts = parseApiKey(value);
     if (!parts) return { failure: 'invalid API key' };
@@ -139,11 +138,13 @@ export class AuthService {
     if (owner) {
       const audience = tokenAudience(key);
       if (!audience) return { failure: 'API key for a use this kiteline does not know (a newer release made it?)' };
+      const clusters = key.spec.clusters;
+      if (audience === 'console' && !clusters?.length) return { failure: 'console token without its cluster' };
       return {
         principal: {
           ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []),
           tokenAudience: audience,
-          ...(key.spec.clusters ? { tokenClusters: key.spec.clusters } : {}),
+          ...(audience === 'console' ? { tokenClusters: clusters } : {}),
         },
       };
     }

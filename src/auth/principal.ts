@@ -19,24 +19,30 @@ export interface Principal {
    * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp.
    */
   tokenAudience?: TokenAudience;
-  /** A token bound to some clusters (a kubectl console's) reaches only these, whatever its roles say. */
+  /** A console token reaches only these clusters, whatever its roles say. */
   tokenClusters?: readonly string[];
 }
+
+/** The ways in: kiteline's own API, the Kubernetes API proxy, /mcp. */
+export type TokenDoor = 'kiteline' | 'kubernetes' | 'mcp';
 
 /** Where each kind of token minted for a user is accepted, as a refusal elsewhere names it. */
 const TOKEN_DOORS: Record<TokenAudience, string> = {
   kubernetes: 'a kubeconfig token is accepted only on the Kubernetes API, under /k8s/clusters/',
   mcp: 'an MCP token is accepted only on /mcp',
+  console: "a kubectl console's token is accepted only on the Kubernetes API of its cluster",
 };
+/** The door each audience opens: a console's token is a kubeconfig token bound to its cluster. */
+const DOOR_OF: Record<TokenAudience, TokenDoor> = { kubernetes: 'kubernetes', mcp: 'mcp', console: 'kubernetes' };
 
 /**
  * Why this principal may not come in through `door` (kiteline's own API, the Kubernetes API proxy,
  * or /mcp), or undefined when it may: a token minted for a user opens its audience's door only.
  * Every way in asks (the authenticate plugin for routed requests, the proxy's upgrade sessions).
  */
-export function tokenRefusal(principal: Principal, door: TokenAudience | 'kiteline'): string | undefined {
+export function tokenRefusal(principal: Principal, door: TokenDoor): string | undefined {
   const audience = principal.tokenAudience;
-  return audience === undefined || audience === door ? undefined : TOKEN_DOORS[audience];
+  return audience === undefined || DOOR_OF[audience] === door ? undefined : TOKEN_DOORS[audience];
 }
 
 /**

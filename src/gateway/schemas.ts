@@ -231,12 +231,12 @@ export const KubeconfigToken = Type.Object(
     createdAt: timestamp(),
     expiresAt: timestamp(),
     lastUsedAt: nullableTimestamp(),
-    audience: stringEnum(['kubernetes', 'mcp'], {
-      description: 'where it is accepted: the Kubernetes API (a kubeconfig token) or /mcp (an MCP token)',
+    audience: stringEnum(['kubernetes', 'mcp', 'console'], {
+      description:
+        "where it is accepted: the Kubernetes API (a kubeconfig token), /mcp (an MCP token), or a kubectl console's " +
+        'cluster',
     }),
-    clusters: Type.Optional(
-      stringList("the only clusters it reaches (a kubectl console's token); absent: every cluster its roles reach"),
-    ),
+    clusters: Type.Optional(stringList("a kubectl console's token: the only clusters it reaches")),
     ownerId: Type.Optional(Type.Integer({ description: "the owner's user id (admin list only)" })),
     owner: Type.Optional(Type.String({ description: "the owner's username (admin list only)" })),
   },

@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { formatApiKey, generateApiKeySecret, storedKeyDigest } from '../credentials/apikey-token.js';
-import { BadRequestError, ForbiddenError, NotFoundError } from '../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError, ServiceUnavailableError } from '../errors.js';
 import type { IdAllocator } from './ids.js';
 import { ownerReference } from './crud.js';
 import { ignoreGone, KindStore } from './kind-store.js';
@@ -52,7 +52,7 @@ export function isKubeconfigToken(key: APIKeyResource): boolean {
   return key.spec?.owner !== undefined;
 }
 
-const AUDIENCES: ReadonlySet<string> = new Set<TokenAudience>(['kubernetes', 'mcp']);
+const AUDIENCES: ReadonlySet<string> = new Set<TokenAudience>(['kubernetes', 'mcp', 'console']);
 
 /**
  * What a token minted for a user is for; undefined for a plain API key (it has no owner), null for
@@ -73,8 +73,8 @@ export function apiKeyName(key: APIKeyResource): string {
 }
 
 /** The "kubeconfig-<username, cut>-<8 hex>" name of a kubeconfig token, within the 63 characters of a key name. */
-function tokenName(username: string, use: TokenAudience | 'console'): string {
-  const prefix = use === 'kubernetes' ? 'kubeconfig' : use;
+function tokenName(username: string, audience: TokenAudience): string {
+  const prefix = audience === 'kubernetes' ? 'kubeconfig' : audience;
   return `${prefix}-${username.slice(0, 42)}-${randomBytes(4).toString('hex')}`;
 }
 
@@ -166,20 +166,44 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
    * caller's user (deleted with it, and failing once the user is disabled or loses a role:
    * AuthService), with the caller's roles, expiring after ttlSeconds. A user keeps at most
    * `maxLive` unexpired tokens of each audience: minting one more revokes the oldest, so no caller
-   * can fill the host's etcd with keys (and every replica's memory). A token bound to `clusters`
-   * (a kubectl console's, revoked when its session ends) is outside that count: the console's
-   * sessions are bounded by the cluster's long-running slots instead.
+   * can fill the host's etcd with keys (and every replica's memory).
    */
   async createUserToken(
     caller: TokenCaller,
-    audience: TokenAudience,
+    audience: 'kubernetes' | 'mcp',
     ttlSeconds: number,
     maxLive: number,
+  ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
+    const created = await this.mint(caller, audience, ttlSeconds);
+    const live = this.tokensOf(resourceId(created.user)!).filter(
+      (key) => tokenAudience(key) === audience && !isExpired(key),
+    );
+    for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
+    return created;
+  }
+
+  /**
+   * A kubectl console's token: like a kubeconfig token, but reaching `cluster` only, and revoked by
+   * the console when its session ends. Outside the kubeconfig-token count (the route bounds how many
+   * consoles a user holds open).
+   */
+  createConsoleToken(
+    caller: TokenCaller,
+    cluster: string,
+    ttlSeconds: number,
+  ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
+    return this.mint(caller, 'console', ttlSeconds, [cluster]);
+  }
+
+  private async mint(
+    caller: TokenCaller,
+    audience: TokenAudience,
+    ttlSeconds: number,
     clusters?: string[],
   ): Promise<{ resource: APIKeyResource; key: string; user: UserResource }> {
     const user = this.tokenOwner(caller);
     const created = await this.insert({
-      name: tokenName(user.spec.username, clusters ? 'console' : audience),
+      name: tokenName(user.spec.username, audience),
       roles: [...caller.roles],
       expiresAt: isoSeconds(Date.now() + ttlSeconds * 1000),
       createdBy: caller.name,
@@ -187,20 +211,14 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
       ...(audience === 'kubernetes' ? {} : { audience }),
       ...(clusters ? { clusters } : {}),
     });
-    const dropped = tokenAudience(created.resource) !== audience ? 'spec.audience' : undefined;
-    const unbound = clusters && !created.resource.spec.clusters ? 'spec.clusters' : undefined;
-    if (dropped ?? unbound) {
-      // The installed APIKey CRD predates the member and pruned it: the key would open more than it should.
+    if (tokenAudience(created.resource) !== audience) {
+      // The installed APIKey CRD predates `audience` (or this value of it) and pruned it: the key would open another
+      // door.
       await this.delete(created.resource).catch(ignoreGone);
-      throw new Error(
-        `the installed APIKey CRD is outdated (it dropped ${dropped ?? unbound}): apply crds/ of this release`,
+      throw new ServiceUnavailableError(
+        `the installed APIKey CRD is outdated (it dropped spec.audience): apply crds/ of this release`,
       );
     }
-    if (clusters) return { ...created, user };
-    const live = this.tokensOf(resourceId(user)!).filter(
-      (key) => tokenAudience(key) === audience && !key.spec.clusters && !isExpired(key),
-    );
-    for (const old of live.slice(0, Math.max(0, live.length - maxLive))) await this.delete(old).catch(ignoreGone);
     return { ...created, user };
   }
 

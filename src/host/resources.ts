@@ -91,15 +91,18 @@ export interface APIKeySpec {
   /** What a key with an owner is for (absent: `kubernetes`, a kubeconfig token). */
   audience?: TokenAudience;
   /**
-   * With an owner: the only clusters the token reaches (absent: every cluster its roles reach). A
-   * kubectl console's token is bound to the console's cluster, so one read out of the console's pod
-   * opens no other cluster.
+   * A console token's clusters, the only ones it reaches (one read out of the console's pod opens no
+   * other cluster); a console token without them opens nothing.
    */
   clusters?: string[];
   secretRef: { name: string };
 }
-/** The one door a token minted for a user opens: the Kubernetes API (a kubeconfig) or /mcp (an agent). */
-export type TokenAudience = 'kubernetes' | 'mcp';
+/**
+ * What a token minted for a user is for: the Kubernetes API (a kubeconfig), /mcp (an agent), or a
+ * kubectl console (the Kubernetes API of the clusters in spec.clusters only; a release that does not
+ * know `console` refuses the token rather than take it for an unbound kubeconfig token).
+ */
+export type TokenAudience = 'kubernetes' | 'mcp' | 'console';
 export interface APIKeyOwner {
   username: string;
   id: number;

@@ -16,7 +16,6 @@
 import type { ToolContext } from '../cluster-access/calls.js';
 import { writeJson } from '../cluster-access/calls.js';
 import type { PodObject } from '../cluster-access/watch-events.js';
-import { BadGatewayError } from '../errors.js';
 import { uploadFile } from './pod-files.js';
 import { MAX_SESSION_SECONDS, podPath } from './session-pods.js';
 
@@ -29,17 +28,19 @@ export const KUBECTL_CONSOLE_LABELS = {
   'app.kubernetes.io/managed-by': 'kiteline',
   'kiteline.io/kubectl-console': 'true',
 };
+/** The pods' names: this and 10 hex digits (the route names each pod before creating it). */
+export const CONSOLE_POD_PREFIX = 'kiteline-kubectl-';
 /** The in-memory volume: $HOME, and the kubeconfig in it. */
 const HOME = '/kube';
 const KUBECONFIG_NAME = 'config';
 
 /** The pod's manifest (docs/workloads.md, The kubectl console, shows it). */
-export function kubectlConsolePod(image: string, openedBy: string): object {
+export function kubectlConsolePod(name: string, image: string, openedBy: string): object {
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: {
-      generateName: 'kiteline-kubectl-',
+      name,
       namespace: KUBECTL_CONSOLE_NAMESPACE,
       labels: KUBECTL_CONSOLE_LABELS,
       annotations: { 'kiteline.io/opened-by': openedBy },
@@ -84,18 +85,15 @@ export function kubectlConsolePod(image: string, openedBy: string): object {
   };
 }
 
-/** Creates the pod (ctx: kiteline's own credentials); its name. */
-export async function createKubectlConsolePod(ctx: ToolContext, image: string, openedBy: string): Promise<string> {
-  const created = await writeJson<PodObject>(
-    ctx,
-    'POST',
-    podPath(KUBECTL_CONSOLE_NAMESPACE),
-    'application/json',
-    kubectlConsolePod(image, openedBy),
-  );
-  const name = created.metadata?.name;
-  if (typeof name !== 'string') throw new BadGatewayError('the cluster created the kubectl console pod without a name');
-  return name;
+/** Creates the pod `name` (ctx: kiteline's own credentials). */
+export async function createKubectlConsolePod(
+  ctx: ToolContext,
+  name: string,
+  image: string,
+  openedBy: string,
+): Promise<void> {
+  const manifest = kubectlConsolePod(name, image, openedBy);
+  await writeJson<PodObject>(ctx, 'POST', podPath(KUBECTL_CONSOLE_NAMESPACE), 'application/json', manifest);
 }
 
 /** Writes the kubeconfig where the pod's KUBECONFIG points, over an exec's stdin. */

@@ -7,7 +7,7 @@
 // leaves the pod; its activeDeadlineSeconds stops it after MAX_SESSION_SECONDS at the latest, and
 // its labels find it.
 import type { ClusterConnection } from '../clusters/types.js';
-import { BadGatewayError, GatewayTimeoutError } from '../errors.js';
+import { BadGatewayError, GatewayTimeoutError, ServiceUnavailableError } from '../errors.js';
 import { getJson, type ToolContext } from '../cluster-access/calls.js';
 import type { PodObject } from '../cluster-access/watch-events.js';
 
@@ -98,6 +98,8 @@ export async function deleteSessionPod(conn: ClusterConnection, namespace: strin
  */
 export class SessionPods {
   private readonly live = new Map<string, () => Promise<void>>();
+  /** Set by deleteAll(): the gateway is shutting down, a pod tracked from then on goes at once. */
+  private closing = false;
 
   constructor(private readonly onError: (err: unknown, pod: string) => void) {}
 
@@ -115,11 +117,16 @@ export class SessionPods {
       return deletion;
     };
     this.live.set(key, cleanUp);
+    if (this.closing) {
+      void cleanUp();
+      throw new ServiceUnavailableError('the gateway is shutting down');
+    }
     return cleanUp;
   }
 
   /** Deletes every tracked pod (best effort: each failure is reported, none stops the others). */
   async deleteAll(): Promise<void> {
+    this.closing = true;
     await Promise.all([...this.live.values()].map((cleanUp) => cleanUp()));
   }
 }

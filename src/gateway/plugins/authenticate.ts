@@ -11,8 +11,7 @@
 // with `{ onRequest: app.requireUser }` (or requireAdmin, e.g. the node terminal).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Principal } from '../../auth/principal.js';
-import type { TokenAudience } from '../../host/resources.js';
+import type { Principal, TokenDoor } from '../../auth/principal.js';
 import { clearedSessionCookies, readCookie, SESSION_COOKIE } from '../../auth/cookies.js';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
@@ -51,7 +50,7 @@ export const ADMIN_PREFIX = '/api/v1/admin/';
 export const MCP_PATH = '/mcp';
 
 /** The door a routed request came in by (auth/principal.ts tokenRefusal): the route it matched decides. */
-function doorOf(routeUrl: string | undefined): TokenAudience | 'kiteline' {
+function doorOf(routeUrl: string | undefined): TokenDoor {
   // The Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX); the MCP endpoint.
   if (routeUrl?.startsWith(PROXY_PREFIX)) return 'kubernetes';
   return routeUrl === MCP_PATH ? 'mcp' : 'kiteline';

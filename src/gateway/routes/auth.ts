@@ -249,7 +249,7 @@ export default async function authRoutes(app: App) {
         ? {
             ai: generalSettings.aiStatus().enabled,
             kubeconfigTokens: true,
-            kubectlConsole: kubectlConsoleAvailable(app.services),
+            kubectlConsole: kubectlConsoleAvailable(app.services, principal),
           }
         : null,
     };

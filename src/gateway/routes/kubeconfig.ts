@@ -20,7 +20,7 @@ import { RateLimiter } from '../../auth/rate-limiter.js';
 import { BadRequestError, ForbiddenError, NotFoundError, TooManyRequestsError } from '../../errors.js';
 import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
 import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
-import { resourceId, type APIKeyResource, type TokenAudience, type UserResource } from '../../host/resources.js';
+import { resourceId, type APIKeyResource, type UserResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import type { Config } from '../../config.js';
 import { publicUrl } from '../base-path.js';
@@ -107,7 +107,7 @@ export default async function kubeconfigRoutes(app: App) {
   }
 
   /** Mints a token of the signed-in caller for one door, within the mint limits. */
-  function mint(request: FastifyRequest, owner: UserResource, audience: TokenAudience, ttlSeconds: number) {
+  function mint(request: FastifyRequest, owner: UserResource, audience: 'kubernetes' | 'mcp', ttlSeconds: number) {
     countMint(resourceId(owner)!, request.ip);
     return apiKeys.createUserToken(request.principal!, audience, ttlSeconds, config.kubeconfigTokensPerUser);
   }

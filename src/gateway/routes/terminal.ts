@@ -15,17 +15,20 @@
 // session pod that then does not start is an `error` message. One audit record per session (or
 // refusal): who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
 // docs/workloads.md, Terminals.
+import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type WebSocket from 'ws';
 import { AuditSession } from '../../audit/session.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
-import { resourceId } from '../../host/resources.js';
+import { ignoreGone } from '../../host/kind-store.js';
+import { resourceId, type APIKeyResource } from '../../host/resources.js';
 import { RateLimiter } from '../../auth/rate-limiter.js';
 import type { Config } from '../../config.js';
 import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
 import {
+  BadGatewayError,
   BadRequestError,
   ForbiddenError,
   HttpError,
@@ -41,6 +44,7 @@ import { POD_RESOURCE, requireWorkloadAccess } from '../../workloads/access.js';
 import { openExec, type ExecChannel } from '../../workloads/exec-channel.js';
 import { CONTAINER_PATTERN } from '../../workloads/logs.js';
 import {
+  CONSOLE_POD_PREFIX,
   createKubectlConsolePod,
   KUBECTL_CONSOLE_CONTAINER,
   KUBECTL_CONSOLE_NAMESPACE,
@@ -67,9 +71,19 @@ import { callerCluster } from '../tool-request.js';
 
 /** The upstream reads before the handshake (the pod, the node, the pod's creation) give up after this. */
 const PREPARE_TIMEOUT_MS = 30_000;
-/** Whether the kubectl console can open: switched on in the general settings, with an https external URL. */
-export function kubectlConsoleAvailable(services: Pick<Services, 'generalSettings' | 'config'>): boolean {
-  return services.generalSettings.settings().kubectlEnabled && consoleServer(services.config) !== undefined;
+/**
+ * Whether the kubectl console can open for this caller: a signed-in user, the console switched on in the general
+ * settings, an https external URL (each cluster also needs a role that grants it: see the route).
+ */
+export function kubectlConsoleAvailable(
+  services: Pick<Services, 'generalSettings' | 'config'>,
+  principal: Pick<Principal, 'kind'>,
+): boolean {
+  return (
+    principal.kind === 'user' &&
+    services.generalSettings.settings().kubectlEnabled &&
+    consoleServer(services.config) !== undefined
+  );
 }
 
 /** The address the console's kubectl reaches kiteline at: the external URL, when it is https. */
@@ -80,6 +94,10 @@ function consoleServer(config: Pick<Config, 'externalUrl'>): string | undefined 
 /** kubectl consoles one user may open per window (each starts a pod and mints a token). */
 export const CONSOLE_OPENS_PER_USER = 30;
 export const CONSOLE_OPEN_WINDOW_SECONDS = 600;
+/** kubectl consoles one user may hold open at once (per replica). */
+export const CONSOLES_PER_USER = 3;
+/** The role resource that opens a kubectl console (the built-in admin role has it; a viewer has not). */
+const CONSOLE_RESOURCE = 'kubectl-terminal';
 
 /**
  * A terminal's audit session. The container is its `subject` (kept in the durable trail too); the
@@ -145,6 +163,23 @@ export default async function terminalRoutes(app: App) {
     app.log.error({ err, pod }, 'deleting a session pod (or revoking its token) failed'),
   );
   const consoleOpens = new RateLimiter(CONSOLE_OPENS_PER_USER, CONSOLE_OPEN_WINDOW_SECONDS);
+  /** Open kubectl consoles per user on this replica. */
+  const openConsoles = new Map<string, number>();
+  /** Counts one more open console of the user (429 at the cap); the returned release is idempotent. */
+  function holdConsole(userKey: string): () => void {
+    const held = openConsoles.get(userKey) ?? 0;
+    if (held >= CONSOLES_PER_USER)
+      throw new TooManyRequestsError(`at most ${CONSOLES_PER_USER} kubectl consoles may be open at once`, 10);
+    openConsoles.set(userKey, held + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (openConsoles.get(userKey) ?? 1) - 1;
+      if (left > 0) openConsoles.set(userKey, left);
+      else openConsoles.delete(userKey);
+    };
+  }
   /** Each live session and the promise of its whole end (node pod deleted, audit record written). */
   const liveSessions = new Map<TerminalSession, Promise<void>>();
   // Shutting down ends every session before the server waits for its connections (the WebSockets
@@ -406,7 +441,7 @@ export default async function terminalRoutes(app: App) {
     },
     async (request, reply) => {
       const namespace = KUBECTL_CONSOLE_NAMESPACE;
-      await openSession(request, { resource: 'kubectl-terminal', namespace: '', name: '' }, async (opening) => {
+      await openSession(request, { resource: CONSOLE_RESOURCE, namespace: '', name: '' }, async (opening) => {
         const { audit } = opening;
         const settings = services.generalSettings.settings();
         if (!settings.kubectlEnabled)
@@ -424,28 +459,51 @@ export default async function terminalRoutes(app: App) {
         const wait = consoleOpens.retryAfter([userKey]);
         if (wait)
           throw new TooManyRequestsError(`too many kubectl consoles opened; try again in ${wait} seconds`, wait);
-        const caller = await terminalCaller(request, opening, namespace, []);
         consoleOpens.record([userKey]);
-        const { conn, principal } = caller;
-        // The pod is kiteline's: created, exec'd into and deleted with kiteline's own credentials.
-        const own = { conn, headers: {}, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
-        const ttlSeconds = Math.min(MAX_SESSION_SECONDS, services.config.kubeconfigTokenMaxTtlSeconds);
-        const token = await services.apiKeys.createUserToken(principal, 'kubernetes', ttlSeconds, Infinity, [
-          conn.name,
-        ]);
-        const revoke = () => services.apiKeys.delete(token.resource);
-        let pod: string;
+        const releaseConsole = holdConsole(userKey);
+        let caller: TerminalCaller;
+        let token: { resource: APIKeyResource; key: string };
         try {
-          pod = await createKubectlConsolePod(own, settings.kubectlImage, principal.name);
+          caller = await terminalCaller(request, opening, namespace, []);
+          const { conn, principal } = caller;
+          if (!mayAccess(services.auth, principal, conn.name, CONSOLE_RESOURCE, undefined, 'create'))
+            throw new ForbiddenError(
+              `the kubectl console on cluster ${conn.name} needs a role that grants create on ${CONSOLE_RESOURCE}`,
+            );
+          // A shell on the pod network of kiteline's own host cluster reaches kiteline's pods directly.
+          if (await services.hostGuard.reachesHost(conn))
+            throw new ForbiddenError(`no kubectl console on cluster ${conn.name}: it is kiteline's own host cluster`);
+          const allowed = caller.stillAllowed;
+          caller.stillAllowed = (now) =>
+            allowed(now) && mayAccess(services.auth, now, conn.name, CONSOLE_RESOURCE, undefined, 'create');
+          const ttlSeconds = Math.min(MAX_SESSION_SECONDS, services.config.kubeconfigTokenMaxTtlSeconds);
+          token = await services.apiKeys.createConsoleToken(principal, conn.name, ttlSeconds);
         } catch (err) {
-          await revoke().catch(() => undefined);
+          releaseConsole();
+          throw err;
+        }
+        const { conn, principal } = caller;
+        // The pod is kiteline's: created, exec'd into and deleted with kiteline's own credentials. Named here, so
+        // that it is deleted even when its creation's answer is lost.
+        const pod = `${CONSOLE_POD_PREFIX}${randomBytes(5).toString('hex')}`;
+        const cleanUp = sessionPods.track(conn, namespace, pod, async () => {
+          releaseConsole();
+          await services.apiKeys.delete(token.resource).catch(ignoreGone);
+        });
+        try {
+          const own = { conn, headers: {}, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
+          await createKubectlConsolePod(own, pod, settings.kubectlImage, principal.name);
+        } catch (err) {
+          await cleanUp();
+          if (err instanceof HttpError && (err.status === 401 || err.status === 403))
+            throw new BadGatewayError(`cluster ${conn.name} refused kiteline creating the console pod: ${err.message}`);
           throw err;
         }
         const session = {
           pod: `${namespace}/${pod}`,
           info: `starting kubectl in pod ${namespace}/${pod}...`,
           what: 'the kubectl console',
-          cleanUp: sessionPods.track(conn, namespace, pod, revoke),
+          cleanUp,
         };
         await sessionInPod(request, reply, caller, audit, session, async (signal) => {
           const ctx = { conn, headers: {}, signal };
