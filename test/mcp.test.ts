@@ -7,6 +7,7 @@
 // a deleted key ends the agent's access; anonymous callers, session cookies and GET /mcp are refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { request as httpRequest } from 'node:http';
 import t from 'tap';
 import WebSocket from 'ws';
 import { parse } from 'yaml';
@@ -496,6 +497,7 @@ t.test('an MCP token: minted by a signed-in user, accepted only on /mcp, listed 
     kiteline: { type: 'http', url: `${gw.url}/mcp`, headers: { Authorization: `Bearer ${token}` } },
   });
   t.ok(Math.abs(Date.parse(minted.body.expiresAt) - Date.now() - 900_000) < 60_000, 'expires when asked');
+  t.equal(minted.body.warning, undefined, 'plain http on loopback: no warning');
   const bearer = { authorization: `Bearer ${token}` };
 
   // The agent is the user: the user's roles, and the user in the audit trail.
@@ -645,4 +647,24 @@ t.test('refused: anonymous, a session cookie, a deleted key; GET /mcp is 405', a
     ),
   );
   t.pass('a deleted key ends the agent');
+});
+
+t.test('a token minted for a plain-http address that is not loopback comes with a warning', async (t) => {
+  const cookie = await signedInUser(gw, admin, uniqueName('mcp-warned'), ['viewer']);
+  // fetch will not send another Host: node:http does, as a client that reached kiteline by that name would.
+  const answer = await new Promise<{ url: string; warning?: string }>((resolve, reject) => {
+    const req = httpRequest(
+      `${gw.url}/api/v1/mcp/token`,
+      { method: 'POST', headers: { cookie, host: 'kiteline.example' } },
+      (res) => {
+        let body = '';
+        res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        res.on('end', () => resolve(JSON.parse(body) as { url: string; warning?: string }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+  t.equal(answer.url, 'http://kiteline.example/mcp', 'the address the caller used');
+  t.match(answer.warning, /plain http/, 'and a warning');
 });

@@ -22,7 +22,7 @@ import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
 import { isExpired, isKubeconfigToken } from '../../host/apikeys.js';
 import { resourceId, type APIKeyResource, type UserResource } from '../../host/resources.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
-import type { Config } from '../../config.js';
+import { isLoopbackHost, type Config } from '../../config.js';
 import { publicUrl } from '../base-path.js';
 import type { HttpsEndpoint } from '../https.js';
 import { MCP_PATH } from '../plugins/authenticate.js';
@@ -55,6 +55,9 @@ const McpTokenAnswer = objectOf(
     mcpServers: Type.Record(Type.String(), Type.Unknown(), {
       description: "an agent's configuration (the `mcpServers` shape Claude Desktop, Cursor and others read)",
     }),
+    warning: Type.Optional(
+      Type.String({ description: 'set when `url` is plain http to a host that is not this machine (loopback)' }),
+    ),
   },
   'An MCP token, owned by you, with your roles',
 );
@@ -182,11 +185,19 @@ export default async function kubeconfigRoutes(app: App) {
       const { key, resource } = await mint(request, apiKeys.tokenOwner(request.principal!), 'mcp', ttlSeconds);
       const url = `${serverBase(request, config, app.services.https)}${MCP_PATH}`;
       reply.header('cache-control', 'no-store');
+      const plain = new URL(url);
       return {
         token: key,
         expiresAt: resource.spec.expiresAt!,
         url,
         mcpServers: { kiteline: { type: 'http' as const, url, headers: { Authorization: `Bearer ${key}` } } },
+        ...(plain.protocol === 'http:' && !isLoopbackHost(plain.hostname)
+          ? {
+              warning:
+                'this address is plain http: the agent would send the token unencrypted over the network; ' +
+                'serve kiteline over https (KITELINE_EXTERNAL_URL, or --tls-port) before using it elsewhere',
+            }
+          : {}),
       };
     },
   );
