@@ -8,8 +8,9 @@
 // A pod terminal is authorized as `create` on pods/exec in the namespace (a connect subresource:
 // the built-in viewer may not), a node terminal needs the admin role and `create` on pods/exec and
 // on pods in the terminal pods' namespace; kiteline's own namespace on the host cluster is refused.
-// The kubectl console needs a signed-in user who may use the cluster and the console switched on:
-// its pod is kiteline's, its kubectl has the user's roles through a token bound to the cluster.
+// The kubectl console needs the console switched on and a signed-in user whose roles grant `create`
+// on `kubectl-terminal` on the cluster, never kiteline's host cluster: its pod is kiteline's, its
+// kubectl has the user's roles through a token bound to the cluster.
 // Everything that can fail before the shell (parameters, roles, the pod or node, the exec's
 // handshake, the session pod's creation) fails as plain HTTP, before the WebSocket handshake; a
 // session pod that then does not start is an `error` message. One audit record per session (or
@@ -430,8 +431,8 @@ export default async function terminalRoutes(app: App) {
         {
           description:
             'Needs `kubectlEnabled` in the general settings, KITELINE_EXTERNAL_URL (an https address the pod ' +
-            'reaches) ' +
-            "and a signed-in user who may use the cluster. The pod runs the settings' `kubectlImage` in " +
+            'reaches) and a signed-in user whose roles grant create on `kubectl-terminal` on the cluster (not ' +
+            "kiteline's host cluster); at most 3 open per user. The pod runs the settings' `kubectlImage` in " +
             `${KUBECTL_CONSOLE_NAMESPACE}; its kubeconfig holds a token minted for you and bound to this cluster, so ` +
             `kubectl does what you may do. Pod and token go when the session ends. ${protocol}`,
           querystring: NodeTerminalQuery,
