@@ -2,7 +2,7 @@
 # Runs the whole suite: starts the shared test control planes (a host and two targets; the host
 # and target-a with a node and the current Kubernetes release, target-b without a node on the older
 # minor of scripts/kubernetes/versions, as in test/helpers/clusters.ts), runs every compiled test file with
-# tap, stops the control planes (and their nodes), and prints one summary line.
+# scripts/run-test-files.js, stops the control planes (and their nodes), and prints one summary line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dir=.kiteline/test
@@ -35,7 +35,7 @@ if [ ${#files[@]} -eq 0 ]; then
     [[ " ${files[*]} " == *" $f "* ]] || files+=("$f")
   done < <(find dist/test -name '*.test.js' | sort)
 fi
-node_modules/.bin/tap --reporter=tap "${files[@]}" 2>&1 | tee "$dir/tap.out" | node scripts/tap-summary.js
+node scripts/run-test-files.js "${files[@]}" 2>&1 | tee "$dir/tap.out" | node scripts/tap-summary.js
 status=${PIPESTATUS[0]}
 # No secret in any log line of the whole suite: the run fails if the scan finds one.
 node scripts/scan-logs.js "$dir/logs" || status=1

@@ -1,9 +1,10 @@
-// Echoes tap's raw TAP output and ends with one plain closing line, "tests: N passed, N failed",
-// taken from tap's own final count ("# { total: N, pass: N, fail: N, skip: N }"). Above that line
-// it repeats every failure (its path of subtests and the first lines of its diagnostics), so the
-// tail of a long CI log says what failed without scrolling through thousands of lines. It also
-// lists the ten slowest test files with their times, so a suite that starts starving (a plane
-// falling behind the tests' load) shows in a green run's tail before it fails one.
+// Echoes the suite's TAP output (scripts/run-test-files.js, or tap's runner) and ends with one
+// plain closing line, "tests: N passed, N failed", taken from the final count ("# { total: N,
+// pass: N, fail: N, skip: N }"). Above that line it repeats every failure (its path of subtests
+// and the first lines of its diagnostics), so the tail of a long CI log says what failed without
+// scrolling through thousands of lines. It also lists the ten slowest test files with their
+// times, so a suite that starts starving (a plane falling behind the tests' load) shows in a
+// green run's tail before it fails one.
 import { createInterface } from 'node:readline';
 
 const MAX_DIAGNOSTIC_LINES = 14;
@@ -45,9 +46,7 @@ lines.on('line', (line) => {
     const depth = depthOf(line);
     const path = [...subtests.slice(0, depth), notOk[2]];
     // A failed subtest reports "not ok" again at each enclosing level: keep only the innermost.
-    const enclosing = failures.findIndex(
-      (f) => f.path.length > path.length && path.every((p, i) => f.path[i] === p || i === path.length - 1),
-    );
+    const enclosing = failures.findIndex((f) => f.path.length > path.length && path.every((p, i) => f.path[i] === p));
     if (enclosing === -1) {
       const failure = { path, diagnostics: [] };
       failures.push(failure);
