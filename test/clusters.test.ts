@@ -122,6 +122,7 @@ t.test('bootstrap import: validation, multi-context, closed afterwards', async (
     'inCluster',
     'isDefault',
     'name',
+    'production',
     'prometheusURL',
     'ready',
     'version',

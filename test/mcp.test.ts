@@ -7,8 +7,9 @@
 // a deleted key ends the agent's access; anonymous callers, session cookies and GET /mcp are refused.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { request as httpRequest } from 'node:http';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { parse } from 'yaml';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
@@ -59,6 +60,26 @@ const initialize = {
 };
 const MCP_ACCEPT = { accept: 'application/json, text/event-stream' };
 
+const READ_TOOLS = [
+  'describe_resource',
+  'get_resource',
+  'list_clusters',
+  'list_resources',
+  'pod_logs',
+  'resource_events',
+  'search',
+];
+const WRITE_TOOLS = [
+  'apply_yaml',
+  'cordon_node',
+  'delete_resource',
+  'exec',
+  'patch_resource',
+  'rollout_restart',
+  'scale',
+  'uncordon_node',
+];
+
 type ToolAnswer = { isError?: boolean; content: Array<{ type: string; text: string }> };
 
 /** An MCP client of the SDK connected to /mcp with the caller's key. */
@@ -77,17 +98,26 @@ async function tool(client: Client, name: string, args: Record<string, unknown> 
 }
 const textOf = (answer: ToolAnswer) => answer.content.map((c) => c.text).join('');
 
+/** Deletes the API key named `name` and waits until its agent's calls are refused (401). */
+async function deleteKeyUntilRefused(t: Test, name: string, client: Client): Promise<void> {
+  const keys = await call(gw.url, 'GET', '/api/v1/admin/apikeys/', { headers: admin.headers });
+  const id = keys.body.apiKeys.find((k: { name: string }) => k.name === name).id;
+  t.equal((await call(gw.url, 'DELETE', `/api/v1/admin/apikeys/${id}`, { headers: admin.headers })).status, 200);
+  await eventually('the deleted key refused', async () =>
+    client.callTool({ name: 'list_clusters', arguments: {} }).then(
+      () => false,
+      (err: Error) => /401|Unauthorized/i.test(err.message),
+    ),
+  );
+}
+
 t.test("an admin's agent: the read tools, on two clusters", async (t) => {
   const client = await agent(admin);
   const tools = (await client.listTools()).tools;
-  t.same(
-    tools.map((x) => x.name).sort(),
-    ['describe_resource', 'get_resource', 'list_clusters', 'list_resources', 'pod_logs', 'resource_events', 'search'],
-    'the read tools',
-  );
+  t.same(tools.map((x) => x.name).sort(), [...READ_TOOLS, ...WRITE_TOOLS].sort(), 'the read and the write tools');
   t.ok(
-    tools.every((x) => x.annotations?.readOnlyHint === true),
-    'each says it only reads',
+    tools.every((x) => (x.annotations?.readOnlyHint === true) === READ_TOOLS.includes(x.name)),
+    'each read tool says it only reads, and no write tool does',
   );
   const clusters = textOf(await tool(client, 'list_clusters'));
   for (const c of ['a', 'b', 'h']) t.match(clusters, new RegExp(`name: ${c}\\n`), `cluster ${c} listed`);
@@ -347,6 +377,11 @@ t.test('role by role: a viewer, a role limited to one namespace, a role limited 
     verbs: ['get', 'list'],
   });
   const viewer = await agent(await apiKeyWithRoles(gw, admin, 'mcp-viewer', ['viewer']), 'viewer-agent');
+  t.same(
+    (await viewer.listTools()).tools.map((x) => x.name).sort(),
+    READ_TOOLS,
+    "a viewer's agent is offered the read tools only",
+  );
   const secret = await tool(viewer, 'get_resource', {
     cluster: 'a',
     resource: 'secrets',
@@ -632,20 +667,14 @@ t.test('refused: anonymous, a session cookie, a deleted key; GET /mcp is 405', a
   t.equal(byKey.body.result.serverInfo.name, 'kiteline');
   const get = await call(gw.url, 'GET', '/mcp', { headers: admin.headers });
   t.equal(get.status, 405);
-  t.equal(get.headers.get('allow'), 'POST');
+  t.equal(get.headers.get('allow'), 'POST, DELETE');
+  const del = await call(gw.url, 'DELETE', '/mcp', { headers: admin.headers });
+  t.equal(del.status, 405, 'DELETE without a session: 405');
 
   const key = await apiKeyWithRoles(gw, admin, 'mcp-doomed', ['viewer']);
   const client = await agent(key);
   t.notOk((await tool(client, 'list_clusters')).isError);
-  const keys = await call(gw.url, 'GET', '/api/v1/admin/apikeys/', { headers: admin.headers });
-  const id = keys.body.apiKeys.find((k: { name: string }) => k.name === 'mcp-doomed').id;
-  t.equal((await call(gw.url, 'DELETE', `/api/v1/admin/apikeys/${id}`, { headers: admin.headers })).status, 200);
-  await eventually('the deleted key refused', async () =>
-    client.callTool({ name: 'list_clusters', arguments: {} }).then(
-      () => false,
-      (err: Error) => /401|Unauthorized/i.test(err.message),
-    ),
-  );
+  await deleteKeyUntilRefused(t, 'mcp-doomed', client);
   t.pass('a deleted key ends the agent');
 });
 
@@ -667,4 +696,346 @@ t.test('a token minted for a plain-http address that is not loopback comes with 
   });
   t.equal(answer.url, 'http://kiteline.example/mcp', 'the address the caller used');
   t.match(answer.warning, /plain http/, 'and a warning');
+});
+
+// ---- writes: a human confirms through MCP elicitation (a session), roles may waive or deny ----
+
+const host = (await testControlPlane('host')).kubeconfigPath;
+
+/** The kiteline object (kind: clusters or roles) whose display name is `name`, in the gateway's namespace. */
+function kitelineObject(kind: 'clusters' | 'roles', name: string): string {
+  const list = JSON.parse(kubectl(host, ['-n', gw.namespace, 'get', `${kind}.kiteline.io`, '-o', 'json']).stdout) as {
+    items: Array<{ metadata: { name: string }; spec: { name?: string } }>;
+  };
+  const found = list.items.find((o) => (o.spec.name || o.metadata.name) === name);
+  if (!found) throw new Error(`no ${kind} object named ${name}`);
+  return found.metadata.name;
+}
+
+/** Sets a role's MCP rules (spec.mcp: kubectl or GitOps set them; the admin API leaves them as they are). */
+function setAgentRules(role: string, mcp: Record<string, unknown>): void {
+  const patch = JSON.stringify({ spec: { mcp } });
+  const res = kubectl(host, [
+    '-n',
+    gw.namespace,
+    'patch',
+    'roles.kiteline.io',
+    kitelineObject('roles', role),
+    '--type=merge',
+    '-p',
+    patch,
+  ]);
+  if (res.status !== 0) throw new Error(res.stderr);
+}
+
+interface Question {
+  message: string;
+}
+
+/**
+ * An agent whose client can answer questions (it declares elicitation, so it gets a session): each
+ * question is kept and answered by `answer` (yes by default).
+ */
+async function askingAgent(
+  caller: Caller,
+  name: string,
+  answer: (q: Question) => { action: 'accept' | 'decline' | 'cancel'; content?: Record<string, unknown> } = () => ({
+    action: 'accept',
+    content: { confirm: true },
+  }),
+): Promise<{ client: Client; questions: Question[]; transport: StreamableHTTPClientTransport }> {
+  const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  const questions: Question[] = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const q = { message: request.params.message };
+    questions.push(q);
+    return answer(q);
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+    requestInit: { headers: { ...caller.headers, 'user-agent': `${name}/1.0` } },
+  });
+  await client.connect(transport);
+  t.teardown(() => client.close());
+  return { client, questions, transport };
+}
+
+const configMapData = (kubeconfig: string, name: string) => {
+  const res = kubectl(kubeconfig, ['-n', ns, 'get', 'configmap', name, '-o', 'json']);
+  return res.status === 0 ? (JSON.parse(res.stdout) as { data?: Record<string, string> }).data : undefined;
+};
+
+t.test("an admin's agent writes on two clusters after a human says yes, and nothing when they say no", async (t) => {
+  for (const kubeconfig of [target, targetB])
+    kubectl(kubeconfig, ['-n', ns, 'create', 'configmap', 'writable', '--from-literal=mode=before']);
+  const { client, questions, transport } = await askingAgent(admin, 'writer-agent');
+  t.ok(transport.sessionId, 'a client that can answer questions gets a session');
+
+  for (const [c, kubeconfig] of [
+    ['a', target],
+    ['b', targetB],
+  ] as const) {
+    const patched = await tool(client, 'patch_resource', {
+      cluster: c,
+      resource: 'configmaps',
+      namespace: ns,
+      name: 'writable',
+      patch: { data: { mode: `after-${c}` } },
+    });
+    t.notOk(patched.isError, textOf(patched));
+    t.match(textOf(patched), /^done: patch configmaps .*\/writable/);
+    t.same(configMapData(kubeconfig, 'writable'), { mode: `after-${c}` }, `cluster ${c}: patched`);
+    const asked = questions.at(-1)!.message;
+    t.match(asked, new RegExp(`patch configmaps ${ns}/writable on cluster ${c}`), 'the question names what and where');
+    t.match(asked, /-\s+mode: before\n\+\s+mode: after-/, "and shows the dry run's diff");
+  }
+
+  const no = await askingAgent(admin, 'declined-agent', () => ({ action: 'decline' }));
+  const declined = await tool(no.client, 'patch_resource', {
+    cluster: 'a',
+    resource: 'configmaps',
+    namespace: ns,
+    name: 'writable',
+    patch: { data: { mode: 'never' } },
+  });
+  t.ok(declined.isError);
+  t.match(textOf(declined), /^428 not done: the user declined/);
+  t.same(configMapData(target, 'writable'), { mode: 'after-a' }, 'declined: unchanged');
+  const saidNo = await askingAgent(admin, 'no-agent', () => ({ action: 'accept', content: { confirm: false } }));
+  const unconfirmed = await tool(saidNo.client, 'delete_resource', {
+    cluster: 'a',
+    resource: 'configmaps',
+    namespace: ns,
+    name: 'writable',
+  });
+  t.match(textOf(unconfirmed), /^428 not done: the user answered no/);
+  t.ok(configMapData(target, 'writable'), 'answered no: not deleted');
+
+  // Apply, scale and restart on target-b (no node: the objects are what matters), delete on target-a.
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: ns },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: 'web' } },
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'busybox' }] } },
+    },
+  };
+  const applied = await tool(client, 'apply_yaml', { cluster: 'b', yaml: JSON.stringify(deployment) });
+  t.match(textOf(applied), /^done:\n/, textOf(applied));
+  t.match(
+    questions.at(-1)!.message,
+    /kind: Deployment[\s\S]*name: web[\s\S]*result: created/,
+    'the dry run, per document',
+  );
+  const scaled = await tool(client, 'scale', {
+    cluster: 'b',
+    resource: 'deployments',
+    namespace: ns,
+    name: 'web',
+    replicas: 3,
+  });
+  t.notOk(scaled.isError, textOf(scaled));
+  t.match(questions.at(-1)!.message, /-\s+replicas: 1\n\+\s+replicas: 3/);
+  const replicas = kubectl(targetB, ['-n', ns, 'get', 'deployment', 'web', '-o', 'jsonpath={.spec.replicas}']);
+  t.equal(replicas.stdout, '3', 'scaled');
+  const restarted = await tool(client, 'rollout_restart', {
+    cluster: 'b',
+    resource: 'deployments',
+    namespace: ns,
+    name: 'web',
+  });
+  t.notOk(restarted.isError, textOf(restarted));
+  const annotations = kubectl(targetB, [
+    '-n',
+    ns,
+    'get',
+    'deployment',
+    'web',
+    '-o',
+    'jsonpath={.spec.template.metadata.annotations}',
+  ]);
+  t.match(annotations.stdout, /kubectl.kubernetes.io\/restartedAt/, 'restarted as kubectl does');
+
+  // A Node object of its own on target-b (no kubelet there): cordon and uncordon it.
+  const node = uniqueName('mcp-node');
+  kubectl(targetB, ['create', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name: node } }));
+  t.teardown(() => void kubectl(targetB, ['delete', 'node', node, '--wait=false']));
+  t.notOk((await tool(client, 'cordon_node', { cluster: 'b', node })).isError);
+  t.equal(kubectl(targetB, ['get', 'node', node, '-o', 'jsonpath={.spec.unschedulable}']).stdout, 'true', 'cordoned');
+  t.notOk((await tool(client, 'uncordon_node', { cluster: 'b', node })).isError);
+  t.equal(kubectl(targetB, ['get', 'node', node, '-o', 'jsonpath={.spec.unschedulable}']).stdout, '', 'uncordoned');
+
+  const exec = await tool(client, 'exec', {
+    cluster: 'a',
+    namespace: ns,
+    pod: 'talker',
+    command: ['sh', '-c', 'echo out-line; echo err-line >&2; exit 3'],
+  });
+  t.notOk(exec.isError, textOf(exec));
+  t.match(
+    parse(textOf(exec)),
+    { exitCode: 3, stdout: 'out-line\n', stderr: 'err-line\n' },
+    'one-shot exec: code and output',
+  );
+  t.match(questions.at(-1)!.message, /Command: \["sh","-c","echo out-line/, 'the question shows the command');
+  const flood = await tool(client, 'exec', {
+    cluster: 'a',
+    namespace: ns,
+    pod: 'talker',
+    command: ['sh', '-c', 'yes kiteline | head -c 200000'],
+  });
+  t.match(parse(textOf(flood)).note, /output truncated: the first 49152 bytes/, 'a large output is cut with a note');
+
+  const deleted = await tool(client, 'delete_resource', {
+    cluster: 'a',
+    resource: 'configmaps',
+    namespace: ns,
+    name: 'writable',
+  });
+  t.notOk(deleted.isError, textOf(deleted));
+  await eventually('the ConfigMap gone', async () => configMapData(target, 'writable') === undefined);
+  t.match(questions.at(-1)!.message, /DELETE configmaps/);
+
+  const record = await eventually('the audit record of the patch on b', async () => {
+    const res = await call(gw.url, 'GET', `/api/v1/admin/audit-logs?operation=mcp:patch_resource&cluster=b`, {
+      headers: admin.headers,
+    });
+    return res.body?.data?.find((r: { success: boolean }) => r.success);
+  });
+  t.match(record, {
+    clusterName: 'b',
+    resourceType: 'configmaps',
+    resourceName: 'writable',
+    subject: 'writer-agent/1.0',
+  });
+  t.same(
+    JSON.parse(record.arguments),
+    { patchType: 'strategic', patch: { data: { mode: 'after-b' } } },
+    'its arguments',
+  );
+  const refusedRecord = await eventually('the audit record of the declined patch', async () => {
+    const res = await call(gw.url, 'GET', `/api/v1/admin/audit-logs?operation=mcp:patch_resource&cluster=a`, {
+      headers: admin.headers,
+    });
+    return res.body?.data?.find((r: { success: boolean }) => !r.success);
+  });
+  t.equal(refusedRecord.status, 428, 'a declined write is recorded as such');
+});
+
+t.test(
+  'a client that cannot ask gets 428; roles waive the question, except on production; roles deny tools and kinds',
+  async (t) => {
+    kubectl(target, ['-n', ns, 'create', 'configmap', 'trusted', '--from-literal=mode=before']);
+    kubectl(targetB, ['-n', ns, 'create', 'configmap', 'trusted', '--from-literal=mode=before']);
+    const stateless = await agent(admin, 'plain-agent');
+    const patch = (c: string) => ({
+      cluster: c,
+      resource: 'configmaps',
+      namespace: ns,
+      name: 'trusted',
+      patch: { data: { mode: c } },
+    });
+    const refused = await tool(stateless, 'patch_resource', patch('a'));
+    t.match(textOf(refused), /^428 not done: this write needs a human's confirmation/);
+    t.same(configMapData(target, 'trusted'), { mode: 'before' }, 'nothing changed');
+
+    await createRole(gw, admin, {
+      name: 'mcp-trusted',
+      clusters: ['*'],
+      namespaces: [ns],
+      resources: ['configmaps', 'secrets'],
+      verbs: ['*'],
+    });
+    setAgentRules('mcp-trusted', { confirmWrites: false, denyTools: ['delete_*'] });
+    const trusted = await agent(await apiKeyWithRoles(gw, admin, 'mcp-trusted-key', ['mcp-trusted']), 'trusted-agent');
+    await eventually('the waiver in force', async () => !(await tool(trusted, 'patch_resource', patch('a'))).isError);
+    t.same(configMapData(target, 'trusted'), { mode: 'a' }, 'a role that waives the question: written without one');
+    const names = (await trusted.listTools()).tools.map((x) => x.name);
+    t.notOk(names.includes('delete_resource'), 'a denied tool is not offered');
+    t.ok(names.includes('patch_resource'));
+
+    const clusterB = kitelineObject('clusters', 'b');
+    kubectl(host, ['-n', gw.namespace, 'label', 'clusters.kiteline.io', clusterB, 'kiteline.io/production=true']);
+    t.teardown(
+      () =>
+        void kubectl(host, ['-n', gw.namespace, 'label', 'clusters.kiteline.io', clusterB, 'kiteline.io/production-']),
+    );
+    const onProduction = await eventually('cluster b production', async () => {
+      const answer = await tool(trusted, 'patch_resource', patch('b'));
+      return /production/.test(textOf(answer)) ? answer : undefined;
+    });
+    t.match(textOf(onProduction), /^428 not done: this write needs a human's confirmation \(cluster b is production\)/);
+    t.same(configMapData(targetB, 'trusted'), { mode: 'before' }, 'production: not written without a human');
+    const clusters = await call(gw.url, 'GET', '/api/v1/admin/clusters/', { headers: admin.headers });
+    t.equal(clusters.body.find((c: { name: string }) => c.name === 'b')?.production, true, 'the admin API shows it');
+    const asking = await askingAgent(await apiKeyWithRoles(gw, admin, 'mcp-trusted-asker', ['mcp-trusted']), 'asker');
+    t.notOk((await tool(asking.client, 'patch_resource', patch('b'))).isError);
+    t.match(asking.questions.at(-1)?.message ?? '', /on cluster b \(PRODUCTION\)/, 'production: asked even so');
+
+    setAgentRules('mcp-trusted', { confirmWrites: false, denyResources: ['secrets'] });
+    const secretRead = await eventually('secrets denied to agents', async () => {
+      const answer = await tool(trusted, 'get_resource', {
+        cluster: 'a',
+        resource: 'secrets',
+        namespace: ns,
+        name: 'token',
+      });
+      return answer.isError ? answer : undefined;
+    });
+    t.match(textOf(secretRead), /^403 a role of yours keeps secrets from AI agents/);
+    const secretPatch = await tool(trusted, 'patch_resource', {
+      cluster: 'a',
+      resource: 'secrets',
+      namespace: ns,
+      name: 'token',
+      patch: { stringData: { value: 'agent-was-here' } },
+    });
+    t.match(textOf(secretPatch), /^403 /, 'nor written');
+    const record = await eventually('the refused Secret patch audited', async () => {
+      const res = await call(
+        gw.url,
+        'GET',
+        `/api/v1/admin/audit-logs?operation=mcp:patch_resource&resourceName=token`,
+        {
+          headers: admin.headers,
+        },
+      );
+      return res.body?.data?.[0];
+    });
+    t.equal(JSON.parse(record.arguments).patch, '(a patch of a Secret: not stored)', "a Secret's patch is not stored");
+    t.notMatch(JSON.stringify(record), /agent-was-here/);
+  },
+);
+
+t.test('a session ends with its key, and only its own key may use it', async (t) => {
+  const key = await apiKeyWithRoles(gw, admin, 'mcp-session-doomed', ['admin']);
+  const { client, transport } = await askingAgent(key, 'doomed-agent');
+  t.notOk((await tool(client, 'list_clusters')).isError);
+  const stolen = await call(gw.url, 'POST', '/mcp', {
+    body: { jsonrpc: '2.0', id: 9, method: 'tools/list' },
+    headers: {
+      ...MCP_ACCEPT,
+      ...admin.headers,
+      'mcp-session-id': transport.sessionId!,
+      'mcp-protocol-version': '2025-06-18',
+    },
+  });
+  t.equal(stolen.status, 404, "another key with the session's id: as if there were none");
+  t.equal(stolen.body.error.code, -32001, 'a JSON-RPC error');
+  const ended = await askingAgent(key, 'ending-agent');
+  const sessionHeaders = { ...MCP_ACCEPT, ...key.headers, 'mcp-protocol-version': '2025-06-18' };
+  const byId = (id: string) => ({ ...sessionHeaders, 'mcp-session-id': id });
+  t.equal(
+    (await call(gw.url, 'DELETE', '/mcp', { headers: byId(ended.transport.sessionId!) })).status,
+    204,
+    'DELETE ends it',
+  );
+  const afterwards = await call(gw.url, 'POST', '/mcp', {
+    body: { jsonrpc: '2.0', id: 10, method: 'tools/list' },
+    headers: byId(ended.transport.sessionId!),
+  });
+  t.equal(afterwards.status, 404, 'an ended session is not found');
+  await deleteKeyUntilRefused(t, 'mcp-session-doomed', client);
+  t.pass("a deleted key ends its agent's session");
 });

@@ -87,7 +87,16 @@ export interface AuditOperatorView {
 /** The record's own fields the view passes on as they are stored. */
 type StoredFields = Pick<
   AuditRecord,
-  'status' | 'requestId' | 'clientAddress' | 'path' | 'objectId' | 'subject' | 'dryRun' | 'bytesIn' | 'bytesOut'
+  | 'status'
+  | 'requestId'
+  | 'clientAddress'
+  | 'path'
+  | 'objectId'
+  | 'subject'
+  | 'dryRun'
+  | 'bytesIn'
+  | 'bytesOut'
+  | 'arguments'
 >;
 
 /** One record in Kite's ResourceHistory shape, plus kiteline's fields (status, requestId, ...). */
@@ -144,7 +153,7 @@ export function auditLogView({ id, record }: IndexedRecord): AuditLogView {
     requestId: record.requestId,
     clientAddress: record.clientAddress,
   };
-  for (const key of ['path', 'objectId', 'subject', 'dryRun', 'bytesIn', 'bytesOut'] as const) {
+  for (const key of ['path', 'objectId', 'subject', 'dryRun', 'bytesIn', 'bytesOut', 'arguments'] as const) {
     if (record[key] !== undefined) (view as unknown as Record<string, unknown>)[key] = record[key];
   }
   return view;

@@ -46,6 +46,8 @@ export interface AuditEntry {
   clientAddress?: string;
   /** The request path, without its query string. */
   path?: string;
+  /** MCP tool calls: the call's arguments as JSON, without secret values (src/mcp/). */
+  arguments?: string;
 }
 
 /** Who acted, as a principal names itself (auth/principal.ts; structural, so audit/ needs no auth/). */
@@ -103,11 +105,13 @@ export interface AuditRecord {
   end?: string;
   bytesIn?: number;
   bytesOut?: number;
+  arguments?: string;
 }
 
 /** The longest string copied into a record; anything longer is cut. */
 export const MAX_RECORD_FIELD = 253;
 const MAX_PATH = 512;
+const MAX_ARGUMENTS = 2048;
 
 function text(value: unknown, max = MAX_RECORD_FIELD): string {
   return typeof value === 'string' ? value.slice(0, max) : '';
@@ -154,6 +158,7 @@ export function toAuditRecord(
   if (entry.end) record.end = isoTime(entry.end, now);
   if (typeof entry.bytesIn === 'number') record.bytesIn = entry.bytesIn;
   if (typeof entry.bytesOut === 'number') record.bytesOut = entry.bytesOut;
+  if (entry.arguments) record.arguments = text(entry.arguments, MAX_ARGUMENTS);
   return record;
 }
 

@@ -34,12 +34,26 @@ import {
   type ExternalIdentity,
 } from '../host/users.js';
 import type { Logger } from '../log.js';
-import { rolesAllow, rolesReachCluster } from './authorize.js';
+import {
+  agentResourceDenied,
+  agentToolDenied,
+  agentWriteUnconfirmed,
+  rolesAllow,
+  rolesGrantVerb,
+  rolesReachCluster,
+} from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
 import { RateLimiter } from './rate-limiter.js';
-import { clusterGroups, tokenRefusal, type AccessRequest, type Principal, type TokenDoor } from './principal.js';
+import {
+  clusterGroups,
+  tokenRefusal,
+  type AccessRequest,
+  type Principal,
+  type TokenDoor,
+  type Verb,
+} from './principal.js';
 import { sessionStamp, signSession, verifySession } from './session-token.js';
 
 /** The outcome of reading credentials: a principal, or why there is none. */
@@ -58,6 +72,18 @@ interface SessionFacts {
   stamp: string;
   /** The login time, seconds since the epoch. */
   startedAt: number;
+}
+
+/** What an AI agent acting for a principal may do beyond the principal's rules (its roles' mcp blocks). */
+export interface AgentPolicy {
+  /** A role denies agents this tool. */
+  toolDenied(tool: string): boolean;
+  /** A role denies agents this resource. */
+  resourceDenied(resource: string): boolean;
+  /** A role granting this write lets it run without a human's confirmation. */
+  writeUnconfirmed(access: AccessRequest): boolean;
+  /** Some role grants the verb somewhere (a write tool is listed at all). */
+  grantsVerb(verb: Verb): boolean;
 }
 
 export class AuthService {
@@ -295,6 +321,20 @@ export class AuthService {
 
   canAccessCluster(principal: Principal, cluster: string): boolean {
     return boundTo(principal, cluster) && rolesReachCluster(this.rolesOf(principal), cluster);
+  }
+
+  /**
+   * An AI agent's limits beyond the rules (the roles' mcp blocks, docs/mcp.md), read from the roles
+   * as they are at each question.
+   */
+  agentPolicy(principal: Principal): AgentPolicy {
+    const roles = () => this.rolesOf(principal);
+    return {
+      toolDenied: (tool) => agentToolDenied(roles(), tool),
+      resourceDenied: (resource) => agentResourceDenied(roles(), resource),
+      writeUnconfirmed: (access) => boundTo(principal, access.cluster) && agentWriteUnconfirmed(roles(), access),
+      grantsVerb: (verb) => rolesGrantVerb(roles(), verb),
+    };
   }
 
   isAdmin(principal: Principal): boolean {

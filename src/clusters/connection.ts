@@ -50,6 +50,7 @@ export type ConnectionMeta = Pick<
   | 'inCluster'
   | 'source'
   | 'prometheusURL'
+  | 'production'
 >;
 
 export interface ConnectionOptions {
@@ -230,6 +231,10 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
   get prometheusURL(): string {
     return this.meta.prometheusURL;
+  }
+
+  get production(): boolean {
+    return this.meta.production;
   }
   get ready(): boolean {
     return this.health.ready;

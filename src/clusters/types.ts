@@ -77,6 +77,8 @@ export interface ClusterConnection {
   readonly impersonate: boolean;
   /** The cluster's Prometheus (spec.prometheusURL), "" when it has none (src/monitoring/). */
   readonly prometheusURL: string;
+  /** Labelled production (kiteline.io/production=true): an agent's writes there always ask a human. */
+  readonly production: boolean;
   /**
    * Sends one request on the keep-alive pool with the cluster's credentials and resolves with
    * the response head (the body streams). Fails with BadGatewayError within the connect timeout

@@ -257,6 +257,9 @@ export const Cluster = Type.Object(
     isDefault: boolean,
     enabled: boolean,
     impersonate: Type.Boolean({ description: 'requests reach the cluster as the caller (Impersonate-User/-Group)' }),
+    production: Type.Boolean({
+      description: "labelled kiteline.io/production=true: an AI agent's writes there always ask a human (docs/mcp.md)",
+    }),
     version: Type.String({ description: 'the gitVersion of the cluster, "" when unknown' }),
     ready: boolean,
     error: Type.String({ description: 'the last connection error, "" when none' }),

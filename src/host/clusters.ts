@@ -54,6 +54,11 @@ export const IMPORT_LOCK_CONFIGMAP = 'kiteline-cluster-import-lock';
 export const KUBECONFIG_KEY = 'kubeconfig';
 /** Label of a Cluster materialised from a source: argocd, capi or clusterprofile. */
 export const SOURCE_LABEL = 'kiteline.io/source';
+/**
+ * Label of a Cluster that is production ("true"): an AI agent's writes there always wait for a
+ * human's confirmation, whatever its roles say (docs/mcp.md).
+ */
+export const PRODUCTION_LABEL = 'kiteline.io/production';
 /** Annotation naming a sourced Cluster's source object: <namespace>/<name>. */
 export const SOURCE_OBJECT_ANNOTATION = 'kiteline.io/source-object';
 /** Annotation holding why a sourced Cluster's source cannot be used (its status shows it). */
@@ -106,6 +111,8 @@ export interface Cluster {
   defaultSince: number;
   enabled: boolean;
   impersonate: boolean;
+  /** Labelled kiteline.io/production=true (PRODUCTION_LABEL). */
+  production: boolean;
   /** Where a cluster materialised from a source comes from; absent for REST and kubectl clusters. */
   source?: ClusterSourceRef;
 }
@@ -198,6 +205,7 @@ export function clusterOf(cr: ClusterResource): Cluster {
     defaultSince: defaultSince(cr),
     enabled: spec.enabled !== false,
     impersonate: spec.impersonate === true,
+    production: cr.metadata.labels?.[PRODUCTION_LABEL] === 'true',
   };
 }
 
@@ -264,7 +272,8 @@ function sanitizedConfig(config: string): string {
 }
 
 /** A cluster to create, checked: every member decided, the kubeconfig sanitized. */
-interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince'> {
+/** A cluster the admin API creates (production is a label, set with kubectl or GitOps). */
+interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince' | 'production'> {
   /** Sanitized single-context kubeconfig; absent for inCluster. */
   kubeconfig?: string;
 }
@@ -335,7 +344,8 @@ export class ClusterStore extends KindStore<ClusterResource> {
   // ---- views ----
 
   view(cr: ClusterResource): ClusterView {
-    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate, source } = clusterOf(cr);
+    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate, production, source } =
+      clusterOf(cr);
     const { version, ready, error } = this.connections.health(cr);
     return {
       ...(source ? { source } : {}),
@@ -348,6 +358,7 @@ export class ClusterStore extends KindStore<ClusterResource> {
       isDefault,
       enabled,
       impersonate,
+      production,
       version,
       ready,
       error,

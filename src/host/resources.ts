@@ -75,6 +75,18 @@ export interface RoleSpec {
   namespaces?: string[];
   resources?: string[];
   verbs?: string[];
+  /** What the role lets an AI agent do through /mcp beyond its rules (docs/mcp.md). */
+  mcp?: RoleMcpRules;
+}
+
+/** A role's rules for AI agents (/mcp); absent: every tool its rules allow, writes confirmed. */
+export interface RoleMcpRules {
+  /** Tools (patterns) an agent of a holder never gets, whatever another role says. */
+  denyTools?: string[];
+  /** Resources (patterns, as in `resources`) an agent of a holder never reads or writes. */
+  denyResources?: string[];
+  /** false: the writes this role grants run without asking a human (never on a production cluster). */
+  confirmWrites?: boolean;
 }
 export type RoleResource = Resource<RoleSpec, { conditions?: Condition[] }>;
 

@@ -5,13 +5,15 @@
 // answer an agent can read, and one audit record per call (tool, cluster, kind, namespace, name,
 // result, the agent's client) in the durable trail, counted in /metrics.
 //
-// One server per HTTP request (stateless Streamable HTTP): any replica answers any call, and a
-// caller's roles are read again on every call. This first set of tools only reads.
-import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+// A server per HTTP request (stateless Streamable HTTP), or per session for a client that can
+// answer a confirmation (routes/mcp.ts); either way a caller's roles are read again on every call.
+// The tools that change a cluster, and the human's confirmation they ask for, are in write-tools.ts.
+import { McpServer, type RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { stringify } from 'yaml';
 import { z } from 'zod';
 import type { AuditEntry } from '../audit/record.js';
+import type { AgentPolicy } from '../auth/auth-service.js';
 import type { Principal } from '../auth/principal.js';
 import { selectCluster } from '../cluster-access/cluster-select.js';
 import { impersonationHeaders } from '../cluster-access/impersonation.js';
@@ -22,12 +24,13 @@ import type { ClusterDirectory } from '../clusters/types.js';
 import { describe } from '../describe/describe.js';
 import type { Json } from '../describe/format.js';
 import { callerAccess, RelatedReader } from '../describe/related.js';
-import { HttpError } from '../errors.js';
+import { ForbiddenError, HttpError } from '../errors.js';
 import { readObjectEvents, type CoreEvent } from '../tools/events.js';
 import { MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, searchAsCaller } from '../tools/search.js';
 import type { SearchIndexes } from '../tools/search-index.js';
 import { POD_RESOURCE, requireWorkloadAccess } from '../workloads/access.js';
 import { CONTAINER_PATTERN, readLogTail, type LogTail } from '../workloads/logs.js';
+import { registerWriteTools, type CallTarget } from './write-tools.js';
 
 /** A tool's text answer above this is cut, with a note saying so (agents pay for every token). */
 export const MAX_TOOL_TEXT = 64 * 1024;
@@ -40,7 +43,10 @@ const DEFAULT_SEARCH_RESULTS = 20;
 /** What the tools need from the gateway. */
 export interface McpDeps extends ReadKit {
   clusters: ClusterDirectory;
-  auth: ReadKit['auth'] & { canAccessCluster(principal: Principal, cluster: string): boolean };
+  auth: ReadKit['auth'] & {
+    canAccessCluster(principal: Principal, cluster: string): boolean;
+    agentPolicy(principal: Principal): AgentPolicy;
+  };
   /** Each cluster's search index (the search route's). */
   searchIndexes: SearchIndexes;
   /** Records one tool call (the audit service, with the request's origin filled in). */
@@ -55,13 +61,8 @@ export interface McpDeps extends ReadKit {
   client: string;
 }
 
-/** What a tool call names, for its audit record. */
-interface CallTarget {
-  cluster?: string;
-  resource?: string;
-  namespace?: string;
-  name?: string;
-}
+/** A call's arguments in its audit record are cut here. */
+const MAX_AUDITED_ARGUMENTS = 2048;
 
 const cluster = z.string().min(1).max(253).describe('the cluster, as list_clusters names it');
 const resource = z
@@ -138,29 +139,53 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
   );
 
+  const policy = deps.auth.agentPolicy(principal);
+  // The read tools, kept to take away those a role denies agents (mcp.denyTools) once all are made.
+  const readTools = new Map<string, RegisteredTool>();
+  const register: McpServer['registerTool'] = (toolName, config, callback) => {
+    const handle = server.registerTool(toolName, config, callback);
+    readTools.set(toolName, handle);
+    return handle;
+  };
+
+  /** Refuses a resource some role keeps from agents (mcp.denyResources), a subresource by its resource too. */
+  function allowResource(resource: string): void {
+    const base = resource.split('/')[0];
+    if (policy.resourceDenied(resource) || policy.resourceDenied(base))
+      throw new ForbiddenError(`a role of yours keeps ${base} from AI agents (mcp.denyResources)`);
+  }
+
   /**
    * The cluster of a call among those the caller may use, with the caller's upstream headers; the
    * call takes one of the caller's slots there (429 beyond the per-caller limits, as any request),
    * given back through `held` when the call ends.
    */
-  async function clusterOf(clusterName: string, held: Array<() => void>): Promise<CallerContext> {
+  async function clusterOf(clusterName: string, held: Array<() => void>, signal: AbortSignal): Promise<CallerContext> {
     const conn = await selectCluster(deps.clusters, { headers: { 'x-cluster-name': clusterName }, query: {} }, (c) =>
       deps.auth.canAccessCluster(principal, c),
     );
     held.push(conn.admit(`${principal.kind}:${principal.id}`, false));
-    return { conn, principal, headers: impersonationHeaders(conn, principal), signal: deps.signal };
+    return { conn, principal, headers: impersonationHeaders(conn, principal), signal };
   }
 
   /**
    * Runs a tool: its answer, or its refusal as a tool error; one audit record and count either way
    * (a call over the caller's limit is only counted).
-   * `body` gets `on(cluster)`, the call's way to its cluster.
+   * `body` gets `on(cluster)`, the call's way to its cluster. The record keeps the arguments other
+   * than the four it names (or `target.arguments`, what a write tool chose to keep of them).
+   * `extra` (the SDK's, for a call that may wait on a human) ends the call's requests when the
+   * client cancels it.
    */
   async function run(
     tool: string,
     target: CallTarget,
     body: (on: (cluster: string) => Promise<CallerContext>) => Promise<string>,
+    extra?: { signal: AbortSignal },
   ): Promise<CallToolResult> {
+    const { cluster: _c, resource: _r, namespace: _n, name: _m, arguments: chosen, ...others } = target;
+    const kept = chosen ?? others;
+    const args = Object.keys(kept).length > 0 ? JSON.stringify(kept).slice(0, MAX_AUDITED_ARGUMENTS) : undefined;
+    const signal = extra ? AbortSignal.any([deps.signal, extra.signal]) : deps.signal;
     let status = 200;
     const held: Array<() => void> = [];
     const wait = deps.overLimit();
@@ -170,7 +195,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       return text(`429 too many tool calls; try again in ${wait} seconds`, true);
     }
     try {
-      return text(await body((cluster) => clusterOf(cluster, held)));
+      return text(await body((cluster) => clusterOf(cluster, held, signal)));
     } catch (err) {
       status = err instanceof HttpError ? err.status : 500;
       if (!(err instanceof HttpError)) throw err;
@@ -187,13 +212,14 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
         namespace: target.namespace ?? '',
         name: target.name ?? '',
         subject: deps.client,
+        ...(args ? { arguments: args } : {}),
         result,
         status,
       });
     }
   }
 
-  server.registerTool(
+  register(
     'list_clusters',
     {
       title: 'List clusters',
@@ -210,7 +236,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       }),
   );
 
-  server.registerTool(
+  register(
     'list_resources',
     {
       title: 'List resources',
@@ -235,6 +261,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
     (args) =>
       run('list_resources', args, async (on) => {
+        allowResource(args.resource);
         const ctx = await on(args.cluster);
         const { list, resolved } = await listObjects(
           deps,
@@ -266,7 +293,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     name,
   };
 
-  server.registerTool(
+  register(
     'get_resource',
     {
       title: 'Get a resource',
@@ -276,13 +303,14 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
     (args) =>
       run('get_resource', args, async (on) => {
+        allowResource(args.resource);
         const ctx = await on(args.cluster);
         const { object } = await readObject(deps, ctx, objectSegments(args));
         return objectText(object);
       }),
   );
 
-  server.registerTool(
+  register(
     'describe_resource',
     {
       title: 'Describe a resource',
@@ -292,6 +320,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
     (args) =>
       run('describe_resource', args, async (on) => {
+        allowResource(args.resource);
         const ctx = await on(args.cluster);
         const { resolved, object } = await readObject(deps, ctx, objectSegments(args));
         const related = new RelatedReader(callerAccess(deps.auth, deps.hostGuard, ctx.conn, principal, deps.signal));
@@ -299,7 +328,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       }),
   );
 
-  server.registerTool(
+  register(
     'resource_events',
     {
       title: 'Events of a resource',
@@ -309,13 +338,14 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     },
     (args) =>
       run('resource_events', args, async (on) => {
+        allowResource(args.resource);
         const ctx = await on(args.cluster);
         const answer = await readObjectEvents(deps, ctx, objectSegments(args));
         return eventsText(answer.items);
       }),
   );
 
-  server.registerTool(
+  register(
     'pod_logs',
     {
       title: "A pod's logs",
@@ -344,6 +374,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
         'pod_logs',
         { cluster: args.cluster, resource: 'pods/log', namespace: args.namespace, name: args.pod },
         async (on) => {
+          allowResource('pods/log');
           const ctx = await on(args.cluster);
           await requireWorkloadAccess(deps, principal, ctx.conn, {
             kind: POD_RESOURCE,
@@ -373,7 +404,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       ),
   );
 
-  server.registerTool(
+  register(
     'search',
     {
       title: 'Search a cluster',
@@ -406,15 +437,19 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
           ...(found.partial
             ? { partial: 'the index is still loading or incomplete: some objects may be missing' }
             : {}),
-          results: found.results.map((r) => ({
-            resource: r.resourceType,
-            ...(r.namespace ? { namespace: r.namespace } : {}),
-            name: r.name,
-            created: r.createdAt,
-          })),
+          results: found.results
+            .filter((r) => !policy.resourceDenied(r.resourceType))
+            .map((r) => ({
+              resource: r.resourceType,
+              ...(r.namespace ? { namespace: r.namespace } : {}),
+              name: r.name,
+              created: r.createdAt,
+            })),
         });
       }),
   );
 
+  registerWriteTools({ server, deps, policy, run, allowResource, fields: { cluster, resource, namespace, name } });
+  for (const [toolName, handle] of readTools) if (policy.toolDenied(toolName)) handle.remove();
   return server;
 }

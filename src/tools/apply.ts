@@ -17,7 +17,9 @@ import { GatewayTimeoutError, HttpError } from '../errors.js';
 import { canonicalResourceName, objectPath } from '../cluster-access/target.js';
 import type { ApplyDocument } from './apply-documents.js';
 import { KindResolver } from './kinds.js';
+import { requireAccess } from '../cluster-access/access.js';
 import { getJson, tryWrite, type KubeObject, type ToolContext } from '../cluster-access/calls.js';
+import type { CallerContext, ReadKit } from '../cluster-access/reads.js';
 
 export const FIELD_MANAGER = 'kiteline';
 const APPLY_CONTENT_TYPE = 'application/apply-patch+yaml';
@@ -60,6 +62,16 @@ export interface ApplyOptions {
   defaultNamespace: string;
   /** Throws (403) unless the caller may create and patch this resource in this namespace. */
   authorize(resolved: ResolvedResource, resource: string, namespace: string | undefined, name: string): Promise<void>;
+}
+
+/** Each document's authorization for a caller: create and patch there, kiteline's roles then the host guard. */
+export function applyAuthorizer(kit: ReadKit, ctx: CallerContext): ApplyOptions['authorize'] {
+  return async (resolved, resource, namespace, name) => {
+    for (const verb of ['create', 'patch'] as const) {
+      requireAccess(kit.auth, ctx.principal, ctx.conn.name, resource, namespace, verb);
+      await kit.hostGuard.check(ctx.conn, { resolved, namespace, name, verb });
+    }
+  };
 }
 
 /** A document with its resource and namespace settled. */

@@ -314,3 +314,64 @@ function refusalError(cluster: string, status: number, message: string): HttpErr
       return new BadGatewayError(`cluster "${cluster}" refused the exec (${status}): ${what}`);
   }
 }
+
+/** A command run to its end without stdin or a TTY: what it printed, bounded, and how it ended. */
+export interface CommandRun {
+  /** The first `maxBytes` of stdout. */
+  stdout: Buffer;
+  /** The last 4 KiB of stderr. */
+  stderr: string;
+  /** stdout went beyond `maxBytes`: the command was stopped there. */
+  cut: boolean;
+  /** It ran longer than `timeoutMs` and was stopped. */
+  timedOut: boolean;
+  result: ExecResult;
+}
+
+/**
+ * Runs a command in a container to its end (no stdin, no TTY) and keeps at most `maxBytes` of its
+ * stdout: beyond that, or after `timeoutMs`, or when `signal` aborts, the exec is closed.
+ */
+export async function runCommand(
+  conn: ClusterConnection,
+  target: Omit<ExecTarget, 'stdin' | 'tty'>,
+  impersonation: UpstreamHeaders,
+  options: { maxBytes: number; timeoutMs?: number; signal: AbortSignal },
+): Promise<CommandRun> {
+  const exec = await openExec(conn, { ...target, stdin: false, tty: false }, impersonation);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let stderr = '';
+  let cut = false;
+  let timedOut = false;
+  exec.on('stdout', (chunk: Buffer) => {
+    if (cut) return;
+    const room = options.maxBytes - size;
+    if (chunk.length > room) {
+      if (room > 0) chunks.push(chunk.subarray(0, room));
+      cut = true;
+      exec.destroy();
+    } else chunks.push(chunk);
+    size += chunk.length;
+  });
+  exec.on('stderr', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
+  const ended = new Promise<ExecResult>((resolve) => exec.once('end', resolve));
+  const stop = () => exec.destroy();
+  options.signal.addEventListener('abort', stop, { once: true });
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          exec.destroy();
+        }, options.timeoutMs);
+  if (options.signal.aborted) exec.destroy();
+  exec.start();
+  try {
+    const result = await ended;
+    return { stdout: Buffer.concat(chunks), stderr, cut, timedOut, result };
+  } finally {
+    clearTimeout(timer);
+    options.signal.removeEventListener('abort', stop);
+  }
+}

@@ -16,7 +16,7 @@ import { posix } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { BadRequestError, BadGatewayError, HttpError, PayloadTooLargeError } from '../errors.js';
 import type { ToolContext } from '../cluster-access/calls.js';
-import { openExec, type ExecChannel, type ExecResult } from './exec-channel.js';
+import { openExec, runCommand, type ExecChannel, type ExecResult } from './exec-channel.js';
 
 export const MAX_LISTING_BYTES = 4 * 1024 * 1024;
 export const MAX_PREVIEW_BYTES = 8 * 1024 * 1024;
@@ -237,27 +237,9 @@ async function runToEnd(
   command: string[],
   maxBytes: number,
 ): Promise<{ stdout: Buffer; stderr: string; result: ExecResult }> {
-  const exec = await open(ctx, target, command, false);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let stderr = '';
-  let tooLarge = false;
-  exec.on('stdout', (chunk: Buffer) => {
-    size += chunk.length;
-    if (size > maxBytes) {
-      tooLarge = true;
-      exec.destroy();
-    } else chunks.push(chunk);
-  });
-  exec.on('stderr', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
-  const ended = endOf(exec);
-  const abort = () => exec.destroy();
-  ctx.signal.addEventListener('abort', abort, { once: true });
-  exec.start();
-  const result = await ended;
-  ctx.signal.removeEventListener('abort', abort);
-  if (tooLarge) throw new BadGatewayError(`${command[0]} printed more than ${maxBytes} bytes`);
-  return { stdout: Buffer.concat(chunks), stderr, result };
+  const run = await runCommand(ctx.conn, { ...target, command }, ctx.headers, { maxBytes, signal: ctx.signal });
+  if (run.cut) throw new BadGatewayError(`${command[0]} printed more than ${maxBytes} bytes`);
+  return run;
 }
 
 /** What a failed command means for the caller: a missing tool or path is theirs to fix (400). */

@@ -19,6 +19,7 @@ const meta = {
   enabled: true,
   impersonate: false,
   prometheusURL: '',
+  production: false,
   isDefault: true,
   defaultSince: 0,
   inCluster: false,

@@ -17,6 +17,7 @@ const meta = {
   enabled: true,
   impersonate: false,
   prometheusURL: '',
+  production: false,
   isDefault: true,
   defaultSince: 0,
   inCluster: false,

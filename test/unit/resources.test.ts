@@ -10,7 +10,7 @@ import { parseJsonBody, parseYamlBody } from '../../src/cluster-access/body-pars
 import { cookieValue, requestedClusterName, selectCluster } from '../../src/cluster-access/cluster-select.js';
 import { deleteOptions, deletedAtOnce } from '../../src/resources/delete.js';
 import { impersonationHeaders } from '../../src/cluster-access/impersonation.js';
-import { patchTypeOf, preparePatch } from '../../src/resources/patch.js';
+import { patchTypeOf, preparePatch } from '../../src/cluster-access/patch.js';
 import { milliValue } from '../../src/cluster-access/quantity.js';
 import { getSearch, listSearch, objectWatchSearch, withSearch } from '../../src/cluster-access/read-query.js';
 import { checkSegments } from '../../src/cluster-access/segments.js';

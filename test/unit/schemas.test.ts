@@ -72,6 +72,7 @@ t.test('answers as the views build them pass their shapes', async (t) => {
     description: '',
     config: '',
     prometheusURL: '',
+    production: false,
     inCluster: false,
     isDefault: true,
     enabled: true,

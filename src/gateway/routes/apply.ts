@@ -6,9 +6,8 @@
 // a failure answers the failing document's status with the outcomes in details.documents.
 import { Type } from 'typebox';
 import { HttpError } from '../../errors.js';
-import { requireAccess } from '../../cluster-access/access.js';
 import { parseApplyDocuments } from '../../tools/apply-documents.js';
-import { applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
+import { applyAuthorizer, applyDocuments, type ApplyAnswer, type DocumentOutcome } from '../../tools/apply.js';
 import { clusterQueryProperties, clusterSchema, objectOf, stringEnum, type App } from '../schemas.js';
 import { auditObject } from '../tool-audit.js';
 import { toolRequest, withClientSignal } from '../tool-request.js';
@@ -89,7 +88,7 @@ export default async function applyRoutes(app: App) {
       const force = body.force === true || query.force === true;
       // Long-running: a CRD of the file may take seconds to become established.
       const ctx = await toolRequest(app, request, reply, signal, true);
-      const { conn, principal } = ctx;
+      const { conn } = ctx;
       request.auditDetail = { verb: 'apply', cluster: conn.name, resource: 'documents', dryRun };
       const audit = (outcomes: DocumentOutcome[]) => {
         for (const o of outcomes) {
@@ -111,12 +110,7 @@ export default async function applyRoutes(app: App) {
           force,
           dryRun,
           defaultNamespace: body.namespace ?? query.namespace ?? 'default',
-          authorize: async (resolved, resource, namespace, name) => {
-            for (const verb of ['create', 'patch'] as const) {
-              requireAccess(app.services.auth, principal, conn.name, resource, namespace, verb);
-              await app.services.hostGuard.check(conn, { resolved, namespace, name, verb });
-            }
-          },
+          authorize: applyAuthorizer(app.services, ctx),
         });
       } catch (err) {
         if (err instanceof HttpError)

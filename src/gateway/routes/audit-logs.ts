@@ -53,6 +53,7 @@ const AuditLog = objectOf(
     dryRun: Type.Boolean(),
     bytesIn: Type.Integer({ description: 'sessions: bytes from the client' }),
     bytesOut: Type.Integer({ description: 'sessions: bytes to the client' }),
+    arguments: Type.String({ description: "MCP tool calls: the call's arguments as JSON, without secret values" }),
   },
   'one audited action (Kite ResourceHistory shape, plus kiteline fields)',
 );

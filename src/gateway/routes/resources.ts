@@ -26,7 +26,7 @@ import {
   waitUntilDeleted,
 } from '../../resources/delete.js';
 import { impersonationHeaders, upstreamHeaders, type UpstreamHeaders } from '../../cluster-access/impersonation.js';
-import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../resources/patch.js';
+import { PATCH_CONTENT_TYPES, patchTypeOf, preparePatch } from '../../cluster-access/patch.js';
 import { getSearch, listSearch, objectWatchSearch, ReadQuery, withSearch } from '../../cluster-access/read-query.js';
 import {
   checkSegments,

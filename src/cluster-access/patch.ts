@@ -3,7 +3,7 @@
 // validated with fast-json-patch (RFC 6902 operation shapes, paths, missing values).
 import jsonPatch from 'fast-json-patch';
 import { BadRequestError } from '../errors.js';
-import { isPlainObject } from '../cluster-access/write-body.js';
+import { isPlainObject } from './write-body.js';
 
 export type PatchType = 'strategic' | 'merge' | 'json' | 'apply';
 
