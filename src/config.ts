@@ -83,6 +83,12 @@ export interface Config {
   /** The gateway's URL as clients reach it (kubeconfigs point there); undefined: taken from each request. */
   externalUrl: string | undefined;
   /**
+   * This replica's own URL as the other replicas reach it (`http://<pod IP>:8080`): an MCP session
+   * opened here names it, so a POST of the session that reaches another replica is forwarded here.
+   * Undefined: sessions are answered only by the replica that holds them.
+   */
+  peerUrl: string | undefined;
+  /**
    * The path kiteline is published under behind a front end (`/kite`), or '' at the root: requests
    * under it lose it before routing (those without it are served too: a front end that strips it),
    * and every link kiteline makes (redirects, kubeconfigs, the UI's base) carries it.
@@ -719,6 +725,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     ),
     ...serverTimeouts(pick),
     externalUrl: external,
+    peerUrl: externalUrl('peer-url', pick('peer-url', 'KITELINE_PEER_URL')),
     basePath: basePath('base-path', pick('base-path', 'KITELINE_BASE_PATH'), external),
     uiDir: uiDir('ui-dir', pick('ui-dir', 'KITELINE_UI_DIR')),
     ...kubeconfigTokenLimits(pick),

@@ -8,7 +8,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { request as httpRequest } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createServer, request as httpRequest } from 'node:http';
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { parse } from 'yaml';
@@ -743,6 +744,7 @@ async function askingAgent(
     action: 'accept',
     content: { confirm: true },
   }),
+  url = gw.url,
 ): Promise<{ client: Client; questions: Question[]; transport: StreamableHTTPClientTransport }> {
   const client = new Client({ name, version: '1.0.0' }, { capabilities: { elicitation: {} } });
   const questions: Question[] = [];
@@ -751,7 +753,7 @@ async function askingAgent(
     questions.push(q);
     return answer(q);
   });
-  const transport = new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+  const transport = new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
     requestInit: { headers: { ...caller.headers, 'user-agent': `${name}/1.0` } },
   });
   await client.connect(transport);
@@ -1038,4 +1040,69 @@ t.test('a session ends with its key, and only its own key may use it', async (t)
   t.equal(afterwards.status, 404, 'an ended session is not found');
   await deleteKeyUntilRefused(t, 'mcp-session-doomed', client);
   t.pass("a deleted key ends its agent's session");
+});
+
+t.test('two replicas behind a balancer that alternates: a session is handed to the replica holding it', async (t) => {
+  // Each replica names itself in the ids of the sessions it opens (its peer URL, signed).
+  const second = await startGateway(t, { namespace: gw.namespace, logName: 'mcp' });
+  gw.config.peerUrl = gw.url;
+  second.config.peerUrl = second.url;
+  t.teardown(() => void (gw.config.peerUrl = undefined));
+  // A Service without affinity: each request to the next replica.
+  const replicas = [gw.url, second.url];
+  const sent = [0, 0];
+  let next = 0;
+  const balancer = createServer((req, res) => {
+    const i = next++ % 2;
+    sent[i]++;
+    const upstream = httpRequest(`${replicas[i]}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => balancer.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => balancer.close());
+  const { port } = balancer.address() as { port: number };
+
+  kubectl(target, ['-n', ns, 'create', 'configmap', 'balanced', '--from-literal=mode=before']);
+  const { client, questions, transport } = await askingAgent(
+    admin,
+    'balanced-agent',
+    undefined,
+    `http://127.0.0.1:${port}`,
+  );
+  t.match(transport.sessionId, /^[0-9a-f-]{36}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/, 'the id names its replica');
+  for (let i = 0; i < 3; i++) t.ok((await client.listTools()).tools.length > 10, `tools/list ${i + 1}`);
+  const patched = await tool(client, 'patch_resource', {
+    cluster: 'a',
+    resource: 'configmaps',
+    namespace: ns,
+    name: 'balanced',
+    patch: { data: { mode: 'balanced' } },
+  });
+  t.notOk(patched.isError, textOf(patched));
+  t.equal(questions.length, 1, 'the question reached the agent, its answer the waiting call');
+  t.same(configMapData(target, 'balanced'), { mode: 'balanced' }, 'written after the yes');
+  t.ok(sent[0] > 1 && sent[1] > 1, `both replicas were sent the session's requests (${sent.join(', ')})`);
+
+  const [uuid, holder] = transport.sessionId!.split('.');
+  const forged = `${uuid}.${holder}.${'A'.repeat(43)}`;
+  const answer = await call(second.url, 'POST', '/mcp', {
+    body: { jsonrpc: '2.0', id: 3, method: 'tools/list' },
+    headers: { ...MCP_ACCEPT, ...admin.headers, 'mcp-session-id': forged, 'mcp-protocol-version': '2025-06-18' },
+  });
+  t.equal(answer.status, 404, 'an id whose signature does not hold names no replica: 404');
+  const digest = createHash('sha256').update(String(admin.headers.authorization)).digest('hex');
+  const claimed = await call(gw.url, 'POST', '/mcp', {
+    body: { jsonrpc: '2.0', id: 4, method: 'tools/list' },
+    headers: {
+      ...MCP_ACCEPT,
+      'mcp-session-id': transport.sessionId!,
+      'mcp-protocol-version': '2025-06-18',
+      'x-kiteline-mcp-forwarded': `${digest}.${Math.floor(Date.now() / 1000) + 10}.${'A'.repeat(43)}`,
+    },
+  });
+  t.equal(claimed.status, 401, "a handed-over request whose claim is not a replica's: 401, without a credential");
 });

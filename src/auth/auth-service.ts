@@ -4,6 +4,7 @@
 // identity-stores.ts) and administers nothing: user, role and API-key writes are the stores' own
 // (the routes call them). Its only writes are a login's bookkeeping: "last seen" times, hashing a
 // plain password applied with kubectl, and the id of a user applied with kubectl.
+import { createHmac } from 'node:crypto';
 import type { Config } from '../config.js';
 import { apiKeySecretMatches, parseApiKey } from '../credentials/apikey-token.js';
 import { dummyPasswordHash, verifyPassword } from '../credentials/passwords.js';
@@ -335,6 +336,19 @@ export class AuthService {
       writeUnconfirmed: (access) => boundTo(principal, access.cluster) && agentWriteUnconfirmed(roles(), access),
       grantsVerb: (verb) => rolesGrantVerb(roles(), verb),
     };
+  }
+
+  /**
+   * A signature of `text` for `purpose` with the key every replica shares (the session key), so
+   * what one replica writes into an id another can trust (the MCP session's replica).
+   */
+  sign(purpose: string, text: string): string {
+    return createHmac('sha256', this.sessionKey.current()).update(`${purpose}\0${text}`).digest('base64url');
+  }
+
+  /** Whether `signature` is sign(purpose, text) (compared in constant time). */
+  signed(purpose: string, text: string, signature: string): boolean {
+    return constantTimeEqual(Buffer.from(signature), Buffer.from(this.sign(purpose, text)));
   }
 
   isAdmin(principal: Principal): boolean {

@@ -16,7 +16,8 @@ export interface Principal {
   sessionStartedAt?: number;
   /**
    * A token minted for a user (an API key it owns) is for one door only, never kiteline's own API
-   * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp.
+   * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp,
+   * `console` (a kubectl console's) under /k8s/clusters/ of the clusters in `tokenClusters`.
    */
   tokenAudience?: TokenAudience;
   /** A console token reaches only these clusters, whatever its roles say. */

@@ -148,10 +148,16 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
     return handle;
   };
 
-  /** Refuses a resource some role keeps from agents (mcp.denyResources), a subresource by its resource too. */
+  /**
+   * Refuses a resource some role keeps from agents (mcp.denyResources): a subresource by its
+   * resource too, and a resource named with its group (`deployments.apps`) by its plural alone
+   * too, so no spelling gets around a deny (a kind of another group with the same plural is kept
+   * out with it: the safe side).
+   */
   function allowResource(resource: string): void {
     const base = resource.split('/')[0];
-    if (policy.resourceDenied(resource) || policy.resourceDenied(base))
+    const plural = base.split('.')[0];
+    if ([resource, base, plural].some((name) => policy.resourceDenied(name)))
       throw new ForbiddenError(`a role of yours keeps ${base} from AI agents (mcp.denyResources)`);
   }
 
@@ -195,6 +201,8 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       return text(`429 too many tool calls; try again in ${wait} seconds`, true);
     }
     try {
+      // A tool a role came to deny after the session listed it (mcp.denyTools) is refused all the same.
+      if (policy.toolDenied(tool)) throw new ForbiddenError(`a role of yours keeps the tool ${tool} from AI agents`);
       return text(await body((cluster) => clusterOf(cluster, held, signal)));
     } catch (err) {
       status = err instanceof HttpError ? err.status : 500;

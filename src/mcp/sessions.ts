@@ -9,7 +9,11 @@
 // or expires (auth/open-streams.ts, as for any long-lived stream), or when the same credential opens
 // more than MAX_PER_CREDENTIAL (its oldest goes), or the replica holds MAX_SESSIONS (the least
 // recently used goes). Ending a session aborts its calls, a question waiting for a human included.
-import { createHash } from 'node:crypto';
+//
+// With several replicas, a session's id names the replica that holds it (its peer URL, signed with
+// the key all replicas share), so a replica that gets a POST of a session it does not hold can hand
+// it to the holder (routes/mcp.ts) instead of answering 404; an id not signed so names nobody.
+import { createHash, randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuditedRequest } from '../audit/record.js';
@@ -38,6 +42,30 @@ interface Held extends McpSession {
   idle: NodeJS.Timeout;
 }
 
+/** What signs and checks the replica named in a session id (AuthService.sign and .signed). */
+export interface IdSigner {
+  sign(purpose: string, text: string): string;
+  signed(purpose: string, text: string, signature: string): boolean;
+}
+const ID_PURPOSE = 'mcp-session-holder';
+
+/** A new session id: a random UUID, and when this replica has a peer URL, that URL, signed. */
+export function newSessionId(peerUrl: string | undefined, signer: IdSigner): string {
+  const id = randomUUID();
+  if (!peerUrl) return id;
+  const named = `${id}.${Buffer.from(peerUrl).toString('base64url')}`;
+  return `${named}.${signer.sign(ID_PURPOSE, named)}`;
+}
+
+/** The peer URL of the replica a session id names, when its signature holds; else undefined. */
+export function holderOf(sessionId: string, signer: IdSigner): string | undefined {
+  const parts = sessionId.split('.');
+  if (parts.length !== 3 || sessionId.length > 1024) return undefined;
+  const named = `${parts[0]}.${parts[1]}`;
+  if (!signer.signed(ID_PURPOSE, named, parts[2])) return undefined;
+  return Buffer.from(parts[1], 'base64url').toString('utf8');
+}
+
 /** The SHA-256 of a credential, what a session remembers of it. */
 export function credentialDigest(credential: string): string {
   return createHash('sha256').update(credential).digest('hex');
@@ -63,19 +91,26 @@ export class McpSessions {
   }
 
   /**
-   * The session with this id opened with this credential, marked used now, with `principal` as
+   * The session with this id opened with this credential, marked used now, with `principal` (when
+   * given) as
    * its caller and `request` as its request from now on; undefined when there is none (never said
    * apart from another's).
    */
-  use(id: string, credential: string, principal: Principal, request: AuditedRequest): McpSession | undefined {
+  use(
+    id: string,
+    credential: string,
+    principal: Principal | undefined,
+    request: AuditedRequest,
+  ): McpSession | undefined {
     const held = this.sessions.get(id);
     if (!held || held.credential !== credential) return undefined;
     this.sessions.delete(id);
     this.sessions.set(id, held);
     clearTimeout(held.idle);
     held.idle = this.idleTimer(id);
-    // In place: the session's server holds this object.
-    Object.assign(held.principal, principal);
+    // In place: the session's server holds this object (a request another replica handed over
+    // keeps the caller the session has).
+    if (principal) Object.assign(held.principal, principal);
     Object.assign(held.request, { id: request.id, ip: request.ip, url: request.url });
     return held;
   }

@@ -35,6 +35,9 @@ import type { McpDeps } from './server.js';
 export const CONFIRM_TIMEOUT_MS = 10 * 60 * 1000;
 /** A dry run's diff shown to the human is cut here (the question must stay readable). */
 const MAX_PREVIEW = 16 * 1024;
+/** What of each side a diff looks at, and the most edits it computes. */
+const MAX_DIFF_INPUT = 256 * 1024;
+const MAX_EDITS = 2000;
 /** A one-shot exec keeps this much of its output, and runs at most this long. */
 const MAX_EXEC_OUTPUT = 48 * 1024;
 const EXEC_TIMEOUT_MS = 60_000;
@@ -96,11 +99,18 @@ function diffable(object: KubeObject | undefined): string {
   return stringify({ ...rest, metadata });
 }
 
-/** A unified diff of the object now and as the dry run says it would be, bounded. */
+/**
+ * A unified diff of the object now and as the dry run says it would be, bounded: the objects are
+ * cut to MAX_DIFF_INPUT and the diff gives up beyond MAX_EDITS (a cluster's objects may be large, and
+ * the diff runs on the gateway's one thread).
+ */
 export function objectDiff(before: KubeObject | undefined, after: KubeObject | undefined): string {
-  const diff = createTwoFilesPatch('now', 'after', diffable(before), diffable(after), '', '', { context: 3 })
+  const [a, b] = [diffable(before), diffable(after)].map((text) => text.slice(0, MAX_DIFF_INPUT));
+  const patch = createTwoFilesPatch('now', 'after', a, b, '', '', { context: 3, maxEditLength: MAX_EDITS });
+  if (patch === undefined) return '(the change is too large to show as a diff)';
+  const diff = patch
     .split('\n')
-    .slice(2) // the two "===" and "Index" style header lines say nothing here
+    .slice(3) // the "===" line and the two file names say nothing here
     .join('\n')
     .trim();
   const shown = diff.includes('@@') ? diff : '(no change)';
@@ -218,8 +228,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
     const ctx = await on(segments.cluster);
     const target = await authorizeWrite(deps, ctx, segments, 'patch');
     allowResource(target.resource);
-    const after = await patchObject(deps, ctx, target, type, patch, true);
     const before = await patchObject(deps, ctx, target, 'json', [], true);
+    const after = await patchObject(deps, ctx, target, type, patch, true);
     await confirm(ctx, waived(ctx, target, 'patch'), question(action, ctx, target, objectDiff(before, after)), extra);
     const done = await patchObject(deps, ctx, target, type, patch, false);
     const version = done.metadata?.resourceVersion ?? '?';
@@ -429,14 +439,22 @@ export function registerWriteTools(kit: WriteToolKit): void {
             };
             const plan = await applyDocuments(ctx, parsed, { ...options, dryRun: true });
             const target = { resource: `${plan.documents.length} document(s)`, namespace: args.namespace, name: '' };
-            // Waived only when, for every document, a role granting its write says so.
+            // Waived only when, for every document, roles granting its create and its patch say so.
             const allWaived = plan.documents.every((d) =>
-              waived(ctx, { resource: d.resource ?? d.kind, namespace: d.namespace }, 'patch'),
+              (['create', 'patch'] as const).every((verb) =>
+                waived(ctx, { resource: d.resource ?? d.kind, namespace: d.namespace }, verb),
+              ),
             );
             await confirm(
               ctx,
               allWaived,
-              question('apply', ctx, target, `The dry run says:\n${outcomesText(plan.documents)}`),
+              question(
+                'apply',
+                ctx,
+                target,
+                `${args.force ? 'force: true (fields other managers own are taken over)\n' : ''}` +
+                  `The dry run says:\n${outcomesText(plan.documents)}`,
+              ),
               extra,
             );
             const done = await applyDocuments(ctx, parsed, { ...options, dryRun: false });

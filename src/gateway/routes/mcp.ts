@@ -6,14 +6,17 @@
 // are server-sent events, and DELETE ends it. GET is 405 (no stream of the server's own).
 // Callers authenticate with an API key (Authorization), never the session cookie: an agent holds
 // a key of its user's, and a page elsewhere cannot make a browser send one (no CSRF); anonymous: 401.
-import { randomUUID } from 'node:crypto';
+import { request as httpRequest, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { createHash } from 'node:crypto';
+import { pipeline } from 'node:stream';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { entryOrigin } from '../../audit/record.js';
 import { RateLimiter } from '../../auth/rate-limiter.js';
 import { UnauthorizedError } from '../../errors.js';
 import { createMcpServer } from '../../mcp/server.js';
-import { credentialDigest, McpSessions } from '../../mcp/sessions.js';
+import { credentialDigest, holderOf, McpSessions, newSessionId } from '../../mcp/sessions.js';
 import { MCP_PATH } from '../plugins/authenticate.js';
 import { schemaOf, streamed, type App } from '../schemas.js';
 import { withClientSignal } from '../tool-request.js';
@@ -41,17 +44,48 @@ function asksForSession(body: unknown): boolean {
 }
 
 /**
- * Streamable HTTP's answer to a session id this replica does not hold (the client starts a new
- * one): a JSON-RPC error, written as it is (not an error of the API's shape).
+ * A request one replica hands to another (the holder of its session) carries, instead of the
+ * client's credential, the handing replica's claim: `<credential digest>.<expiry>.<signature>`,
+ * signed with the key every replica shares over the method, session, digest, expiry and body.
+ * The credential itself never leaves the replica it was sent to (an address that is no longer a
+ * replica's, after a rollout, learns nothing it can use), and a claim is good for a few seconds,
+ * for that one body. A handed-over request is never handed on again.
  */
-function unknownSession(reply: FastifyReply) {
-  reply.hijack();
+const FORWARDED_HEADER = 'x-kiteline-mcp-forwarded';
+const HOP_PURPOSE = 'mcp-session-hop';
+const HOP_SECONDS = 30;
+const HOP_CONNECT_MS = 5000;
+/** What a handed-over request keeps of the client's headers. */
+const FORWARDED_REQUEST_HEADERS = [
+  'content-type',
+  'accept',
+  'user-agent',
+  SESSION_HEADER,
+  'mcp-protocol-version',
+  'last-event-id',
+];
+/** The text a hop's claim signs. */
+function hopClaim(method: string, sessionId: string, credential: string, expiry: number, body: string): string {
+  return [method, sessionId, credential, expiry, createHash('sha256').update(body).digest('hex')].join('\n');
+}
+const FORWARDED_ANSWER_HEADERS = ['content-type', 'cache-control', SESSION_HEADER, 'mcp-protocol-version', 'allow'];
+
+/**
+ * Streamable HTTP's answer to a session id nobody holds (the client starts a new one): a JSON-RPC
+ * error, written as it is (not an error of the API's shape).
+ */
+function writeUnknownSession(raw: ServerResponse) {
   const body = {
     jsonrpc: '2.0',
     error: { code: -32001, message: 'session not found: initialize a new one' },
     id: null,
   };
-  reply.raw.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  raw.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+function unknownSession(reply: FastifyReply) {
+  reply.hijack();
+  writeUnknownSession(reply.raw);
 }
 
 export default async function mcpRoutes(app: App) {
@@ -61,10 +95,89 @@ export default async function mcpRoutes(app: App) {
   const sessions = new McpSessions();
   app.addHook('onClose', async () => sessions.endAll());
 
+  /**
+   * A request of a session this replica does not hold: handed to the replica its id names (a POST
+   * that reached the wrong replica behind a Service), or 404 when it names none, names this one,
+   * was handed over already, or its holder cannot be reached (gone: the client starts anew).
+   */
+  function toHolder(request: FastifyRequest, reply: FastifyReply, sessionId: string, credential: string) {
+    const holder = holderOf(sessionId, services.auth);
+    if (!holder || holder === services.config.peerUrl) return unknownSession(reply);
+    reply.hijack();
+    const body = request.method === 'POST' ? JSON.stringify(request.body) : '';
+    // Not the client's credential: this replica has checked it, and says so for this one request.
+    const expiry = Math.floor(Date.now() / 1000) + HOP_SECONDS;
+    const claim = hopClaim(request.method, sessionId, credential, expiry, body);
+    const headers: Record<string, string> = {
+      [FORWARDED_HEADER]: `${credential}.${expiry}.${services.auth.sign(HOP_PURPOSE, claim)}`,
+      // The client's address as this replica saw it: the holder believes it only from a trusted proxy.
+      'x-forwarded-for': request.ip,
+      'content-length': String(Buffer.byteLength(body)),
+    };
+    for (const name of FORWARDED_REQUEST_HEADERS) {
+      const value = request.headers[name];
+      if (typeof value === 'string') headers[name] = value;
+    }
+    const url = new URL(MCP_PATH, `${holder}/`);
+    const upstream = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, { method: request.method, headers });
+    const connecting = setTimeout(() => upstream.destroy(new Error('the holder did not answer')), HOP_CONNECT_MS);
+    upstream.once('response', (answer) => {
+      clearTimeout(connecting);
+      const kept: Record<string, string> = {};
+      for (const name of FORWARDED_ANSWER_HEADERS) {
+        const value = answer.headers[name];
+        if (typeof value === 'string') kept[name] = value;
+      }
+      reply.raw.writeHead(answer.statusCode ?? 502, kept);
+      // Either side ending early ends the other (a holder gone mid-stream ends the client's answer).
+      pipeline(answer, reply.raw, () => upstream.destroy());
+    });
+    upstream.once('error', () => {
+      clearTimeout(connecting);
+      if (!reply.raw.headersSent) writeUnknownSession(reply.raw);
+      else reply.raw.destroy();
+    });
+    reply.raw.once('close', () => upstream.destroy());
+    upstream.end(body);
+  }
+
+  /**
+   * A request another replica handed over: its claim (the credential's digest that replica checked,
+   * for this method, session and body, until a few seconds from now) must hold under the key every
+   * replica shares; then the session of that credential answers it, with the caller it has.
+   */
+  function fromPeer(request: FastifyRequest, reply: FastifyReply, sessionId: string | undefined) {
+    const [credential, expiryText, signature] = String(request.headers[FORWARDED_HEADER]).split('.');
+    const expiry = Number(expiryText);
+    const now = Date.now() / 1000;
+    const body = request.method === 'POST' ? JSON.stringify(request.body) : '';
+    const holds =
+      sessionId !== undefined &&
+      signature !== undefined &&
+      Number.isInteger(expiry) &&
+      expiry >= now &&
+      expiry <= now + HOP_SECONDS + 1 &&
+      services.auth.signed(HOP_PURPOSE, hopClaim(request.method, sessionId, credential, expiry, body), signature);
+    if (!holds) throw new UnauthorizedError('a handed-over MCP request whose claim does not hold');
+    const session = sessions.use(sessionId, credential, undefined, request);
+    if (!session) return unknownSession(reply);
+    if (request.method === 'DELETE') {
+      sessions.end(sessionId);
+      return reply.code(204).send();
+    }
+    reply.hijack();
+    return session.transport.handleRequest(request.raw, reply.raw, request.body);
+  }
+
+  /** Checked by the caller's own credential, or (a request handed over by another replica) in fromPeer. */
+  const callerOrPeer = async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.headers[FORWARDED_HEADER] === undefined) await app.requireUser(request, reply);
+  };
+
   app.post(
     MCP_PATH,
     {
-      onRequest: app.requireUser,
+      onRequest: callerOrPeer,
       schema: schema('Model Context Protocol (Streamable HTTP, stateless): tools acting as the caller', {
         description:
           'JSON-RPC 2.0 messages of MCP: initialize, tools/list, tools/call. Authenticate with an API key ' +
@@ -75,15 +188,17 @@ export default async function mcpRoutes(app: App) {
       }),
     },
     withClientSignal(async (request, reply, signal) => {
+      const sessionId = request.headers[SESSION_HEADER];
+      if (request.headers[FORWARDED_HEADER] !== undefined)
+        return fromPeer(request, reply, typeof sessionId === 'string' ? sessionId : undefined);
       const principal = request.principal!;
       const { authorization } = request.headers;
       if (!authorization)
         throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>), not a session cookie');
       const credential = credentialDigest(authorization);
-      const sessionId = request.headers[SESSION_HEADER];
       if (typeof sessionId === 'string') {
         const session = sessions.use(sessionId, credential, principal, request);
-        if (!session) return unknownSession(reply);
+        if (!session) return toHolder(request, reply, sessionId, credential);
         reply.hijack();
         return session.transport.handleRequest(request.raw, reply.raw, request.body);
       }
@@ -125,7 +240,7 @@ export default async function mcpRoutes(app: App) {
         return transport.handleRequest(request.raw, reply.raw, request.body);
       }
       const transport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: () => newSessionId(services.config.peerUrl, services.auth),
         onsessioninitialized: (id) => {
           // Ends with the credential (revoked, expired, its roles gone) like any long-lived stream.
           const forget = services.openStreams.open(principal, () => sessions.end(id));
@@ -153,12 +268,16 @@ export default async function mcpRoutes(app: App) {
   app.get(MCP_PATH, { onRequest: app.requireUser, schema: { hide: true } }, async (_request, reply) =>
     notAllowed(reply, 'POST, DELETE'),
   );
-  app.delete(MCP_PATH, { onRequest: app.requireUser, schema: { hide: true } }, async (request, reply) => {
+  app.delete(MCP_PATH, { onRequest: callerOrPeer, schema: { hide: true } }, async (request, reply) => {
     const sessionId = request.headers[SESSION_HEADER];
+    if (request.headers[FORWARDED_HEADER] !== undefined)
+      return fromPeer(request, reply, typeof sessionId === 'string' ? sessionId : undefined);
     if (typeof sessionId !== 'string') return notAllowed(reply, 'POST');
     const { authorization } = request.headers;
-    if (!authorization || !sessions.use(sessionId, credentialDigest(authorization), request.principal!, request))
-      return unknownSession(reply);
+    if (!authorization) throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>)');
+    const credential = credentialDigest(authorization);
+    if (!sessions.use(sessionId, credential, request.principal, request))
+      return toHolder(request, reply, sessionId, credential);
     sessions.end(sessionId);
     return reply.code(204).send();
   });
