@@ -35,14 +35,7 @@ import {
   type ExternalIdentity,
 } from '../host/users.js';
 import type { Logger } from '../log.js';
-import {
-  agentResourceDenied,
-  agentToolDenied,
-  agentWriteUnconfirmed,
-  rolesAllow,
-  rolesGrantVerb,
-  rolesReachCluster,
-} from './authorize.js';
+import { agentDenied, agentWriteUnconfirmed, rolesAllow, rolesGrantVerb, rolesReachCluster } from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
@@ -331,8 +324,8 @@ export class AuthService {
   agentPolicy(principal: Principal): AgentPolicy {
     const roles = () => this.rolesOf(principal);
     return {
-      toolDenied: (tool) => agentToolDenied(roles(), tool),
-      resourceDenied: (resource) => agentResourceDenied(roles(), resource),
+      toolDenied: (tool) => agentDenied(roles(), 'denyTools', tool),
+      resourceDenied: (resource) => agentDenied(roles(), 'denyResources', resource),
       writeUnconfirmed: (access) => boundTo(principal, access.cluster) && agentWriteUnconfirmed(roles(), access),
       grantsVerb: (verb) => rolesGrantVerb(roles(), verb),
     };

@@ -24,16 +24,15 @@ export function rolesAllow(roles: Iterable<RoleRules>, access: AccessRequest): b
 /** Rules with a role's MCP block (an agent's extra limits). */
 export type AgentRoleRules = RoleRules & Pick<RoleSpec, 'mcp'>;
 
-/** Some role denies agents this tool (a deny wins over every other role). */
-export function agentToolDenied(roles: Iterable<AgentRoleRules>, tool: string): boolean {
-  for (const role of roles) if (role.mcp?.denyTools?.length && patternsMatch(role.mcp.denyTools, tool)) return true;
-  return false;
-}
-
-/** Some role denies agents this resource (a deny wins over every other role). */
-export function agentResourceDenied(roles: Iterable<AgentRoleRules>, resource: string): boolean {
+/** Some role denies agents this tool (`denyTools`) or resource (`denyResources`): a deny wins over every other role. */
+export function agentDenied(
+  roles: Iterable<AgentRoleRules>,
+  list: 'denyTools' | 'denyResources',
+  value: string,
+): boolean {
   for (const role of roles) {
-    if (role.mcp?.denyResources?.length && patternsMatch(role.mcp.denyResources, resource)) return true;
+    const denied = role.mcp?.[list];
+    if (denied?.length && patternsMatch(denied, value)) return true;
   }
   return false;
 }
@@ -47,21 +46,20 @@ export function agentWriteUnconfirmed(roles: Iterable<AgentRoleRules>, access: A
   return false;
 }
 
+/** A role whose four lists are all non-empty: it can allow something (an empty list matches nothing). */
+function grantsSomething(role: RoleRules): boolean {
+  return [role.clusters, role.namespaces, role.resources, role.verbs].every((list) => (list?.length ?? 0) > 0);
+}
+
 /** Some role grants this verb anywhere (what decides whether an agent is shown a write tool at all). */
 export function rolesGrantVerb(roles: Iterable<RoleRules>, verb: string): boolean {
-  for (const role of roles) {
-    const grantsSomething = [role.clusters, role.namespaces, role.resources].every((list) => (list?.length ?? 0) > 0);
-    if (grantsSomething && patternsMatch(role.verbs, verb)) return true;
-  }
+  for (const role of roles) if (grantsSomething(role) && patternsMatch(role.verbs, verb)) return true;
   return false;
 }
 
 /** Some role reaches the cluster at all (what GET /api/v1/clusters lists): it matches the cluster
  * and can do something (its other lists are not empty). */
 export function rolesReachCluster(roles: Iterable<RoleRules>, cluster: string): boolean {
-  for (const role of roles) {
-    const grantsSomething = [role.namespaces, role.resources, role.verbs].every((list) => (list?.length ?? 0) > 0);
-    if (grantsSomething && patternsMatch(role.clusters, cluster)) return true;
-  }
+  for (const role of roles) if (grantsSomething(role) && patternsMatch(role.clusters, cluster)) return true;
   return false;
 }

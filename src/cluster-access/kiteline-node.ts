@@ -5,7 +5,7 @@
 // spec.nodeName), and only on the host cluster. Whether a write adds a NoExecute taint is decided by
 // what the API server would make of it: the write is dry-run first (any patch type, any body) and
 // the NoExecute taints of its result are compared with the node's current ones.
-import type { ClusterConnection } from '../clusters/types.js';
+import type { ClusterConnection, ResolvedResource } from '../clusters/types.js';
 import { ForbiddenError } from '../errors.js';
 import type { HostGuard } from './host-guard.js';
 import { readJson } from './upstream.js';
@@ -17,6 +17,11 @@ interface Taint {
 }
 interface NodeLike {
   spec?: { taints?: unknown };
+}
+
+/** Node objects: the writes that could evict kiteline from its own node go through this file's checks. */
+export function isNodes(resolved: ResolvedResource): boolean {
+  return resolved.group === '' && resolved.resource === 'nodes';
 }
 
 /** Whether the node runs kiteline on kiteline's own host cluster (false on any other cluster). */

@@ -6,11 +6,10 @@
 // goes to the cluster with the caller's impersonation. `dryRun` asks the cluster what the write
 // would do (dryRun=All: its validation, admission and defaults) and writes nothing.
 import type { Verb } from '../auth/principal.js';
-import type { ResolvedResource } from '../clusters/types.js';
 import { PATCH_CONTENT_TYPES, preparePatch, type PatchType } from './patch.js';
 import { requireAccess } from './access.js';
 import { writeJson, type KubeObject } from './calls.js';
-import { refuseEvictingWrite, refuseOnKitelineNode } from './kiteline-node.js';
+import { isNodes, refuseEvictingWrite, refuseOnKitelineNode } from './kiteline-node.js';
 import { withSearch } from './read-query.js';
 import { resolveTarget, type CallerContext, type ReadKit } from './reads.js';
 import type { PathSegments } from './segments.js';
@@ -27,10 +26,6 @@ export interface WriteTarget extends ResourceTarget {
   name: string;
   /** The object's path on the API server, with the subresource. */
   path: string;
-}
-
-function isNodes(resolved: ResolvedResource): boolean {
-  return resolved.group === '' && resolved.resource === 'nodes';
 }
 
 /** Resolves the object a write names and authorizes `verb` on it (roles, then the host guard). */

@@ -76,6 +76,8 @@ const namespace = z
   .regex(new RegExp(NAMESPACE_PATTERN))
   .describe('the namespace; omit (or _all) for all namespaces and for cluster-scoped kinds');
 const name = z.string().max(253).regex(new RegExp(NAME_PATTERN)).describe("the object's name");
+const podNamespace = z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).describe("the pod's namespace (not _all)");
+const container = z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).describe("the container's name");
 const READ_ONLY = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 
 /** A text answer, cut at MAX_TOOL_TEXT with a note. */
@@ -140,11 +142,11 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
   );
 
   const policy = deps.auth.agentPolicy(principal);
-  // The read tools, kept to take away those a role denies agents (mcp.denyTools) once all are made.
-  const readTools = new Map<string, RegisteredTool>();
+  // Every tool, kept to take away those a role denies agents (mcp.denyTools) once all are made.
+  const tools = new Map<string, RegisteredTool>();
   const register: McpServer['registerTool'] = (toolName, config, callback) => {
     const handle = server.registerTool(toolName, config, callback);
-    readTools.set(toolName, handle);
+    tools.set(toolName, handle);
     return handle;
   };
 
@@ -154,11 +156,13 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
    * too, so no spelling gets around a deny (a kind of another group with the same plural is kept
    * out with it: the safe side).
    */
-  function allowResource(resource: string): void {
+  function resourceDenied(resource: string): boolean {
     const base = resource.split('/')[0];
-    const plural = base.split('.')[0];
-    if ([resource, base, plural].some((name) => policy.resourceDenied(name)))
-      throw new ForbiddenError(`a role of yours keeps ${base} from AI agents (mcp.denyResources)`);
+    return [resource, base, base.split('.')[0]].some((name) => policy.resourceDenied(name));
+  }
+  function allowResource(resource: string): void {
+    if (resourceDenied(resource))
+      throw new ForbiddenError(`a role of yours keeps ${resource.split('/')[0]} from AI agents (mcp.denyResources)`);
   }
 
   /**
@@ -362,9 +366,9 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
         'previous: the log of the container before its last restart.',
       inputSchema: {
         cluster,
-        namespace: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).describe("the pod's namespace (not _all)"),
+        namespace: podNamespace,
         pod: name.describe("the pod's name"),
-        container: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).optional(),
+        container: container.optional(),
         tailLines: z
           .number()
           .int()
@@ -446,7 +450,7 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
             ? { partial: 'the index is still loading or incomplete: some objects may be missing' }
             : {}),
           results: found.results
-            .filter((r) => !policy.resourceDenied(r.resourceType))
+            .filter((r) => !resourceDenied(r.resourceType))
             .map((r) => ({
               resource: r.resourceType,
               ...(r.namespace ? { namespace: r.namespace } : {}),
@@ -457,7 +461,15 @@ export function createMcpServer(principal: Principal, deps: McpDeps): McpServer 
       }),
   );
 
-  registerWriteTools({ server, deps, policy, run, allowResource, fields: { cluster, resource, namespace, name } });
-  for (const [toolName, handle] of readTools) if (policy.toolDenied(toolName)) handle.remove();
+  registerWriteTools({
+    server,
+    register,
+    deps,
+    policy,
+    run,
+    allowResource,
+    fields: { cluster, resource, namespace, name, podNamespace, container },
+  });
+  for (const [toolName, handle] of tools) if (policy.toolDenied(toolName)) handle.remove();
   return server;
 }

@@ -13,15 +13,16 @@
 // With several replicas, a session's id names the replica that holds it (its peer URL, signed with
 // the key all replicas share), so a replica that gets a POST of a session it does not hold can hand
 // it to the holder (routes/mcp.ts) instead of answering 404; an id not signed so names nobody.
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuditedRequest } from '../audit/record.js';
 import type { Principal } from '../auth/principal.js';
+import { sha256 } from '../credentials/secrets-compare.js';
 
-export const IDLE_MS = 30 * 60 * 1000;
-export const MAX_PER_CREDENTIAL = 5;
-export const MAX_SESSIONS = 500;
+const IDLE_MS = 30 * 60 * 1000;
+const MAX_PER_CREDENTIAL = 5;
+const MAX_SESSIONS = 500;
 
 export interface McpSession {
   id: string;
@@ -68,18 +69,12 @@ export function holderOf(sessionId: string, signer: IdSigner): string | undefine
 
 /** The SHA-256 of a credential, what a session remembers of it. */
 export function credentialDigest(credential: string): string {
-  return createHash('sha256').update(credential).digest('hex');
+  return sha256(credential).toString('hex');
 }
 
 export class McpSessions {
   /** In order of last use, the least recent first (a Map keeps insertion order). */
   private readonly sessions = new Map<string, Held>();
-
-  constructor(private readonly idleMs = IDLE_MS) {}
-
-  get size(): number {
-    return this.sessions.size;
-  }
 
   /** Keeps a new session of `credential` (its digest), ending what the limits say must go. */
   add(session: McpSession, credential: string): void {
@@ -92,9 +87,8 @@ export class McpSessions {
 
   /**
    * The session with this id opened with this credential, marked used now, with `principal` (when
-   * given) as
-   * its caller and `request` as its request from now on; undefined when there is none (never said
-   * apart from another's).
+   * given) as its caller and `request` as its request from now on; undefined when there is none
+   * (never said apart from another's).
    */
   use(
     id: string,
@@ -132,7 +126,7 @@ export class McpSessions {
   }
 
   private idleTimer(id: string): NodeJS.Timeout {
-    const timer = setTimeout(() => this.end(id), this.idleMs);
+    const timer = setTimeout(() => this.end(id), IDLE_MS);
     timer.unref();
     return timer;
   }

@@ -15,6 +15,7 @@ import type { AgentPolicy } from '../auth/auth-service.js';
 import type { Verb } from '../auth/principal.js';
 import type { KubeObject } from '../cluster-access/calls.js';
 import type { CallerContext } from '../cluster-access/reads.js';
+import { describeObject } from '../cluster-access/target.js';
 import { reduceObject } from '../cluster-access/watch-events.js';
 import {
   authorizeWrite,
@@ -28,7 +29,6 @@ import { parseApplyDocuments, type ApplyDocument } from '../tools/apply-document
 import { applyAuthorizer, applyDocuments, type ApplyOptions, type DocumentOutcome } from '../tools/apply.js';
 import { requireWorkloadAccess, POD_RESOURCE } from '../workloads/access.js';
 import { runCommand } from '../workloads/exec-channel.js';
-import { CONTAINER_PATTERN } from '../workloads/logs.js';
 import type { McpDeps } from './server.js';
 
 /** How long a write waits for the human's answer. */
@@ -59,6 +59,8 @@ export interface CallTarget {
 /** What the read tools' server hands the write tools. */
 export interface WriteToolKit {
   server: McpServer;
+  /** Registers a tool where the server can take it away again when a role denies it (mcp.denyTools). */
+  register: McpServer['registerTool'];
   deps: McpDeps;
   policy: AgentPolicy;
   /** Runs one tool call: audit, metrics, limits, errors as tool errors (server.ts). */
@@ -76,6 +78,8 @@ export interface WriteToolKit {
     resource: z.ZodString;
     namespace: z.ZodString;
     name: z.ZodString;
+    podNamespace: z.ZodString;
+    container: z.ZodString;
   };
 }
 
@@ -127,11 +131,6 @@ function auditedDocuments(docs: ApplyDocument[]) {
   return docs.map((d) => ({ kind: d.kind, ...(d.namespace ? { namespace: d.namespace } : {}), name: d.name }));
 }
 
-/** "deployments shop/web", "nodes n1": an object as the question and the answers name it. */
-function objectName(target: Pick<WriteTarget, 'resource' | 'namespace' | 'name'>): string {
-  return `${target.resource} ${target.namespace ? `${target.namespace}/` : ''}${target.name}`;
-}
-
 function outcomesText(documents: DocumentOutcome[]): string {
   return stringify({
     documents: documents.map((d) => ({
@@ -145,13 +144,11 @@ function outcomesText(documents: DocumentOutcome[]): string {
 }
 
 export function registerWriteTools(kit: WriteToolKit): void {
-  const { server, deps, policy, run, allowResource, fields } = kit;
-  const { cluster, resource, namespace, name } = fields;
+  const { server, register, deps, policy, run, allowResource, fields } = kit;
+  const { cluster, resource, namespace, name, podNamespace, container } = fields;
   const oneObject = { cluster, resource, namespace: namespace.optional(), name };
 
-  /** A write tool is listed only when some role grants its verb and no role denies the tool. */
-  const offered = (tool: string, verb: Verb) => policy.grantsVerb(verb) && !policy.toolDenied(tool);
-
+  // A write tool is listed only when some role grants its verb (the server takes away denied ones).
   /**
    * Asks the human, unless a role granting the write waives it (`waived`; never on a production
    * cluster): resolves when the answer is yes, throws 428 otherwise.
@@ -202,7 +199,7 @@ export function registerWriteTools(kit: WriteToolKit): void {
     target: Pick<WriteTarget, 'resource' | 'namespace' | 'name'>,
     preview: string,
   ) {
-    const where = objectName(target);
+    const where = describeObject(target.resource, target.namespace, target.name);
     const production = ctx.conn.production ? ' (PRODUCTION)' : '';
     return `An AI agent asks to ${action} ${where} on cluster ${ctx.conn.name}${production}.\n\n${preview}`;
   }
@@ -232,12 +229,12 @@ export function registerWriteTools(kit: WriteToolKit): void {
     const after = await patchObject(deps, ctx, target, type, patch, true);
     await confirm(ctx, waived(ctx, target, 'patch'), question(action, ctx, target, objectDiff(before, after)), extra);
     const done = await patchObject(deps, ctx, target, type, patch, false);
-    const version = done.metadata?.resourceVersion ?? '?';
-    return `done: ${action} ${objectName(target)} (resourceVersion ${version})`;
+    const object = describeObject(target.resource, target.namespace, target.name);
+    return `done: ${action} ${object} (resourceVersion ${done.metadata?.resourceVersion ?? '?'})`;
   }
 
-  if (offered('patch_resource', 'patch'))
-    server.registerTool(
+  if (policy.grantsVerb('patch'))
+    register(
       'patch_resource',
       {
         title: 'Patch a resource',
@@ -271,8 +268,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
         ),
     );
 
-  if (offered('scale', 'patch'))
-    server.registerTool(
+  if (policy.grantsVerb('patch'))
+    register(
       'scale',
       {
         title: 'Scale a workload',
@@ -303,8 +300,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
         ),
     );
 
-  if (offered('rollout_restart', 'patch'))
-    server.registerTool(
+  if (policy.grantsVerb('patch'))
+    register(
       'rollout_restart',
       {
         title: 'Restart a workload',
@@ -335,8 +332,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
     ['cordon_node', true],
     ['uncordon_node', false],
   ] as const) {
-    if (!offered(tool, 'patch')) continue;
-    server.registerTool(
+    if (!policy.grantsVerb('patch')) continue;
+    register(
       tool,
       {
         title: unschedulable ? 'Cordon a node' : 'Uncordon a node',
@@ -364,8 +361,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
     );
   }
 
-  if (offered('delete_resource', 'delete'))
-    server.registerTool(
+  if (policy.grantsVerb('delete'))
+    register(
       'delete_resource',
       {
         title: 'Delete a resource',
@@ -385,14 +382,14 @@ export function registerWriteTools(kit: WriteToolKit): void {
             const preview = `The object as it is now:\n${diffable(dry)}`.slice(0, MAX_PREVIEW);
             await confirm(ctx, waived(ctx, target, 'delete'), question('DELETE', ctx, target, preview), extra);
             await deleteObject(deps, ctx, target, false);
-            return `done: deleted ${objectName(target)}`;
+            return `done: deleted ${describeObject(target.resource, target.namespace, target.name)}`;
           },
           extra,
         ),
     );
 
-  if (offered('apply_yaml', 'patch') && policy.grantsVerb('create'))
-    server.registerTool(
+  if (policy.grantsVerb('patch') && policy.grantsVerb('create'))
+    register(
       'apply_yaml',
       {
         title: 'Apply YAML',
@@ -411,11 +408,14 @@ export function registerWriteTools(kit: WriteToolKit): void {
         annotations: WRITE,
       },
       (args, extra) => {
+        // Parsed once, here, so the audit record can name the documents; a parse error is the
+        // call's answer, reported (and audited) by run() below.
         let docs: ApplyDocument[] = [];
+        let unparsable: Error | undefined;
         try {
           docs = parseApplyDocuments(args.yaml);
-        } catch {
-          // run() reports the parse error below, with the call audited.
+        } catch (err) {
+          unparsable = err as Error;
         }
         return run(
           'apply_yaml',
@@ -426,8 +426,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
             arguments: { documents: auditedDocuments(docs), force: args.force === true },
           },
           async (on) => {
+            if (unparsable !== undefined) throw unparsable;
             const ctx = await on(args.cluster);
-            const parsed = parseApplyDocuments(args.yaml);
             const authorize = applyAuthorizer(deps, ctx);
             const options = {
               force: args.force === true,
@@ -437,7 +437,7 @@ export function registerWriteTools(kit: WriteToolKit): void {
                 await authorize(...doc);
               },
             };
-            const plan = await applyDocuments(ctx, parsed, { ...options, dryRun: true });
+            const plan = await applyDocuments(ctx, docs, { ...options, dryRun: true });
             const target = { resource: `${plan.documents.length} document(s)`, namespace: args.namespace, name: '' };
             // Waived only when, for every document, roles granting its create and its patch say so.
             const allWaived = plan.documents.every((d) =>
@@ -457,7 +457,7 @@ export function registerWriteTools(kit: WriteToolKit): void {
               ),
               extra,
             );
-            const done = await applyDocuments(ctx, parsed, { ...options, dryRun: false });
+            const done = await applyDocuments(ctx, docs, { ...options, dryRun: false });
             return `done:\n${outcomesText(done.documents)}`;
           },
           extra,
@@ -465,8 +465,8 @@ export function registerWriteTools(kit: WriteToolKit): void {
       },
     );
 
-  if (offered('exec', 'create'))
-    server.registerTool(
+  if (policy.grantsVerb('create'))
+    register(
       'exec',
       {
         title: 'Run a command in a container',
@@ -476,9 +476,9 @@ export function registerWriteTools(kit: WriteToolKit): void {
           'an argv array, not a shell line: ["sh", "-c", "..."] for a shell.',
         inputSchema: {
           cluster,
-          namespace: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)),
+          namespace: podNamespace,
           pod: name.describe("the pod's name"),
-          container: z.string().max(63).regex(new RegExp(CONTAINER_PATTERN)).optional(),
+          container: container.optional(),
           command: z.array(z.string().max(4096)).min(1).max(MAX_EXEC_ARGS),
         },
         annotations: DESTRUCTIVE,

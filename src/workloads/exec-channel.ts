@@ -315,6 +315,11 @@ function refusalError(cluster: string, status: number, message: string): HttpErr
   }
 }
 
+/** How an exec ends, once it has. */
+export function endOf(exec: ExecChannel): Promise<ExecResult> {
+  return new Promise((resolve) => exec.once('end', resolve));
+}
+
 /** A command run to its end without stdin or a TTY: what it printed, bounded, and how it ended. */
 export interface CommandRun {
   /** The first `maxBytes` of stdout. */
@@ -355,7 +360,7 @@ export async function runCommand(
     size += chunk.length;
   });
   exec.on('stderr', (chunk: Buffer) => (stderr = (stderr + chunk.toString('utf8')).slice(-4096)));
-  const ended = new Promise<ExecResult>((resolve) => exec.once('end', resolve));
+  const ended = endOf(exec);
   const stop = () => exec.destroy();
   options.signal.addEventListener('abort', stop, { once: true });
   const timer =

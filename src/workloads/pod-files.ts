@@ -16,7 +16,7 @@ import { posix } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { BadRequestError, BadGatewayError, HttpError, PayloadTooLargeError } from '../errors.js';
 import type { ToolContext } from '../cluster-access/calls.js';
-import { openExec, runCommand, type ExecChannel, type ExecResult } from './exec-channel.js';
+import { endOf, openExec, runCommand, type ExecChannel, type ExecResult } from './exec-channel.js';
 
 export const MAX_LISTING_BYTES = 4 * 1024 * 1024;
 export const MAX_PREVIEW_BYTES = 8 * 1024 * 1024;
@@ -224,10 +224,6 @@ async function open(ctx: ToolContext, target: PodFileTarget, command: string[], 
     throw new HttpError(499, 'ClientClosedRequest', 'the client went away');
   }
   return exec;
-}
-
-function endOf(exec: ExecChannel): Promise<ExecResult> {
-  return new Promise((resolve) => exec.once('end', resolve));
 }
 
 /** Runs a command without stdin to its end; stdout kept up to `maxBytes` (more is a 502), stderr's tail. */

@@ -8,12 +8,13 @@
 // a key of its user's, and a page elsewhere cannot make a browser send one (no CSRF); anonymous: 401.
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { entryOrigin } from '../../audit/record.js';
+import type { Principal } from '../../auth/principal.js';
 import { RateLimiter } from '../../auth/rate-limiter.js';
+import { sha256 } from '../../credentials/secrets-compare.js';
 import { UnauthorizedError } from '../../errors.js';
 import { createMcpServer } from '../../mcp/server.js';
 import { credentialDigest, holderOf, McpSessions, newSessionId } from '../../mcp/sessions.js';
@@ -66,7 +67,7 @@ const FORWARDED_REQUEST_HEADERS = [
 ];
 /** The text a hop's claim signs. */
 function hopClaim(method: string, sessionId: string, credential: string, expiry: number, body: string): string {
-  return [method, sessionId, credential, expiry, createHash('sha256').update(body).digest('hex')].join('\n');
+  return [method, sessionId, credential, expiry, sha256(body).toString('hex')].join('\n');
 }
 const FORWARDED_ANSWER_HEADERS = ['content-type', 'cache-control', SESSION_HEADER, 'mcp-protocol-version', 'allow'];
 
@@ -159,14 +160,40 @@ export default async function mcpRoutes(app: App) {
       expiry <= now + HOP_SECONDS + 1 &&
       services.auth.signed(HOP_PURPOSE, hopClaim(request.method, sessionId, credential, expiry, body), signature);
     if (!holds) throw new UnauthorizedError('a handed-over MCP request whose claim does not hold');
-    const session = sessions.use(sessionId, credential, undefined, request);
-    if (!session) return unknownSession(reply);
+    return toSession(request, reply, sessionId, credential, 'handedOver');
+  }
+
+  /**
+   * A request of a session (a POST of its messages, or the DELETE that ends it), by the credential
+   * with this digest: answered here when this replica holds that session; else handed to the
+   * replica its id names, then 404. `caller` is the authenticated caller (from now on the
+   * session's), or `handedOver` for a request another replica handed here: the session keeps its
+   * caller, and a request is never handed on twice.
+   */
+  function toSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    sessionId: string,
+    credential: string,
+    caller: Principal | 'handedOver',
+  ) {
+    const handedOver = caller === 'handedOver';
+    const session = sessions.use(sessionId, credential, handedOver ? undefined : caller, request);
+    if (!session) return handedOver ? unknownSession(reply) : toHolder(request, reply, sessionId, credential);
     if (request.method === 'DELETE') {
       sessions.end(sessionId);
       return reply.code(204).send();
     }
     reply.hijack();
     return session.transport.handleRequest(request.raw, reply.raw, request.body);
+  }
+
+  /** The digest of the caller's API key; a session cookie alone is refused (agents hold keys). */
+  function credentialOf(request: FastifyRequest): string {
+    const { authorization } = request.headers;
+    if (!authorization)
+      throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>), not a session cookie');
+    return credentialDigest(authorization);
   }
 
   /** Checked by the caller's own credential, or (a request handed over by another replica) in fromPeer. */
@@ -192,16 +219,8 @@ export default async function mcpRoutes(app: App) {
       if (request.headers[FORWARDED_HEADER] !== undefined)
         return fromPeer(request, reply, typeof sessionId === 'string' ? sessionId : undefined);
       const principal = request.principal!;
-      const { authorization } = request.headers;
-      if (!authorization)
-        throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>), not a session cookie');
-      const credential = credentialDigest(authorization);
-      if (typeof sessionId === 'string') {
-        const session = sessions.use(sessionId, credential, principal, request);
-        if (!session) return toHolder(request, reply, sessionId, credential);
-        reply.hijack();
-        return session.transport.handleRequest(request.raw, reply.raw, request.body);
-      }
+      const credential = credentialOf(request);
+      if (typeof sessionId === 'string') return toSession(request, reply, sessionId, credential, principal);
       const client = String(request.headers['user-agent'] ?? '').slice(0, MAX_CLIENT_LENGTH);
       // A user's MCP tokens share the user's budget (a user may hold several); an API key has its own.
       const budget = [principal.tokenAudience ? `user:${principal.name}` : `${principal.kind}:${principal.id}`];
@@ -273,12 +292,6 @@ export default async function mcpRoutes(app: App) {
     if (request.headers[FORWARDED_HEADER] !== undefined)
       return fromPeer(request, reply, typeof sessionId === 'string' ? sessionId : undefined);
     if (typeof sessionId !== 'string') return notAllowed(reply, 'POST');
-    const { authorization } = request.headers;
-    if (!authorization) throw new UnauthorizedError('MCP takes an API key (Authorization: Bearer <key>)');
-    const credential = credentialDigest(authorization);
-    if (!sessions.use(sessionId, credential, request.principal, request))
-      return toHolder(request, reply, sessionId, credential);
-    sessions.end(sessionId);
-    return reply.code(204).send();
+    return toSession(request, reply, sessionId, credentialOf(request), request.principal!);
   });
 }

@@ -9,12 +9,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
-import type { ClusterConnection, ResolvedResource } from '../../clusters/types.js';
+import type { ClusterConnection } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess, verbFor } from '../../cluster-access/access.js';
 import { isWriteVerb } from '../../resources/audit.js';
 import { requireReplacedObject } from '../../cluster-access/create-on-update.js';
-import { refuseEvictingWrite, refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
+import { isNodes, refuseEvictingWrite, refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../cluster-access/body-parsers.js';
 import { holdClusterSlot, isLongRunning } from '../../resources/cluster-slot.js';
 import { endOnRevocation } from '../stream-revocation.js';
@@ -166,11 +166,6 @@ interface Prepared {
   impersonation: UpstreamHeaders;
   /** Aborted when the client goes away before the answer is complete. */
   signal: AbortSignal;
-}
-
-/** Node objects: writes that could evict kiteline from its own node (src/cluster-access/kiteline-node.ts). */
-function isNodes(resolved: ResolvedResource): boolean {
-  return resolved.group === '' && resolved.resource === 'nodes';
 }
 
 export default async function resourceRoutes(app: App) {
