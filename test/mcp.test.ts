@@ -956,6 +956,17 @@ t.test(
     const names = (await trusted.listTools()).tools.map((x) => x.name);
     t.notOk(names.includes('delete_resource'), 'a denied tool is not offered');
     t.ok(names.includes('patch_resource'));
+    // The role reaches configmaps and secrets of one namespace: nothing else, waiver or not.
+    const elsewhere = await tool(trusted, 'patch_resource', {
+      ...patch('a'),
+      namespace: 'default',
+      name: 'kube-root-ca.crt',
+    });
+    t.match(textOf(elsewhere), /^403 /, 'a one-namespace role: another namespace is refused');
+    const root = kubectl(target, ['-n', 'default', 'get', 'configmap', 'kube-root-ca.crt', '-o', 'json']);
+    t.notOk(JSON.parse(root.stdout).data?.mode, 'and unchanged');
+    const execElsewhere = await tool(trusted, 'exec', { cluster: 'a', namespace: ns, pod: 'talker', command: ['id'] });
+    t.match(textOf(execElsewhere), /^403 /, 'an exec its role does not grant (pods/exec): refused');
 
     const clusterB = kitelineObject('clusters', 'b');
     kubectl(host, ['-n', gw.namespace, 'label', 'clusters.kiteline.io', clusterB, 'kiteline.io/production=true']);
