@@ -36,12 +36,14 @@ const LAYERS = {
   auth: ['host', 'credentials'],
   clusters: ['host', 'credentials'],
   audit: ['host'],
+  // Session recording (docs/sessions.md): recorders, their storage on the host, search and replay.
+  recording: ['host'],
   metrics: ['clusters', 'host'],
   'cluster-access': ['auth', 'clusters', 'host', 'credentials'],
   // The features of the cluster side: each uses the kit below it, none another (tools/related.ts
   // reuses describe's reader of related objects).
   resources: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
-  proxy: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'audit'],
+  proxy: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'audit', 'recording'],
   workloads: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   describe: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],

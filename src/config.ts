@@ -65,6 +65,8 @@ export interface Config {
   auditTrail?: AuditTrailConfig;
   /** Unauthenticated actions audited one by one per minute and replica; the rest go into one summary record. */
   auditUnauthenticatedPerMinute: number;
+  /** Recording of terminal, exec and attach sessions (src/recording/, docs/sessions.md). */
+  sessionRecording: RecordingConfig;
   /** Identical object GETs waiting at the same time share one upstream read (read-coalescer.ts). */
   coalesceReads: boolean;
   /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
@@ -269,6 +271,22 @@ export interface LdapConfig {
   timeoutMs: number;
   /** How often the leader looks every directory user up again (gone: revoked; groups refreshed). */
   recheckIntervalMs: number;
+}
+
+/** Session recording: off, on (best effort: a failure loses the recording, not the session), required. */
+export type RecordingMode = 'off' | 'on' | 'required';
+
+export interface RecordingConfig {
+  mode: RecordingMode;
+  /** Each live session's events are written as one SessionChunk this often (what a crash can lose). */
+  flushIntervalMs: number;
+  /** Event bytes one session records at most (then it is marked truncated). */
+  maxSessionBytes: number;
+  /** Retention: recordings that ended longer ago are deleted, and the oldest beyond maxTotalBytes stored. */
+  maxAgeSeconds: number;
+  maxTotalBytes: number;
+  /** How often the leader deletes recordings past the retention. */
+  pruneIntervalMs: number;
 }
 
 export interface AuditTrailConfig {
@@ -555,6 +573,56 @@ function auditTrailConfig(pick: (flag: string, envName: string) => string | unde
   };
 }
 
+const RECORDING_MODES: readonly RecordingMode[] = ['off', 'on', 'required'];
+
+/** Session recording: the mode (off, on, required), flush interval, per-session limit, retention. */
+function sessionRecordingConfig(pick: (flag: string, envName: string) => string | undefined): RecordingConfig {
+  const mode = (pick('session-recording', 'KITELINE_SESSION_RECORDING') || 'on') as RecordingMode;
+  if (!RECORDING_MODES.includes(mode))
+    throw new ConfigError(`session-recording must be one of ${RECORDING_MODES.join(', ')}, got "${mode}"`);
+  const MiB = 1024 * 1024;
+  return {
+    mode,
+    flushIntervalMs: integer(
+      'session-recording-flush-interval-ms',
+      pick('session-recording-flush-interval-ms', 'KITELINE_SESSION_RECORDING_FLUSH_INTERVAL_MS'),
+      5000,
+      100,
+      60_000,
+    ),
+    maxSessionBytes:
+      integer(
+        'session-recording-max-session-mib',
+        pick('session-recording-max-session-mib', 'KITELINE_SESSION_RECORDING_MAX_SESSION_MIB'),
+        64,
+        1,
+        4096,
+      ) * MiB,
+    maxAgeSeconds: integer(
+      'session-recording-max-age',
+      pick('session-recording-max-age', 'KITELINE_SESSION_RECORDING_MAX_AGE'),
+      30 * 24 * 3600,
+      10,
+      10 * 365 * 24 * 3600,
+    ),
+    maxTotalBytes:
+      integer(
+        'session-recording-max-total-mib',
+        pick('session-recording-max-total-mib', 'KITELINE_SESSION_RECORDING_MAX_TOTAL_MIB'),
+        1024,
+        1,
+        1024 * 1024,
+      ) * MiB,
+    pruneIntervalMs: integer(
+      'session-recording-prune-interval-ms',
+      pick('session-recording-prune-interval-ms', 'KITELINE_SESSION_RECORDING_PRUNE_INTERVAL_MS'),
+      60_000,
+      100,
+      3_600_000,
+    ),
+  };
+}
+
 function inPodNamespace(serviceAccountDir: string): string | undefined {
   const file = join(serviceAccountDir, 'namespace');
   return existsSync(file) ? readFileSync(file, 'utf8').trim() : undefined;
@@ -693,6 +761,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),
     auditTrail: auditTrailConfig(pick),
+    sessionRecording: sessionRecordingConfig(pick),
     auditUnauthenticatedPerMinute: integer(
       'audit-unauthenticated-per-minute',
       pick('audit-unauthenticated-per-minute', 'KITELINE_AUDIT_UNAUTHENTICATED_PER_MINUTE'),

@@ -8,6 +8,7 @@ import { RolelessUserSweeper } from './auth/roleless-users.js';
 import { OidcSignIn } from './auth/oidc.js';
 import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
+import { Recordings } from './recording/recordings.js';
 import { TemplateStore } from './host/templates.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
@@ -75,6 +76,15 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     async () => (await host.core.readNamespace({ name: 'kube-system' })).metadata?.uid,
   );
   const audit = buildAuditService(kc, host, config, identity, () => clusterManager.lease.isLeader, log);
+  const recordings = new Recordings(
+    kc,
+    config.namespace,
+    config.replicaId,
+    config.sessionRecording,
+    () => clusterManager.lease.isLeader,
+    log,
+    metrics.recording,
+  );
   const services: Services = {
     config,
     log,
@@ -94,6 +104,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     metrics,
     hostGuard,
     audit,
+    recordings,
     searchIndexes: new SearchIndexes({ hostGuard, log }),
     openStreams,
   };
@@ -108,6 +119,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   ldapRecheck.start();
   rolelessUsers.start();
   await audit.trail?.start();
+  await recordings.start();
   clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
@@ -138,7 +150,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     // After the last request: its audit record (and the summary of unauthenticated ones left out)
     // is in the final flush.
     audit.close();
-    await audit.trail?.close();
+    await Promise.all([audit.trail?.close(), recordings.close()]);
     stopWatchingIdentity();
     openStreams.stop();
     services.searchIndexes.stopAll();

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { brotliDecompressSync } from 'node:zlib';
 import http from 'node:http';
 import t from 'tap';
-import { launchBrowser } from './helpers/browser.js';
+import { launchBrowser, policyViolations } from './helpers/browser.js';
 import { kubectl, kubectlInBackground, TEST_DIR, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, bootstrapAdmin, testKubeconfig } from './helpers/fixtures.js';
@@ -265,16 +265,7 @@ t.test('under /kite: the UI and the whole API through the prefix', async (t) => 
   await t.test('a browser loads the UI under /kite and calls the API from it', async (t) => {
     const browser = await launchBrowser(t);
     const page = await browser.newPage();
-    // The policy's refusals as the page sees them (recorded before any of its scripts runs).
-    await page.evaluateOnNewDocument(() => {
-      const scope = globalThis as unknown as {
-        violations: string[];
-        addEventListener(type: string, listener: (event: { violatedDirective: string }) => void): void;
-      };
-      scope.violations = [];
-      scope.addEventListener('securitypolicyviolation', (event) => scope.violations.push(event.violatedDirective));
-    });
-    const violations = () => page.evaluate(() => (globalThis as unknown as { violations: string[] }).violations);
+    const violations = await policyViolations(page);
     await page.goto(`${kite.url}/workloads/default/web-1.2`, { waitUntil: 'load' });
     await page.waitForFunction(() => (globalThis as unknown as { report?: unknown }).report !== undefined, {
       timeout: 30_000,

@@ -97,6 +97,7 @@ type StoredFields = Pick<
   | 'bytesIn'
   | 'bytesOut'
   | 'arguments'
+  | 'recording'
 >;
 
 /** One record in Kite's ResourceHistory shape, plus kiteline's fields (status, requestId, ...). */
@@ -153,7 +154,16 @@ export function auditLogView({ id, record }: IndexedRecord): AuditLogView {
     requestId: record.requestId,
     clientAddress: record.clientAddress,
   };
-  for (const key of ['path', 'objectId', 'subject', 'dryRun', 'bytesIn', 'bytesOut', 'arguments'] as const) {
+  for (const key of [
+    'path',
+    'objectId',
+    'subject',
+    'dryRun',
+    'bytesIn',
+    'bytesOut',
+    'arguments',
+    'recording',
+  ] as const) {
     if (record[key] !== undefined) (view as unknown as Record<string, unknown>)[key] = record[key];
   }
   return view;

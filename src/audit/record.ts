@@ -48,6 +48,8 @@ export interface AuditEntry {
   path?: string;
   /** MCP tool calls: the call's arguments as JSON, without secret values (src/mcp/). */
   arguments?: string;
+  /** Recorded sessions: the recording's id (GET /api/v1/admin/sessions/<id>, src/recording/). */
+  recording?: string;
 }
 
 /** Who acted, as a principal names itself (auth/principal.ts; structural, so audit/ needs no auth/). */
@@ -106,6 +108,7 @@ export interface AuditRecord {
   bytesIn?: number;
   bytesOut?: number;
   arguments?: string;
+  recording?: string;
 }
 
 /** The longest string copied into a record; anything longer is cut. */
@@ -159,6 +162,7 @@ export function toAuditRecord(
   if (typeof entry.bytesIn === 'number') record.bytesIn = entry.bytesIn;
   if (typeof entry.bytesOut === 'number') record.bytesOut = entry.bytesOut;
   if (entry.arguments) record.arguments = text(entry.arguments, MAX_ARGUMENTS);
+  if (entry.recording) record.recording = text(entry.recording);
   return record;
 }
 

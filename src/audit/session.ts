@@ -14,7 +14,7 @@ export type SessionEntry = AuditEntry & Required<Pick<AuditEntry, 'start' | 'end
 
 /** What a session learns about itself as it is resolved. */
 export type SessionTarget = Partial<
-  Pick<AuditEntry, 'cluster' | 'verb' | 'resource' | 'namespace' | 'name' | 'subject' | 'protocol'>
+  Pick<AuditEntry, 'cluster' | 'verb' | 'resource' | 'namespace' | 'name' | 'subject' | 'protocol' | 'recording'>
 >;
 
 /** How a session ended: the HTTP status it answered (101 for a session that ran) and its result. */

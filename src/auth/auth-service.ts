@@ -35,7 +35,15 @@ import {
   type ExternalIdentity,
 } from '../host/users.js';
 import type { Logger } from '../log.js';
-import { agentDenied, agentWriteUnconfirmed, rolesAllow, rolesGrantVerb, rolesReachCluster } from './authorize.js';
+import {
+  agentDenied,
+  agentWriteUnconfirmed,
+  rolesAllow,
+  rolesAllowNamed,
+  rolesGrantVerb,
+  rolesNameResource,
+  rolesReachCluster,
+} from './authorize.js';
 import { sessionCookie } from './cookies.js';
 import { LastSeenRecorder } from './last-seen.js';
 import { LDAP_PROVIDER, type LdapAuthenticator } from './ldap.js';
@@ -311,6 +319,19 @@ export class AuthService {
   /** The one authorization function: some role of the principal matches all four. */
   authorize(principal: Principal, access: AccessRequest): boolean {
     return boundTo(principal, access.cluster) && rolesAllow(this.rolesOf(principal), access);
+  }
+
+  /**
+   * Like authorize, but only a role that names the resource itself counts (authorize.ts
+   * rolesAllowNamed): for features that are admin-only unless a role opens them on purpose.
+   */
+  authorizeNamed(principal: Principal, access: AccessRequest): boolean {
+    return boundTo(principal, access.cluster) && rolesAllowNamed(this.rolesOf(principal), access);
+  }
+
+  /** Some role of the principal names the resource itself. */
+  namesResource(principal: Principal, resource: string): boolean {
+    return rolesNameResource(this.rolesOf(principal), resource);
   }
 
   canAccessCluster(principal: Principal, cluster: string): boolean {

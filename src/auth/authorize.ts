@@ -21,6 +21,22 @@ export function rolesAllow(roles: Iterable<RoleRules>, access: AccessRequest): b
   return false;
 }
 
+/**
+ * A role that names the resource itself (not through a wildcard) allows the access: what reaches
+ * a feature that is admin-only unless a role opens it on purpose (session recordings: `sessions`),
+ * so that a role of every resource, the viewer's, does not open it by accident.
+ */
+export function rolesAllowNamed(roles: Iterable<RoleRules>, access: AccessRequest): boolean {
+  for (const role of roles) if (role.resources?.includes(access.resource) && roleAllows(role, access)) return true;
+  return false;
+}
+
+/** Some role names the resource itself (rolesAllowNamed) and can allow something. */
+export function rolesNameResource(roles: Iterable<RoleRules>, resource: string): boolean {
+  for (const role of roles) if (grantsSomething(role) && role.resources?.includes(resource)) return true;
+  return false;
+}
+
 /** Rules with a role's MCP block (an agent's extra limits). */
 export type AgentRoleRules = RoleRules & Pick<RoleSpec, 'mcp'>;
 

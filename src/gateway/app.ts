@@ -14,6 +14,7 @@ import requestLog from './plugins/request-log.js';
 import upgrades from './plugins/upgrades.js';
 import apiKeyRoutes from './routes/apikeys.js';
 import auditLogRoutes from './routes/audit-logs.js';
+import sessionRoutes from './routes/sessions.js';
 import authRoutes from './routes/auth.js';
 import clusterRoutes from './routes/clusters.js';
 import describeRoutes from './routes/describe.js';
@@ -117,6 +118,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(roleRoutes);
   await app.register(apiKeyRoutes);
   await app.register(auditLogRoutes);
+  await app.register(sessionRoutes);
   await app.register(clusterRoutes);
   await app.register(overviewRoutes);
   await app.register(prometheusRoutes);

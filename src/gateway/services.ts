@@ -20,6 +20,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
 import type { HostGuard } from '../cluster-access/host-guard.js';
 import type { SearchIndexes } from '../tools/search-index.js';
+import type { Recordings } from '../recording/recordings.js';
 import type { HttpsEndpoint } from './https.js';
 
 export interface Services {
@@ -58,6 +59,8 @@ export interface Services {
   audit: AuditService;
   /** Each cluster's search index, started by the first search and stopped when idle (tools/search-index.ts). */
   searchIndexes: SearchIndexes;
+  /** Recording of terminal, exec and attach sessions, and their search and replay (src/recording/). */
+  recordings: Recordings;
   /** This replica's open long-lived streams, ended when their caller's credentials are revoked. */
   openStreams: OpenStreams;
   /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */

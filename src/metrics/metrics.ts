@@ -36,6 +36,8 @@ export class Metrics {
   private readonly loginFailures: Counter<'reason'>;
   private readonly revokedStreams: Counter<'reason'>;
   private readonly mcpToolCalls: Counter<'tool' | 'result'>;
+  private readonly recordingFailures: Counter;
+  private readonly recordingDropped: Counter;
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -88,6 +90,16 @@ export class Metrics {
       name: 'kiteline_mcp_tool_calls_total',
       help: 'MCP tool calls (POST /mcp) by tool and result: success, or failure (refused or failed)',
       labelNames: ['tool', 'result'],
+      registers,
+    });
+    this.recordingFailures = new Counter({
+      name: 'kiteline_session_recording_failures_total',
+      help: 'Writes of session recordings the host cluster did not take (src/recording/)',
+      registers,
+    });
+    this.recordingDropped = new Counter({
+      name: 'kiteline_session_recording_dropped_bytes_total',
+      help: 'Bytes of session events not recorded because the host cluster lagged behind the session',
       registers,
     });
     new Gauge({
@@ -151,6 +163,12 @@ export class Metrics {
   mcpToolCalled(tool: string, result: 'success' | 'failure'): void {
     this.mcpToolCalls.inc({ tool, result });
   }
+
+  /** What session recording reports (src/recording/): a failed write, bytes it could not keep. */
+  readonly recording = {
+    failed: () => this.recordingFailures.inc(),
+    dropped: (bytes: number) => this.recordingDropped.inc(bytes),
+  };
 
   /** The exposition text of every metric. */
   scrape(): Promise<string> {

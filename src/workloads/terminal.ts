@@ -13,7 +13,8 @@
 // Output goes out as the cluster sends it, decoded as UTF-8 without splitting a character across
 // two messages; a client that reads slowly pauses the cluster's output (nothing piles up beyond
 // about 1 MiB), and stdin waits while the exec's socket is full. Never a byte of the session is
-// logged: the audit record (routes/terminal.ts) keeps only the byte counts.
+// logged: the audit record (routes/terminal.ts) keeps only the byte counts; the session's recorder
+// (a SessionTap, src/recording/) sees output, keystrokes and resizes, when recording is on.
 import { StringDecoder } from 'node:string_decoder';
 import WebSocket from 'ws';
 import { BadGatewayError, BadRequestError } from '../errors.js';
@@ -56,6 +57,13 @@ type ClientMessage =
   | { type: 'resize'; cols: number; rows: number }
   | { type: 'ping' }
   | { type: 'invalid'; why: string };
+
+/** What a session's recorder takes (recording/recorder.ts; structural, so workloads/ need not import it). */
+export interface SessionTap {
+  output(text: string): void;
+  input(text: string): void;
+  resize(cols: number, rows: number): void;
+}
 
 /** How a session ended, for its audit record. */
 export interface TerminalOutcome {
@@ -122,7 +130,11 @@ export class TerminalSession {
   private outputPaused = false;
   private over = false;
 
-  constructor(private readonly ws: WebSocket) {
+  constructor(
+    private readonly ws: WebSocket,
+    /** The session's recorder, when it is recorded: it sees the output, the keystrokes and the resizes. */
+    private readonly tap?: SessionTap,
+  ) {
     this.done = new Promise((resolve) => (this.resolveDone = resolve));
     // A Buffer: binaryType is ws's default, 'nodebuffer'.
     ws.on('message', (data) => this.onClientMessage((data as Buffer).toString()));
@@ -173,6 +185,7 @@ export class TerminalSession {
     switch (message.type) {
       case 'stdin':
         // Keystrokes before the shell runs (a node terminal's pod still starting) have no reader.
+        if (this.exec && message.data !== '') this.tap?.input(message.data);
         if (this.exec && message.data !== '' && !this.exec.writeStdin(Buffer.from(message.data, 'utf8'))) {
           this.ws.pause();
           this.exec.onDrain(() => this.ws.resume());
@@ -180,6 +193,7 @@ export class TerminalSession {
         return;
       case 'resize':
         this.size = { cols: message.cols, rows: message.rows };
+        this.tap?.resize(message.cols, message.rows);
         this.exec?.resize(message.cols, message.rows);
         return;
       case 'ping':
@@ -193,6 +207,7 @@ export class TerminalSession {
   /** Sends output; pauses the exec while the client has much unread, resumes once it took it. */
   private relay(type: 'stdout' | 'stderr', data: string): void {
     if (data === '') return;
+    this.tap?.output(data);
     this.send({ type, data }, () => {
       if (this.outputPaused && this.ws.bufferedAmount < HIGH_WATER_BYTES) {
         this.outputPaused = false;

@@ -7,7 +7,8 @@
 // Guards run onRequest, before any body is read or validated, so an anonymous caller gets 401,
 // never a validation message. Every route under /api/v1/admin/ is for admins: this plugin guards
 // the whole scope (the routes declare nothing), except the first-run routes whose schema says they
-// are public (create_super_user, import), which decide themselves. Other routes guard themselves
+// are public (create_super_user, import), and routes whose config says `guard: 'user'` (recorded
+// sessions, which a role may open to non-admins), which decide themselves. Other routes guard themselves
 // with `{ onRequest: app.requireUser }` (or requireAdmin, e.g. the node terminal).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -116,7 +117,8 @@ export default fp(
       if (!route.url.startsWith(ADMIN_PREFIX) || isPublic) return;
       const own =
         route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
-      route.onRequest = [requireAdmin, ...own.filter((hook) => hook !== requireAdmin)];
+      const guard = (route.config as { guard?: string } | undefined)?.guard === 'user' ? requireUser : requireAdmin;
+      route.onRequest = [guard, ...own.filter((hook) => hook !== requireAdmin)];
     });
   },
   { name: 'kiteline-authenticate', dependencies: ['kiteline-request-log'] },

@@ -39,6 +39,10 @@ const TAGS = [
   { name: 'resources', description: 'Any resource of the selected cluster, proxied and authorized per role' },
   { name: 'monitoring', description: "Kite's charts and PromQL on the selected cluster's Prometheus" },
   { name: 'operations', description: 'Metrics' },
+  {
+    name: 'sessions',
+    description: 'Recorded terminal, exec and attach sessions: search and replay (admins, or a role naming sessions)',
+  },
   { name: 'docs', description: 'This document' },
 ];
 

@@ -54,6 +54,10 @@ const AuditLog = objectOf(
     bytesIn: Type.Integer({ description: 'sessions: bytes from the client' }),
     bytesOut: Type.Integer({ description: 'sessions: bytes to the client' }),
     arguments: Type.String({ description: "MCP tool calls: the call's arguments as JSON, without secret values" }),
+    recording: Type.String({
+      description:
+        'recorded sessions: the recording id; GET /api/v1/admin/sessions/<id> (and /<id>/replay, the replay page)',
+    }),
   },
   'one audited action (Kite ResourceHistory shape, plus kiteline fields)',
 );

@@ -15,12 +15,16 @@
 // handshake, the session pod's creation) fails as plain HTTP, before the WebSocket handshake; a
 // session pod that then does not start is an `error` message. One audit record per session (or
 // refusal): who, cluster, pod, container (or node and its pod), start, end and the bytes each way.
+// Each session is recorded (src/recording/, docs/sessions.md) unless recording is off; its audit
+// record names the recording.
 // docs/workloads.md, Terminals.
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type WebSocket from 'ws';
 import { AuditSession } from '../../audit/session.js';
+import type { SessionRecorder } from '../../recording/recorder.js';
+import type { SessionKind } from '../../recording/store.js';
 import type { Principal } from '../../auth/principal.js';
 import type { ClusterConnection } from '../../clusters/types.js';
 import { ignoreGone } from '../../host/kind-store.js';
@@ -106,10 +110,21 @@ const CONSOLE_RESOURCE = 'kubectl-terminal';
  */
 type TerminalAudit = AuditSession<{ pod: string; exitCode: number }>;
 
-/** A session being opened: its audit, and the cluster slot it holds once it has one. */
+/** A session being opened: its audit, the cluster slot it holds once it has one, its recorder. */
 interface Opening {
   audit: TerminalAudit;
   release?: () => void;
+  recorder?: SessionRecorder;
+}
+
+/** What a recording says of the session besides who and which cluster. */
+interface RecordedSession {
+  kind: SessionKind;
+  namespace: string;
+  pod: string;
+  container: string;
+  command: string[];
+  node?: string;
 }
 
 /** The caller, the cluster it asked for, its upstream headers: what both routes check first. */
@@ -216,12 +231,56 @@ export default async function terminalRoutes(app: App) {
       await open(opening);
     } catch (err) {
       opening.release?.();
+      // Refused before it ran: the recording has nothing to keep (and the audit record names none).
+      if (opening.recorder) {
+        void services.recordings.discard(opening.recorder);
+        audit.name({ recording: undefined });
+      }
       audit.refuse(err instanceof HttpError ? err.status : 500);
       throw err;
     }
   }
 
-  function endAudit(audit: TerminalAudit, outcome: TerminalOutcome): void {
+  /**
+   * Starts the session's recording (when recording is on; in `required` mode a recording that
+   * cannot start refuses the session, 503) and names it in the audit record.
+   */
+  async function record(opening: Opening, caller: TerminalCaller, session: RecordedSession): Promise<void> {
+    opening.recorder = await services.recordings.open({
+      user: caller.principal.name,
+      userKind: caller.principal.kind,
+      cluster: caller.conn.name,
+      kind: session.kind,
+      namespace: session.namespace,
+      pod: session.pod,
+      container: session.container,
+      command: session.command.join(' '),
+      ...(session.node ? { node: session.node } : {}),
+      requestId: opening.audit.entry.requestId,
+      clientAddress: opening.audit.entry.clientAddress ?? '',
+      width: 0,
+      height: 0,
+    });
+    if (opening.recorder) opening.audit.name({ recording: opening.recorder.name });
+  }
+
+  /** The terminal of a session, recorded when it is; in `required` mode a failed recording ends it. */
+  function terminalOf(ws: WebSocket, opening: Opening): TerminalSession {
+    const terminal = new TerminalSession(ws, opening.recorder);
+    if (opening.recorder && services.recordings.required)
+      opening.recorder.onFailure(
+        () => void terminal.shutdown('the session recording failed, and recording is required'),
+      );
+    return terminal;
+  }
+
+  /** Ends a session's audit record and its recording. */
+  function endAudit({ audit, recorder }: Opening, outcome: TerminalOutcome): void {
+    if (recorder)
+      void services.recordings.end(recorder, {
+        result: outcome.error === undefined ? 'success' : 'failure',
+        ...(outcome.exitCode !== undefined ? { exitCode: outcome.exitCode } : {}),
+      });
     audit.end({
       status: 101,
       result: outcome.error === undefined ? 'success' : 'failure',
@@ -298,17 +357,23 @@ export default async function terminalRoutes(app: App) {
     request: FastifyRequest,
     reply: FastifyReply,
     caller: TerminalCaller,
-    audit: TerminalAudit,
-    session: { pod: string; info: string; what: string; cleanUp: () => Promise<void> },
+    opening: Opening,
+    session: { pod: string; info: string; what: string; cleanUp: () => Promise<void>; recorded: RecordedSession },
     start: (signal: AbortSignal) => Promise<ExecChannel>,
   ): Promise<void> {
-    audit.name({ pod: session.pod });
+    opening.audit.name({ pod: session.pod });
+    try {
+      await record(opening, caller, session.recorded);
+    } catch (err) {
+      await session.cleanUp();
+      throw err;
+    }
     const ws = await handshake(request, reply, caller, () => void session.cleanUp());
-    const terminal = new TerminalSession(ws);
+    const terminal = terminalOf(ws, opening);
     follow(terminal, async (outcome) => {
       await session.cleanUp();
       caller.release();
-      endAudit(audit, outcome);
+      endAudit(opening, outcome);
     });
     try {
       terminal.info(session.info);
@@ -335,23 +400,23 @@ export default async function terminalRoutes(app: App) {
       const { params, query } = request;
       const { namespace, pod } = params;
       await openSession(request, { resource: 'pods/exec', namespace, name: pod }, async (opening) => {
-        const { audit } = opening;
         const command = terminalCommand(query.shell);
         const caller = await terminalCaller(request, opening, namespace, [{ resource: 'pods/exec', name: pod }]);
         const ctx = { conn: caller.conn, headers: caller.headers, signal: AbortSignal.timeout(PREPARE_TIMEOUT_MS) };
         const container = await terminalContainer(ctx, namespace, pod, query.container);
-        audit.name({ subject: container });
+        opening.audit.name({ subject: container });
+        await record(opening, caller, { kind: 'pod-terminal', namespace, pod, container, command });
         const exec = await openExec(
           caller.conn,
           { namespace, pod, container, command, stdin: true, tty: true },
           caller.headers,
         );
         const ws = await handshake(request, reply, caller, () => exec.destroy());
-        const session = new TerminalSession(ws);
+        const session = terminalOf(ws, opening);
         session.attach(exec);
         follow(session, (outcome) => {
           caller.release();
-          endAudit(audit, outcome);
+          endAudit(opening, outcome);
         });
       });
     },
@@ -374,7 +439,7 @@ export default async function terminalRoutes(app: App) {
       const { node } = request.params;
       const namespace = settings.namespace;
       await openSession(request, { resource: 'nodes/terminal', namespace: '', name: node }, async (opening) => {
-        const { audit } = opening;
+        const command = nodeShellCommand(request.query.shell);
         const caller = await terminalCaller(
           request,
           opening,
@@ -405,8 +470,16 @@ export default async function terminalRoutes(app: App) {
           info: `starting pod ${namespace}/${pod} on node ${node}...`,
           what: 'the node terminal',
           cleanUp: sessionPods.track(conn, namespace, pod),
+          recorded: {
+            kind: 'node-terminal',
+            namespace,
+            pod,
+            container: NODE_TERMINAL_CONTAINER,
+            command,
+            node,
+          } as const,
         };
-        await sessionInPod(request, reply, caller, audit, session, async (signal) => {
+        await sessionInPod(request, reply, caller, opening, session, async (signal) => {
           await waitForSessionPod(
             { conn, headers, signal },
             namespace,
@@ -414,7 +487,6 @@ export default async function terminalRoutes(app: App) {
             NODE_TERMINAL_CONTAINER,
             'the node terminal pod',
           );
-          const command = nodeShellCommand(request.query.shell);
           const target = { namespace, pod, container: NODE_TERMINAL_CONTAINER, command, stdin: true, tty: true };
           return openExec(conn, target, headers);
         });
@@ -443,7 +515,7 @@ export default async function terminalRoutes(app: App) {
     async (request, reply) => {
       const namespace = KUBECTL_CONSOLE_NAMESPACE;
       await openSession(request, { resource: CONSOLE_RESOURCE, namespace: '', name: '' }, async (opening) => {
-        const { audit } = opening;
+        const command = terminalCommand(request.query.shell);
         const settings = services.generalSettings.settings();
         if (!settings.kubectlEnabled)
           throw new ForbiddenError(
@@ -505,8 +577,9 @@ export default async function terminalRoutes(app: App) {
           info: `starting kubectl in pod ${namespace}/${pod}...`,
           what: 'the kubectl console',
           cleanUp,
+          recorded: { kind: 'kubectl-console', namespace, pod, container: KUBECTL_CONSOLE_CONTAINER, command } as const,
         };
-        await sessionInPod(request, reply, caller, audit, session, async (signal) => {
+        await sessionInPod(request, reply, caller, opening, session, async (signal) => {
           const ctx = { conn, headers: {}, signal };
           await waitForSessionPod(ctx, namespace, pod, KUBECTL_CONSOLE_CONTAINER, 'the kubectl console pod');
           const kubeconfig = kubeconfigYaml({
@@ -517,7 +590,6 @@ export default async function terminalRoutes(app: App) {
             current: conn.name,
           });
           await writeConsoleKubeconfig(ctx, pod, kubeconfig);
-          const command = terminalCommand(request.query.shell);
           const target = { namespace, pod, container: KUBECTL_CONSOLE_CONTAINER, command, stdin: true, tty: true };
           return openExec(conn, target, {});
         });
