@@ -491,6 +491,18 @@ t.test('retention prunes; `required` recording refuses a stream it cannot read',
   t.match(ws.stdout, `ws-ok-${MARK}`, 'the same exec over WebSocket runs, recorded');
 });
 
+let nodeRecording: Recording | undefined;
+t.test('a node terminal session: recorded with its node, on the same path as the pod terminal', async (t) => {
+  const client = await openWs(`${wsBase}/api/v1/node-terminal/target-a-node/ws?shell=sh`, asAdmin);
+  await client.waitFor('connected', (m) => m.type === 'connected', 150_000);
+  await typeLine(client, `echo on-the-node-$((5*5))-${MARK}`, `on-the-node-25-${MARK}`);
+  client.ws.send(JSON.stringify({ type: 'stdin', data: 'exit 0\r' }));
+  await client.waitFor('close', (m) => m.type === 'close', 60_000);
+  nodeRecording = await found({ q: `on-the-node-$((5*5))-${MARK}` });
+  t.match(nodeRecording, { user: 'admin', cluster: 'a', kind: 'node-terminal', node: 'target-a-node', exitCode: 0 });
+  t.match((await castOf(nodeRecording.id)).output, `on-the-node-25-${MARK}`);
+});
+
 t.test('who may list and replay: admins, and a role naming sessions (its clusters only)', async (t) => {
   // One more session, on cluster a2 (the same target under another name).
   const client = await terminal(gw.url, 'a2');
@@ -531,6 +543,25 @@ t.test('who may list and replay: admins, and a role naming sessions (its cluster
     404,
     "another cluster's recording is not found",
   );
+  if (nodeRecording) {
+    const ONE_NAMESPACE = uniqueName('kube-system-sessions');
+    await createRole(gw, admin, {
+      name: ONE_NAMESPACE,
+      clusters: ['*'],
+      namespaces: ['kube-system'],
+      resources: ['sessions'],
+      verbs: ['get', 'list'],
+    });
+    const narrow = await apiKeyWithRoles(gw, admin, uniqueName('narrow-auditor'), [ONE_NAMESPACE]);
+    t.notOk(
+      (await search({ q: MARK }, narrow.headers)).data.some((r) => r.id === nodeRecording!.id),
+      'a role of one namespace does not see a node terminal, though its pod runs in that namespace',
+    );
+    t.ok(
+      (await search({ q: MARK }, auditor.headers)).data.some((r) => r.id === nodeRecording!.id),
+      'a role of every namespace on the cluster does',
+    );
+  }
   const cast = await call(gw.url, 'GET', `/api/v1/admin/sessions/${onA.id}/cast`, { headers: auditor.headers });
   t.equal(cast.status, 200, 'its own cluster’s cast is served');
   t.equal(
