@@ -217,10 +217,12 @@ export class SessionRecorder {
         if (this.dropping > 0) this.noteDropped();
       }
       // The typed lines only when they changed (up to 64 KiB: not rewritten at every flush).
-      const { input: _unwritten, ...progress } = this.progress;
       const typed = this.typed.text;
-      progress.updated = this.progress.updated = new Date().toISOString();
-      await this.store.progress(this.name, typed === this.writtenInput ? progress : { ...progress, input: typed });
+      this.progress.updated = new Date().toISOString();
+      await this.store.progress(
+        this.name,
+        typed === this.writtenInput ? this.progress : { ...this.progress, input: typed },
+      );
       this.writtenInput = typed;
       this.lastWrite = Date.now();
     } catch (err) {

@@ -109,6 +109,7 @@ export class Recordings {
       replica: this.replica,
       start: new Date().toISOString(),
       ...noProgress(),
+      input: '',
     };
     const created = this.store.create(name, spec).then(
       (uid) => uid,

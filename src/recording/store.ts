@@ -60,8 +60,8 @@ export interface RecordingProgress {
   /** Compressed bytes of the chunks written. */
   storedBytes: number;
   chunks: number;
-  /** Lines typed (TypedLines), capped. */
-  input: string;
+  /** Lines typed (TypedLines), capped: in a progress write only when they changed. */
+  input?: string;
   /** Output not recorded: past the per-session limit (truncated) or while the host lagged (dropped). */
   truncated?: boolean;
   droppedBytes?: number;
@@ -72,7 +72,7 @@ export interface RecordingProgress {
 
 /** The progress of a recording that has written nothing yet. */
 export function noProgress(): RecordingProgress {
-  return { updated: new Date().toISOString(), events: 0, bytes: 0, storedBytes: 0, chunks: 0, input: '' };
+  return { updated: new Date().toISOString(), events: 0, bytes: 0, storedBytes: 0, chunks: 0 };
 }
 
 export type RecordingSpec = RecordingMeta & RecordingProgress & { replica: string; start: string };
@@ -133,7 +133,7 @@ export class RecordingStore {
   }
 
   /** Writes the progress (a merge patch: the carrying replica is the recording's only writer). */
-  async progress(name: string, progress: Omit<RecordingProgress, 'input'> & { input?: string }): Promise<void> {
+  async progress(name: string, progress: RecordingProgress): Promise<void> {
     await this.api.patchNamespacedCustomObject(
       { ...this.target(RECORDING_PLURAL), name, body: { spec: progress } },
       k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
