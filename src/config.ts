@@ -69,6 +69,8 @@ export interface Config {
   sessionRecording: RecordingConfig;
   /** Identical object GETs waiting at the same time share one upstream read (read-coalescer.ts). */
   coalesceReads: boolean;
+  /** GETs and LISTs answered from watch caches of hot resources (docs/read-cache.md). */
+  readCache: ReadCacheOptions;
   /** PUTs and PATCHes of one object go upstream one at a time (write-turns.ts). */
   writeTurns: boolean;
   /** Per caller and cluster: long-running requests (watches, deletes that wait) open at once, then 429. */
@@ -274,6 +276,23 @@ export interface LdapConfig {
 }
 
 /** Session recording: off, on (best effort: a failure loses the recording, not the session), required. */
+/** Cached reads (src/resources/cache/, docs/read-cache.md). */
+export interface ReadCacheOptions {
+  enabled: boolean;
+  /** Reads of one resource within `hotWindowMs` that start its cache. */
+  hotReads: number;
+  hotWindowMs: number;
+  /** A cache nobody read for this long stops. */
+  idleMs: number;
+  /** Per cluster, over all its caches. */
+  maxObjects: number;
+  maxBytes: number;
+  /** How long a read waits for the cache to reach the freshness it needs before passing through. */
+  waitMs: number;
+  /** How long the target's decision on a caller's read is kept (forgotten sooner on RBAC changes). */
+  decisionTtlMs: number;
+}
+
 export type RecordingMode = 'off' | 'on' | 'required';
 
 export interface RecordingConfig {
@@ -573,6 +592,22 @@ function auditTrailConfig(pick: (flag: string, envName: string) => string | unde
   };
 }
 
+/** Cached reads: on or off, the hot-list rule, idle stop, per-cluster bounds, waits, decision lifetime. */
+function readCacheConfig(pick: (flag: string, envName: string) => string | undefined): ReadCacheOptions {
+  const number = (flag: string, fallback: number, min: number, max: number) =>
+    integer(flag, pick(flag, `KITELINE_${flag.toUpperCase().replaceAll('-', '_')}`), fallback, min, max);
+  return {
+    enabled: boolean('read-cache', pick('read-cache', 'KITELINE_READ_CACHE'), true),
+    hotReads: number('read-cache-hot-reads', 2, 1, 1000),
+    hotWindowMs: number('read-cache-hot-window-ms', 10_000, 100, 3_600_000),
+    idleMs: number('read-cache-idle-ms', 120_000, 1000, 86_400_000),
+    maxObjects: number('read-cache-max-objects', 100_000, 1, 10_000_000),
+    maxBytes: number('read-cache-max-mib', 256, 1, 65_536) * 1024 * 1024,
+    waitMs: number('read-cache-wait-ms', 50, 0, 10_000),
+    decisionTtlMs: number('read-cache-decision-ttl-ms', 5000, 0, 60_000),
+  };
+}
+
 const RECORDING_MODES: readonly RecordingMode[] = ['off', 'on', 'required'];
 
 /** Session recording: the mode (off, on, required), flush interval, per-session limit, retention. */
@@ -770,6 +805,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       1_000_000,
     ),
     coalesceReads: boolean('coalesce-reads', pick('coalesce-reads', 'KITELINE_COALESCE_READS'), true),
+    readCache: readCacheConfig(pick),
     writeTurns: boolean('write-turns', pick('write-turns', 'KITELINE_WRITE_TURNS'), true),
     maxWatchesPerPrincipal: integer(
       'max-watches-per-principal',

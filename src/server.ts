@@ -9,6 +9,7 @@ import { OidcSignIn } from './auth/oidc.js';
 import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
 import { Recordings } from './recording/recordings.js';
+import { ReadCache } from './resources/cache/read-cache.js';
 import { TemplateStore } from './host/templates.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
@@ -85,6 +86,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     log,
     metrics.recording,
   );
+  const readCache = new ReadCache(config.readCache, hostGuard, metrics.readCache, log);
+  metrics.readCacheHeld = () => readCache.held();
   const services: Services = {
     config,
     log,
@@ -105,6 +108,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     hostGuard,
     audit,
     recordings,
+    readCache,
     searchIndexes: new SearchIndexes({ hostGuard, log }),
     openStreams,
   };
@@ -150,6 +154,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     // After the last request: its audit record (and the summary of unauthenticated ones left out)
     // is in the final flush.
     audit.close();
+    readCache.close();
     await Promise.all([audit.trail?.close(), recordings.close()]);
     stopWatchingIdentity();
     openStreams.stop();

@@ -215,12 +215,12 @@ async function readsFor(base: string, count: number): Promise<number> {
 }
 
 t.test(
-  'with coalescing and write turns off (a second gateway) every GET is its own read, and writes storm',
+  'with coalescing, write turns and the read cache off (a second gateway) every GET is its own read, and writes storm',
   async (t) => {
     const plain = await startGateway(t, {
       namespace: gw.namespace,
       logName: 'hot-objects-plain',
-      env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' },
+      env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false', KITELINE_READ_CACHE: 'false' },
     });
     t.equal(plain.config.coalesceReads, false);
     t.equal(plain.config.writeTurns, false);

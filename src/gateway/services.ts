@@ -21,6 +21,7 @@ import type { Metrics } from '../metrics/metrics.js';
 import type { HostGuard } from '../cluster-access/host-guard.js';
 import type { SearchIndexes } from '../tools/search-index.js';
 import type { Recordings } from '../recording/recordings.js';
+import type { ReadCache } from '../resources/cache/read-cache.js';
 import type { HttpsEndpoint } from './https.js';
 
 export interface Services {
@@ -61,6 +62,8 @@ export interface Services {
   searchIndexes: SearchIndexes;
   /** Recording of terminal, exec and attach sessions, and their search and replay (src/recording/). */
   recordings: Recordings;
+  /** Cached GETs and LISTs (docs/read-cache.md). */
+  readCache: ReadCache;
   /** This replica's open long-lived streams, ended when their caller's credentials are revoked. */
   openStreams: OpenStreams;
   /** The https listener, when one is configured (`--tls-port`): kubeconfigs point there. */

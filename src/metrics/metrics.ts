@@ -38,6 +38,10 @@ export class Metrics {
   private readonly mcpToolCalls: Counter<'tool' | 'result'>;
   private readonly recordingFailures: Counter;
   private readonly recordingDropped: Counter;
+  private readonly cachedReads: Counter<'cluster' | 'outcome'>;
+  private readonly cacheEvictions: Counter<'cluster'>;
+  /** What the read caches hold per cluster, set by the gateway once they exist (scrape time). */
+  readCacheHeld: () => Array<{ cluster: string; objects: number; bytes: number }> = () => [];
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
@@ -123,6 +127,36 @@ export class Metrics {
           this.set({ cluster: c.name, version: c.version, enabled: String(c.enabled) }, 1);
       },
     });
+    this.cachedReads = new Counter({
+      name: 'kiteline_read_cache_reads_total',
+      help:
+        'GETs and LISTs the read cache looked at, by cluster and outcome: hit (answered from the cache) or ' +
+        'why it went to the cluster (unsupported, host, cold, target_unsure, target_denied, stale, too_large)',
+      labelNames: ['cluster', 'outcome'],
+      registers,
+    });
+    this.cacheEvictions = new Counter({
+      name: 'kiteline_read_cache_evictions_total',
+      help: "Read caches stopped because their cluster's caches held more objects or bytes than allowed",
+      labelNames: ['cluster'],
+      registers,
+    });
+    const held = () => this.readCacheHeld();
+    for (const [name, help, field] of [
+      ['kiteline_read_cache_objects', 'Objects held by the read caches of a cluster', 'objects'],
+      ['kiteline_read_cache_bytes', 'Bytes of JSON held by the read caches of a cluster', 'bytes'],
+    ] as const) {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['cluster'],
+        registers,
+        collect() {
+          this.reset();
+          for (const one of held()) this.set({ cluster: one.cluster }, one[field]);
+        },
+      });
+    }
     new Gauge({
       name: 'kiteline_cache_objects',
       help: 'Objects held by a watch-backed host cache',
@@ -165,6 +199,12 @@ export class Metrics {
   }
 
   /** What session recording reports (src/recording/): a failed write, bytes it could not keep. */
+  /** What the read caches report (src/resources/cache/): each read's outcome, evictions. */
+  readonly readCache = {
+    outcome: (cluster: string, outcome: string) => this.cachedReads.inc({ cluster, outcome }),
+    eviction: (cluster: string) => this.cacheEvictions.inc({ cluster }),
+  };
+
   readonly recording = {
     failed: () => this.recordingFailures.inc(),
     dropped: (bytes: number) => this.recordingDropped.inc(bytes),

@@ -10,7 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Principal } from '../../auth/principal.js';
 import { BadGatewayError, ForbiddenError, TooManyRequestsError, UnauthorizedError } from '../../errors.js';
-import { admitCreatedName, admitProxyRequest } from '../../proxy/admit.js';
+import { admitCreatedName, admitProxyRequest, type AdmittedRequest } from '../../proxy/admit.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from '../../cluster-access/headers.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import { runUpgradeSession } from '../../proxy/session.js';
@@ -41,8 +41,56 @@ function hasBody(request: FastifyRequest): boolean {
   return request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
+/** Query parameters a cached read understands; any other one sends the read to the cluster. */
+const CACHEABLE_PARAMETERS: ReadonlySet<string> = new Set([
+  'labelSelector',
+  'fieldSelector',
+  'limit',
+  'resourceVersion',
+  'resourceVersionMatch',
+  'timeout',
+]);
+
+/** A JSON answer is what the client takes: no Accept, JSON, or anything (never a Table or protobuf). */
+function acceptsPlainJson(accept: string | undefined): boolean {
+  if (!accept) return true;
+  return accept.split(',').every((type) => {
+    const media = type.trim().toLowerCase();
+    return media === 'application/json' || media === '*/*' || media.startsWith('application/json;q=');
+  });
+}
+
 export default async function k8sProxyRoutes(app: FastifyInstance) {
   const { services } = app;
+
+  /** A GET of an object or a list, answered from the read cache when it can be (docs/read-cache.md). */
+  async function cachedRead(admitted: AdmittedRequest, request: FastifyRequest, signal: AbortSignal) {
+    const { conn, info, access } = admitted;
+    if (!services.readCache.enabled || request.method !== 'GET' || !access || admitted.longRunning) return undefined;
+    if ((info.verb !== 'get' && info.verb !== 'list') || info.subresource !== '') return undefined;
+    if (!acceptsPlainJson(request.headers.accept)) return undefined;
+    const search = new URLSearchParams(admitted.upstreamPath.split('?')[1] ?? '');
+    for (const key of search.keys()) if (!CACHEABLE_PARAMETERS.has(key)) return undefined;
+    const limit = search.get('limit');
+    if (limit !== null && !/^[0-9]{1,9}$/.test(limit)) return undefined;
+    const resolved = await conn.resolveResource(info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource);
+    if (!resolved || resolved.group !== info.apiGroup || resolved.version !== info.apiVersion) return undefined;
+    return services.readCache.read({
+      conn,
+      impersonation: admitted.impersonation,
+      resolved,
+      namespace: resolved.namespaced && info.namespace !== '' ? info.namespace : undefined,
+      name: info.verb === 'get' ? info.name : undefined,
+      query: {
+        labelSelector: search.get('labelSelector') ?? undefined,
+        fieldSelector: search.get('fieldSelector') ?? undefined,
+        limit: limit === null || limit === '0' ? undefined : Number(limit),
+        resourceVersion: search.get('resourceVersion') ?? undefined,
+        resourceVersionMatch: search.get('resourceVersionMatch') ?? undefined,
+      },
+      signal,
+    });
+  }
 
   // The body stays the raw request stream, whatever its type or size: it is piped upstream.
   app.removeAllContentTypeParsers();
@@ -95,6 +143,8 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
         ? request.raw
         : undefined;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
+    const cached = await cachedRead(admitted, request, controller.signal);
+    if (cached) return reply.code(cached.statusCode).headers(cached.headers).send(cached.body);
     if (admitted.longRunning) endOnRevocation(services, request, reply, { stillAllowed: admitted.stillAllowed });
     let res;
     try {

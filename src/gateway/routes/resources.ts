@@ -13,6 +13,7 @@ import type { ClusterConnection } from '../../clusters/types.js';
 import { NotFoundError } from '../../errors.js';
 import { requireAccess, verbFor } from '../../cluster-access/access.js';
 import { isWriteVerb } from '../../resources/audit.js';
+import { CACHE_HEADER, type CacheRead } from '../../resources/cache/read-cache.js';
 import { requireReplacedObject } from '../../cluster-access/create-on-update.js';
 import { isNodes, refuseEvictingWrite, refuseOnKitelineNode } from '../../cluster-access/kiteline-node.js';
 import { JSON_MEDIA_TYPES, registerBodyParsers, YAML_MEDIA_TYPES } from '../../cluster-access/body-parsers.js';
@@ -168,6 +169,19 @@ interface Prepared {
   signal: AbortSignal;
 }
 
+/** A read as the read cache takes it (it answers, or the route sends it to the cluster). */
+function cacheRead(p: Prepared, query: ReadQuery, name: string | undefined): CacheRead {
+  return {
+    conn: p.conn,
+    impersonation: p.impersonation,
+    resolved: p.target.resolved,
+    namespace: p.target.namespace,
+    name,
+    query,
+    signal: p.signal,
+  };
+}
+
 export default async function resourceRoutes(app: App) {
   registerBodyParsers(app);
   const { hostGuard } = app.services;
@@ -293,6 +307,10 @@ export default async function resourceRoutes(app: App) {
       p.target.namespace,
       query.fieldSelector,
     );
+    if (!query.watch) {
+      const cached = await app.services.readCache.read(cacheRead(p, { ...query, fieldSelector }, undefined));
+      if (cached) return sendObject(reply.header(CACHE_HEADER, 'hit'), cached);
+    }
     const path = withSearch(
       collectionPath(p.target.resolved, p.target.namespace),
       listSearch({ ...query, fieldSelector }),
@@ -319,6 +337,8 @@ export default async function resourceRoutes(app: App) {
     await authorize(request, p, verbFor(request.method, true, !!query.watch), namespace, name);
     const headers = upstreamHeaders(JSON_HEADERS, p.impersonation);
     if (!query.watch) {
+      const cached = await app.services.readCache.read(cacheRead(p, query, name));
+      if (cached) return sendObject(reply.header(CACHE_HEADER, 'hit'), cached);
       // One object: read whole, shared with identical reads waiting at the same time.
       const path = withSearch(objectPath(resolved, namespace, name!), getSearch(query));
       return sendObject(reply, await p.conn.readObject({ path, headers, signal: p.signal }));

@@ -1,0 +1,344 @@
+// Cached reads (docs/read-cache.md): the one place that decides whether a GET or LIST is answered
+// from a watch cache (resource-cache.ts) or goes to the cluster. A read is answered here only when
+// all of these hold, and otherwise passes through untouched (`read` returns undefined):
+//   - it is a plain JSON read the cache can answer exactly: no `continue`, no `Exact`, a `limit`
+//     the answer fits in, selectors on labels or on metadata.name/namespace (selectors.ts);
+//   - the cluster is not kiteline's own host (the host guard's filtering stays the API server's);
+//   - the resource is hot (read `hotReads` times within `hotWindowMs`) and its cache has listed;
+//   - the target's own authorization allows the impersonated caller (target-access.ts); the
+//     caller's kiteline role and the host guard were checked before, as for every read;
+//   - the cache is fresh enough: resourceVersion=0 at once; NotOlderThan N once it reached N; a
+//     consistent read (no resourceVersion, what Kite and kubectl send) once it reached the
+//     collection's current resourceVersion, learnt by one LIST with limit=1 shared by every read
+//     that arrived before it was sent (the connection's read coalescing: a read never joins one
+//     already sent). That is the API server's own rule for consistent reads from its cache
+//     (KEP-2340), so a cached answer is never older than a direct read made when it arrived.
+// Caches start on demand, stop after `idleMs` without reads, and are bounded per cluster in
+// objects and bytes (the least recently read one is evicted, and counted).
+import type { ReadCacheOptions } from '../../config.js';
+import type { BufferedAnswer, ClusterConnection, ResolvedResource } from '../../clusters/types.js';
+import type { HostGuard } from '../../cluster-access/host-guard.js';
+import type { UpstreamHeaders } from '../../cluster-access/impersonation.js';
+import { apiVersionOf, collectionPath } from '../../cluster-access/target.js';
+import type { Logger } from '../../log.js';
+import { OVER_BOUND, parseResourceVersion, ResourceCache, type CachedObject } from './resource-cache.js';
+import { parseFieldSelector, parseLabelSelector } from './selectors.js';
+import { TargetAccess } from './target-access.js';
+
+export type { ReadCacheOptions };
+
+/** Why a read was or was not answered from the cache (a bounded metric label). */
+export type CacheOutcome =
+  'hit' | 'unsupported' | 'host' | 'cold' | 'target_unsure' | 'target_denied' | 'stale' | 'too_large';
+
+export interface ReadCacheObserver {
+  outcome(cluster: string, outcome: CacheOutcome): void;
+  eviction(cluster: string): void;
+}
+
+/** A read as the routes hand it over, after the caller's roles and the host guard allowed it. */
+export interface CacheRead {
+  conn: ClusterConnection;
+  impersonation: UpstreamHeaders;
+  resolved: ResolvedResource;
+  /** undefined: all namespaces, or a cluster-scoped resource. */
+  namespace: string | undefined;
+  /** A get names its object; a list has none. */
+  name: string | undefined;
+  query: {
+    labelSelector?: string;
+    fieldSelector?: string;
+    limit?: number;
+    continue?: string;
+    resourceVersion?: string;
+    resourceVersionMatch?: string;
+  };
+  signal: AbortSignal;
+}
+
+/** A cached answer: the object or list (200) or the API server's NotFound Status (404), as JSON. */
+interface CachedAnswer {
+  statusCode: number;
+  body: string;
+}
+
+/** Marks an answer that came from the cache (docs/read-cache.md). */
+export const CACHE_HEADER = 'x-kiteline-cache';
+
+/** Consistent reads that missed in a row before the cache stops trying them for a while. */
+const MISSES_BEFORE_BYPASS = 3;
+const BYPASS_MS = 5000;
+/** A resource whose cache failed (unreadable) or was evicted is not cached again for this long. */
+const BLOCK_MS = 60_000;
+const EVICTED_BLOCK_MS = 5 * 60_000;
+const MAX_LIST_BODIES = 32;
+
+interface Entry {
+  cache?: ResourceCache;
+  reads: number[];
+  blockedUntil: number;
+  consistentMisses: number;
+  bypassUntil: number;
+  bodies: Map<string, { version: number; items: string; count: number }>;
+}
+
+export class ReadCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly sizes = new Map<string, { objects: number; bytes: number }>();
+  private readonly access: TargetAccess;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Clusters whose log already says their cached reads are not impersonated. */
+  private readonly toldNoImpersonation = new Set<string>();
+
+  constructor(
+    private readonly options: ReadCacheOptions,
+    private readonly hostGuard: Pick<HostGuard, 'reachesHost'>,
+    private readonly observer: ReadCacheObserver,
+    private readonly log: Logger,
+  ) {
+    this.access = new TargetAccess(options.decisionTtlMs, log);
+    if (options.enabled) {
+      this.sweeper = setInterval(() => this.sweep(), Math.max(1000, Math.min(options.idleMs / 4, 30_000)));
+      this.sweeper.unref();
+    }
+  }
+
+  get enabled(): boolean {
+    return this.options.enabled;
+  }
+
+  /** Objects and bytes held per cluster (metrics). */
+  held(): Array<{ cluster: string; objects: number; bytes: number }> {
+    return [...this.sizes.entries()].map(([cluster, size]) => ({ cluster, ...size }));
+  }
+
+  close(): void {
+    if (this.sweeper) clearInterval(this.sweeper);
+    for (const entry of this.entries.values()) entry.cache?.stop();
+    this.entries.clear();
+    this.access.close();
+  }
+
+  /** The cached answer to a read, or undefined: send it to the cluster. */
+  async read(read: CacheRead): Promise<BufferedAnswer | undefined> {
+    if (!this.options.enabled) return undefined;
+    const outcome = await this.answer(read);
+    this.observer.outcome(read.conn.name, typeof outcome === 'string' ? outcome : 'hit');
+    if (typeof outcome === 'string') return undefined;
+    return {
+      statusCode: outcome.statusCode,
+      headers: { 'content-type': 'application/json', [CACHE_HEADER]: 'hit' },
+      body: Buffer.from(outcome.body),
+    };
+  }
+
+  private async answer(read: CacheRead): Promise<CachedAnswer | CacheOutcome> {
+    const { conn, query } = read;
+    const label = parseLabelSelector(query.labelSelector);
+    const field = parseFieldSelector(query.fieldSelector);
+    const wanted = wantedVersion(query, read.name === undefined);
+    if (!label || !field || wanted === undefined || query.continue) return 'unsupported';
+    if (await this.hostGuard.reachesHost(conn)) return 'host';
+    const entry = this.entry(read);
+    const cache = entry.cache;
+    if (cache?.state !== 'ready') return 'cold';
+    cache.lastRead = Date.now();
+    const allowed = await this.access.allows(
+      conn,
+      read.impersonation,
+      { verb: read.name === undefined ? 'list' : 'get', ...read },
+      read.signal,
+    );
+    if (allowed === undefined) return 'target_unsure';
+    if (!allowed) return 'target_denied';
+    if (!(await this.fresh(entry, cache, read, wanted))) return 'stale';
+    if (read.name !== undefined) return this.object(cache, read.namespace, read.name);
+    return this.list(entry, cache, read, label, field);
+  }
+
+  /** Whether the cache has reached the freshness the read asks for (waiting up to waitMs). */
+  private async fresh(entry: Entry, cache: ResourceCache, read: CacheRead, wanted: bigint | 'now'): Promise<boolean> {
+    if (wanted !== 'now') {
+      if (wanted === 0n) return true;
+      cache.tick();
+      return cache.whenAtLeast(wanted, this.options.waitMs);
+    }
+    const now = Date.now();
+    if (entry.bypassUntil > now) return false;
+    const current = await this.currentVersion(read);
+    if (current === undefined) return false;
+    if (cache.rv < current) cache.tick();
+    const reached = await cache.whenAtLeast(current, this.options.waitMs);
+    if (reached) entry.consistentMisses = 0;
+    else if (++entry.consistentMisses >= MISSES_BEFORE_BYPASS) {
+      entry.consistentMisses = 0;
+      entry.bypassUntil = now + BYPASS_MS;
+    }
+    return reached;
+  }
+
+  /**
+   * The collection's current resourceVersion: one LIST with limit=1 by kiteline's credentials (it
+   * carries no object the caller would see), shared by the reads that wait at the same time.
+   */
+  private async currentVersion(read: CacheRead): Promise<bigint | undefined> {
+    try {
+      const answer = await read.conn.readObject({
+        path: `${collectionPath(read.resolved, undefined)}?limit=1`,
+        headers: { accept: 'application/json' },
+        signal: read.signal,
+      });
+      if (answer.statusCode !== 200) return undefined;
+      const list = JSON.parse(answer.body.toString('utf8')) as { metadata?: { resourceVersion?: string } };
+      return parseResourceVersion(list.metadata?.resourceVersion);
+    } catch {
+      return undefined;
+    }
+  }
+
+  private object(cache: ResourceCache, namespace: string | undefined, name: string): CachedAnswer {
+    const found = cache.get(namespace ?? '', name);
+    if (found) return { statusCode: 200, body: found.json };
+    const { group, resource } = cache.resolved;
+    const status = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `${group ? `${resource}.${group}` : resource} "${name}" not found`,
+      reason: 'NotFound',
+      details: { name, ...(group ? { group } : {}), kind: resource },
+      code: 404,
+    };
+    return { statusCode: 404, body: JSON.stringify(status) };
+  }
+
+  private list(
+    entry: Entry,
+    cache: ResourceCache,
+    read: CacheRead,
+    label: (labels: Record<string, string>) => boolean,
+    field: (o: CachedObject) => boolean,
+  ): CachedAnswer | CacheOutcome {
+    const { namespace, query } = read;
+    const key = `${namespace ?? ''}\0${query.labelSelector ?? ''}\0${query.fieldSelector ?? ''}`;
+    let bodies = entry.bodies.get(key);
+    if (bodies?.version !== cache.version) {
+      const items = cache
+        .items()
+        .filter((o) => (namespace === undefined || o.namespace === namespace) && label(o.labels) && field(o));
+      if (entry.bodies.size >= MAX_LIST_BODIES) entry.bodies.clear();
+      bodies = { version: cache.version, items: items.map((o) => o.json).join(','), count: items.length };
+      entry.bodies.set(key, bodies);
+    }
+    // The cluster would page it with a continue token kiteline cannot mint.
+    if (query.limit !== undefined && bodies.count > query.limit) return 'too_large';
+    const head = JSON.stringify({
+      kind: `${cache.resolved.kind}List`,
+      apiVersion: apiVersionOf(cache.resolved),
+      metadata: { resourceVersion: String(cache.rv) },
+    });
+    return { statusCode: 200, body: `${head.slice(0, -1)},"items":[${bodies.items}]}` };
+  }
+
+  /** The resource's entry (its cache started once it is hot); a replaced connection starts anew. */
+  private entry(read: CacheRead): Entry {
+    const { conn, resolved } = read;
+    const key = `${conn.name}\0${resolved.group}\0${resolved.version}\0${resolved.resource}`;
+    let entry = this.entries.get(key);
+    if (entry?.cache && entry.cache.conn !== conn) {
+      entry.cache.stop('its cluster connection was replaced');
+      this.access.forget(entry.cache.conn);
+      entry = undefined;
+    }
+    if (!entry) {
+      entry = { reads: [], blockedUntil: 0, consistentMisses: 0, bypassUntil: 0, bodies: new Map() };
+      this.entries.set(key, entry);
+    }
+    const now = Date.now();
+    if (entry.cache?.state === 'stopped') entry.cache = undefined;
+    if (entry.cache || entry.blockedUntil > now) return entry;
+    entry.reads = entry.reads.filter((at) => at > now - this.options.hotWindowMs);
+    entry.reads.push(now);
+    if (entry.reads.length < this.options.hotReads) return entry;
+    entry.reads = [];
+    const bounds = { objects: this.options.maxObjects, bytes: this.options.maxBytes };
+    const cache = new ResourceCache(conn, resolved, { resized: (c, o, b) => this.resized(c, o, b), bounds }, this.log);
+    entry.cache = cache;
+    entry.bodies.clear();
+    if (!conn.impersonate && !this.toldNoImpersonation.has(conn.name)) {
+      this.toldNoImpersonation.add(conn.name);
+      this.log.info(
+        { cluster: conn.name },
+        'cluster registered without impersonation: its cached reads, like its other reads, ' +
+          'are authorized by kiteline roles alone',
+      );
+    }
+    void cache.start().then(() => {
+      if (cache.state !== 'stopped') return;
+      const evicted = cache.failure === OVER_BOUND;
+      if (evicted) this.observer.eviction(conn.name);
+      entry.blockedUntil = Date.now() + (evicted ? EVICTED_BLOCK_MS : BLOCK_MS);
+      this.log.info({ cluster: conn.name, resource: resolved.resource, reason: cache.failure }, 'read cache stopped');
+    });
+    return entry;
+  }
+
+  /** Keeps each cluster within its bounds: the least recently read cache goes first. */
+  private resized(cache: ResourceCache, objects: number, bytes: number): void {
+    const cluster = cache.conn.name;
+    const size = this.sizes.get(cluster) ?? { objects: 0, bytes: 0 };
+    size.objects += objects;
+    size.bytes += bytes;
+    if (size.objects <= 0 && size.bytes <= 0) this.sizes.delete(cluster);
+    else this.sizes.set(cluster, size);
+    while (size.objects > this.options.maxObjects || size.bytes > this.options.maxBytes) {
+      const victim = this.leastRecentlyRead(cluster);
+      if (!victim) break;
+      victim.entry.blockedUntil = Date.now() + EVICTED_BLOCK_MS;
+      victim.cache.stop();
+      this.observer.eviction(cluster);
+      this.log.info(
+        { cluster, resource: victim.cache.resolved.resource, objects: size.objects, bytes: size.bytes },
+        'read cache evicted: the cluster holds more than its bound',
+      );
+    }
+  }
+
+  private leastRecentlyRead(cluster: string): { entry: Entry; cache: ResourceCache } | undefined {
+    let victim: { entry: Entry; cache: ResourceCache } | undefined;
+    for (const entry of this.entries.values()) {
+      const cache = entry.cache;
+      if (!cache || cache.state === 'stopped' || cache.conn.name !== cluster) continue;
+      if (!victim || cache.lastRead < victim.cache.lastRead) victim = { entry, cache };
+    }
+    return victim;
+  }
+
+  /** Stops caches nobody read for idleMs, and forgets entries with nothing left to remember. */
+  private sweep(): void {
+    const idleSince = Date.now() - this.options.idleMs;
+    for (const [key, entry] of this.entries) {
+      if (entry.cache && entry.cache.lastRead < idleSince) entry.cache.stop();
+      if (entry.cache?.state === 'stopped') entry.cache = undefined;
+      if (!entry.cache && entry.blockedUntil < Date.now() && entry.reads.every((at) => at < idleSince))
+        this.entries.delete(key);
+    }
+  }
+}
+
+/**
+ * The freshness a read asks for: 'now' for a consistent read (no resourceVersion), a version it
+ * must not be older than (0: any), or undefined for what the cache cannot honour (Exact, or the
+ * legacy exact meaning of a paged list at a version).
+ */
+function wantedVersion(query: CacheRead['query'], isList: boolean): bigint | 'now' | undefined {
+  const rv = query.resourceVersion;
+  if (query.resourceVersionMatch === 'Exact') return undefined;
+  if (rv === undefined || rv === '') return query.resourceVersionMatch ? undefined : 'now';
+  const version = parseResourceVersion(rv);
+  if (version === undefined) return undefined;
+  if (isList && version !== 0n && query.limit !== undefined && query.resourceVersionMatch !== 'NotOlderThan')
+    return undefined;
+  return version;
+}
