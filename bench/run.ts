@@ -10,6 +10,7 @@ import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '..
 import { auditFigures } from './audit.js';
 import { openSockets, processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
+import { cacheMemory, dashboardFigures } from './dashboard.js';
 import { DirectKube } from './kube.js';
 import {
   combineRounds,
@@ -319,15 +320,21 @@ async function main(): Promise<void> {
     await registerCluster(gateway.url, key, TARGET_CLUSTER, targetKubeconfig);
     const proxy = await startKubectlProxy(targetCp.kubeconfigPath, logDir);
     children.push(proxy);
-    // A second replica with read coalescing and write turns off, for the GET and PATCH rows: what
-    // each request costs on its own when no request helps another.
+    // A second replica with read coalescing, write turns and the read cache off, for the GET, LIST
+    // and PATCH rows and the simulated dashboard: what each request costs on its own when no
+    // request helps another.
     const plain = await startGateway({
       kubeconfig: hostCp.kubeconfigPath,
       namespace,
       logDir,
       logLevel: s.gatewayLogLevel,
       nodeArgs: s.gatewayNodeArgs,
-      env: { ...keepAudit, KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false' },
+      env: {
+        ...keepAudit,
+        KITELINE_COALESCE_READS: 'false',
+        KITELINE_WRITE_TURNS: 'false',
+        KITELINE_READ_CACHE: 'false',
+      },
       logName: 'plain',
     });
     children.push(plain);
@@ -422,6 +429,7 @@ async function main(): Promise<void> {
       },
       {
         id: 'spread-get',
+        paths: [...paths, plainPath],
         row: `GET one of ${s.spreadSize} objects (spread)`,
         unit: 'req/s',
         load: {
@@ -442,6 +450,7 @@ async function main(): Promise<void> {
       },
       {
         id: 'spread-list',
+        paths: [...paths, plainPath],
         row: `LIST ${s.spreadSize} ConfigMaps (spread)`,
         unit: 'req/s',
         load: {
@@ -455,6 +464,7 @@ async function main(): Promise<void> {
       },
       {
         id: 'list',
+        paths: [...paths, plainPath],
         row: `LIST ${s.listSize} ConfigMaps`,
         unit: 'req/s',
         load: {
@@ -524,6 +534,32 @@ async function main(): Promise<void> {
       { what: 'gateway peak RSS (whole run so far)', value: `${after.peakRssMiB.toFixed(0)} MiB` },
       { what: 'kubectl proxy peak RSS', value: `${proxyAfter.peakRssMiB.toFixed(0)} MiB` },
     ];
+
+    if (s.rows.includes('dashboard')) {
+      figures.push(
+        ...(await cacheMemory(gateway.url, key, TARGET_CLUSTER)),
+        ...(await dashboardFigures({
+          target: targetCp,
+          gateways: [
+            { label: 'the gateway', url: gateway.url },
+            { label: 'the plain replica (no cache)', url: plain.url },
+          ],
+          key,
+          cluster: TARGET_CLUSTER,
+          lists: [
+            `/api/v1/configmaps/${spreadNamespace}`,
+            '/api/v1/services/_all',
+            '/api/v1/events/_all',
+            '/api/v1/namespaces/_all',
+            '/api/v1/serviceaccounts/_all',
+          ],
+          users: 20,
+          intervalMs: 2000,
+          seconds: s.durationSeconds * 2,
+          log,
+        })),
+      );
+    }
 
     if (s.rows.includes('audit')) {
       figures.push(

@@ -55,8 +55,8 @@ const CACHEABLE_PARAMETERS: ReadonlySet<string> = new Set([
 function acceptsPlainJson(accept: string | undefined): boolean {
   if (!accept) return true;
   return accept.split(',').every((type) => {
-    const media = type.trim().toLowerCase();
-    return media === 'application/json' || media === '*/*' || media.startsWith('application/json;q=');
+    // Parameters other than a weight (as=Table, as=PartialObjectMetadata) ask for another answer.
+    return /^(application\/json|\*\/\*)(\s*;\s*q=[0-9.]+)?$/.test(type.trim().toLowerCase());
   });
 }
 
@@ -73,8 +73,14 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
     for (const key of search.keys()) if (!CACHEABLE_PARAMETERS.has(key)) return undefined;
     const limit = search.get('limit');
     if (limit !== null && !/^[0-9]{1,9}$/.test(limit)) return undefined;
-    const resolved = await conn.resolveResource(info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource);
+    const resolved = await conn
+      .resolveResource(info.apiGroup ? `${info.resource}.${info.apiGroup}` : info.resource)
+      .catch(() => undefined);
     if (!resolved || resolved.group !== info.apiGroup || resolved.version !== info.apiVersion) return undefined;
+    // A cluster-scoped kind under /namespaces/<ns>/ is the cluster's 404 (and the role was asked
+    // about that namespace): never the cluster-wide answer. The Namespace object names itself.
+    const namespaceObject = info.apiGroup === '' && info.resource === 'namespaces' && info.namespace === info.name;
+    if (!resolved.namespaced && info.namespace !== '' && !namespaceObject) return undefined;
     return services.readCache.read({
       conn,
       impersonation: admitted.impersonation,
@@ -144,7 +150,7 @@ export default async function k8sProxyRoutes(app: FastifyInstance) {
         : undefined;
     holdClusterSlot(reply, conn, principal, admitted.longRunning);
     const cached = await cachedRead(admitted, request, controller.signal);
-    if (cached) return reply.code(cached.statusCode).headers(cached.headers).send(cached.body);
+    if (cached) return reply.code(cached.statusCode).headers(clientResponseHeaders(cached.headers)).send(cached.body);
     if (admitted.longRunning) endOnRevocation(services, request, reply, { stillAllowed: admitted.stillAllowed });
     let res;
     try {

@@ -23,7 +23,7 @@ import { apiVersionOf, collectionPath } from '../../cluster-access/target.js';
 import type { Logger } from '../../log.js';
 import { OVER_BOUND, parseResourceVersion, ResourceCache, type CachedObject } from './resource-cache.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
-import { TargetAccess } from './target-access.js';
+import { TargetAccess, type ReadAttributes } from './target-access.js';
 
 export type { ReadCacheOptions };
 
@@ -59,7 +59,7 @@ export interface CacheRead {
 /** A cached answer: the object or list (200) or the API server's NotFound Status (404), as JSON. */
 interface CachedAnswer {
   statusCode: number;
-  body: string;
+  body: string | Buffer;
 }
 
 /** Marks an answer that came from the cache (docs/read-cache.md). */
@@ -71,7 +71,27 @@ const BYPASS_MS = 5000;
 /** A resource whose cache failed (unreadable) or was evicted is not cached again for this long. */
 const BLOCK_MS = 60_000;
 const EVICTED_BLOCK_MS = 5 * 60_000;
-const MAX_LIST_BODIES = 32;
+/**
+ * Lists kept answered per resource, and the bytes they may hold together (each its items and its
+ * whole answer, about twice the items): past either they are dropped.
+ */
+const MAX_LIST_BODIES = 16;
+const MAX_LIST_BODY_BYTES = 64 * 1024 * 1024;
+/** Hot resources one cluster may cache at once (each one watch, and at most three short ones). */
+const MAX_CACHES_PER_CLUSTER = 64;
+const COMMA = Buffer.from(',');
+/** The API server ends each JSON answer with a newline; so do cached answers. */
+const LIST_END = Buffer.from(']}\n');
+const NEWLINE = Buffer.from('\n');
+
+interface ListBody {
+  version: number;
+  /** The matching objects' JSON, comma-separated. */
+  items: Buffer;
+  count: number;
+  /** The whole answer at `rv` (a dashboard polling an unchanged list gets these very bytes). */
+  whole?: { rv: bigint; body: Buffer };
+}
 
 interface Entry {
   cache?: ResourceCache;
@@ -79,7 +99,8 @@ interface Entry {
   blockedUntil: number;
   consistentMisses: number;
   bypassUntil: number;
-  bodies: Map<string, { version: number; items: string; count: number }>;
+  /** Lists answered lately, by namespace and selectors: their items, and the whole body at one version. */
+  bodies: Map<string, ListBody>;
 }
 
 export class ReadCache {
@@ -122,36 +143,40 @@ export class ReadCache {
   /** The cached answer to a read, or undefined: send it to the cluster. */
   async read(read: CacheRead): Promise<BufferedAnswer | undefined> {
     if (!this.options.enabled) return undefined;
-    const outcome = await this.answer(read);
+    let outcome: CachedAnswer | CacheOutcome;
+    try {
+      outcome = await this.answer(read);
+    } catch (err) {
+      // The cache never turns a read into an error: the cluster answers it.
+      this.log.debug({ err, cluster: read.conn.name }, 'read cache failed; the read goes to the cluster');
+      outcome = 'unsupported';
+    }
     this.observer.outcome(read.conn.name, typeof outcome === 'string' ? outcome : 'hit');
     if (typeof outcome === 'string') return undefined;
     return {
       statusCode: outcome.statusCode,
       headers: { 'content-type': 'application/json', [CACHE_HEADER]: 'hit' },
-      body: Buffer.from(outcome.body),
+      body: typeof outcome.body === 'string' ? Buffer.from(outcome.body) : outcome.body,
     };
   }
 
   private async answer(read: CacheRead): Promise<CachedAnswer | CacheOutcome> {
     const { conn, query } = read;
     const label = parseLabelSelector(query.labelSelector);
-    const field = parseFieldSelector(query.fieldSelector);
+    const field = parseFieldSelector(query.fieldSelector, read.resolved.namespaced);
     const wanted = wantedVersion(query, read.name === undefined);
     if (!label || !field || wanted === undefined || query.continue) return 'unsupported';
     if (await this.hostGuard.reachesHost(conn)) return 'host';
-    const entry = this.entry(read);
+    const entry = await this.entry(read);
     const cache = entry.cache;
     if (cache?.state !== 'ready') return 'cold';
     cache.lastRead = Date.now();
-    const allowed = await this.access.allows(
-      conn,
-      read.impersonation,
-      { verb: read.name === undefined ? 'list' : 'get', ...read },
-      read.signal,
-    );
+    const allowed = await this.access.allows(conn, read.impersonation, attributes(read), read.signal);
     if (allowed === undefined) return 'target_unsure';
     if (!allowed) return 'target_denied';
     if (!(await this.fresh(entry, cache, read, wanted))) return 'stale';
+    // Stopped while this read waited (evicted, its connection replaced): its objects are gone.
+    if (cache.stopped) return 'cold';
     if (read.name !== undefined) return this.object(cache, read.namespace, read.name);
     return this.list(entry, cache, read, label, field);
   }
@@ -198,7 +223,7 @@ export class ReadCache {
 
   private object(cache: ResourceCache, namespace: string | undefined, name: string): CachedAnswer {
     const found = cache.get(namespace ?? '', name);
-    if (found) return { statusCode: 200, body: found.json };
+    if (found) return { statusCode: 200, body: Buffer.concat([found.json, NEWLINE]) };
     const { group, resource } = cache.resolved;
     const status = {
       kind: 'Status',
@@ -210,7 +235,7 @@ export class ReadCache {
       details: { name, ...(group ? { group } : {}), kind: resource },
       code: 404,
     };
-    return { statusCode: 404, body: JSON.stringify(status) };
+    return { statusCode: 404, body: `${JSON.stringify(status)}\n` };
   }
 
   private list(
@@ -222,27 +247,48 @@ export class ReadCache {
   ): CachedAnswer | CacheOutcome {
     const { namespace, query } = read;
     const key = `${namespace ?? ''}\0${query.labelSelector ?? ''}\0${query.fieldSelector ?? ''}`;
-    let bodies = entry.bodies.get(key);
-    if (bodies?.version !== cache.version) {
-      const items = cache
-        .items()
-        .filter((o) => (namespace === undefined || o.namespace === namespace) && label(o.labels) && field(o));
-      if (entry.bodies.size >= MAX_LIST_BODIES) entry.bodies.clear();
-      bodies = { version: cache.version, items: items.map((o) => o.json).join(','), count: items.length };
-      entry.bodies.set(key, bodies);
+    let body = entry.bodies.get(key);
+    if (body?.version !== cache.version) {
+      const items = cache.items(namespace).filter((o) => label(o.labels) && field(o));
+      const parts: Buffer[] = [];
+      for (const [i, o] of items.entries()) parts.push(...(i > 0 ? [COMMA, o.json] : [o.json]));
+      body = { version: cache.version, items: Buffer.concat(parts), count: items.length };
+      this.keepBody(entry, key, body);
     }
     // The cluster would page it with a continue token kiteline cannot mint.
-    if (query.limit !== undefined && bodies.count > query.limit) return 'too_large';
-    const head = JSON.stringify({
-      kind: `${cache.resolved.kind}List`,
-      apiVersion: apiVersionOf(cache.resolved),
-      metadata: { resourceVersion: String(cache.rv) },
-    });
-    return { statusCode: 200, body: `${head.slice(0, -1)},"items":[${bodies.items}]}` };
+    if (query.limit !== undefined && body.count > query.limit) return 'too_large';
+    if (body.whole?.rv !== cache.rv) {
+      const head = JSON.stringify({
+        kind: `${cache.resolved.kind}List`,
+        apiVersion: apiVersionOf(cache.resolved),
+        metadata: { resourceVersion: String(cache.rv) },
+      });
+      const whole = Buffer.concat([Buffer.from(`${head.slice(0, -1)},"items":[`), body.items, LIST_END]);
+      body.whole = { rv: cache.rv, body: whole };
+    }
+    return { statusCode: 200, body: body.whole.body };
   }
 
-  /** The resource's entry (its cache started once it is hot); a replaced connection starts anew. */
-  private entry(read: CacheRead): Entry {
+  /** Keeps a list's answer for the next identical read, within the bounds of what lists may hold. */
+  private keepBody(entry: Entry, key: string, body: ListBody): void {
+    const size = (one: ListBody) => one.items.length * 2;
+    if (size(body) > MAX_LIST_BODY_BYTES) {
+      entry.bodies.delete(key);
+      return;
+    }
+    let held = size(body);
+    for (const [other, one] of entry.bodies) if (other !== key) held += size(one);
+    if (entry.bodies.size >= MAX_LIST_BODIES || held > MAX_LIST_BODY_BYTES) entry.bodies.clear();
+    entry.bodies.set(key, body);
+  }
+
+  /**
+   * The resource's entry, its cache started once it is hot: read `hotReads` times within the window,
+   * the last of those reads allowed by the target (so a caller the cluster gives nothing cannot
+   * make kiteline hold a resource), and the cluster below its number of caches. A replaced
+   * connection starts anew; a cache that stopped on its own is not started again for a while.
+   */
+  private async entry(read: CacheRead): Promise<Entry> {
     const { conn, resolved } = read;
     const key = `${conn.name}\0${resolved.group}\0${resolved.version}\0${resolved.resource}`;
     let entry = this.entries.get(key);
@@ -256,12 +302,24 @@ export class ReadCache {
       this.entries.set(key, entry);
     }
     const now = Date.now();
-    if (entry.cache?.state === 'stopped') entry.cache = undefined;
+    if (entry.cache?.stopped) {
+      if (entry.cache.failure) entry.blockedUntil = Math.max(entry.blockedUntil, now + BLOCK_MS);
+      entry.cache = undefined;
+      entry.bodies.clear();
+    }
     if (entry.cache || entry.blockedUntil > now) return entry;
     entry.reads = entry.reads.filter((at) => at > now - this.options.hotWindowMs);
     entry.reads.push(now);
     if (entry.reads.length < this.options.hotReads) return entry;
+    if (this.cachesOf(conn.name) >= MAX_CACHES_PER_CLUSTER) return entry;
+    if ((await this.access.allows(conn, read.impersonation, attributes(read), read.signal)) !== true) return entry;
+    if (entry.cache) return entry;
     entry.reads = [];
+    this.startCache(entry, conn, resolved);
+    return entry;
+  }
+
+  private startCache(entry: Entry, conn: ClusterConnection, resolved: ResolvedResource): void {
     const bounds = { objects: this.options.maxObjects, bytes: this.options.maxBytes };
     const cache = new ResourceCache(conn, resolved, { resized: (c, o, b) => this.resized(c, o, b), bounds }, this.log);
     entry.cache = cache;
@@ -281,7 +339,14 @@ export class ReadCache {
       entry.blockedUntil = Date.now() + (evicted ? EVICTED_BLOCK_MS : BLOCK_MS);
       this.log.info({ cluster: conn.name, resource: resolved.resource, reason: cache.failure }, 'read cache stopped');
     });
-    return entry;
+  }
+
+  /** Live caches of a cluster. */
+  private cachesOf(cluster: string): number {
+    let count = 0;
+    for (const entry of this.entries.values())
+      if (entry.cache && !entry.cache.stopped && entry.cache.conn.name === cluster) count++;
+    return count;
   }
 
   /** Keeps each cluster within its bounds: the least recently read cache goes first. */
@@ -318,13 +383,30 @@ export class ReadCache {
   /** Stops caches nobody read for idleMs, and forgets entries with nothing left to remember. */
   private sweep(): void {
     const idleSince = Date.now() - this.options.idleMs;
+    const live = new Set<ClusterConnection>();
     for (const [key, entry] of this.entries) {
       if (entry.cache && entry.cache.lastRead < idleSince) entry.cache.stop();
-      if (entry.cache?.state === 'stopped') entry.cache = undefined;
+      if (entry.cache?.stopped) {
+        entry.cache = undefined;
+        entry.bodies.clear();
+      }
+      if (entry.cache) live.add(entry.cache.conn);
       if (!entry.cache && entry.blockedUntil < Date.now() && entry.reads.every((at) => at < idleSince))
         this.entries.delete(key);
     }
+    // A cluster with no cache left (idle, removed) keeps no RBAC watches either.
+    this.access.retainOnly(live);
   }
+}
+
+/** What the target is asked about a read. */
+function attributes(read: CacheRead): ReadAttributes {
+  return {
+    verb: read.name === undefined ? 'list' : 'get',
+    resolved: read.resolved,
+    namespace: read.namespace,
+    name: read.name,
+  };
 }
 
 /**
@@ -332,9 +414,10 @@ export class ReadCache {
  * must not be older than (0: any), or undefined for what the cache cannot honour (Exact, or the
  * legacy exact meaning of a paged list at a version).
  */
-function wantedVersion(query: CacheRead['query'], isList: boolean): bigint | 'now' | undefined {
+export function wantedVersion(query: CacheRead['query'], isList: boolean): bigint | 'now' | undefined {
   const rv = query.resourceVersion;
-  if (query.resourceVersionMatch === 'Exact') return undefined;
+  const match = query.resourceVersionMatch;
+  if (match !== undefined && match !== '' && match !== 'NotOlderThan') return undefined;
   if (rv === undefined || rv === '') return query.resourceVersionMatch ? undefined : 'now';
   const version = parseResourceVersion(rv);
   if (version === undefined) return undefined;

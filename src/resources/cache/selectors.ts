@@ -6,14 +6,19 @@ import type { CachedObject } from './resource-cache.js';
 
 type Requirement = (labels: Record<string, string>) => boolean;
 
-const KEY = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?$/;
-const VALUE = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]*[a-z0-9A-Z])?)?$/;
+/** A label key: an optional DNS-subdomain prefix (at most 253) and a name of at most 63. */
+const KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?$/;
+const VALUE = /^([a-z0-9A-Z]([-a-z0-9A-Z_.]{0,61}[a-z0-9A-Z])?)?$/;
+/** More requirements than this go to the cluster (each one is checked against every object). */
+const MAX_REQUIREMENTS = 20;
 
 /** A matcher of an object's labels, or undefined for a selector the cache does not read. */
 export function parseLabelSelector(text: string | undefined): Requirement | undefined {
   if (text === undefined || text.trim() === '') return () => true;
   const requirements: Requirement[] = [];
-  for (const part of splitTopLevel(text)) {
+  const parts = splitTopLevel(text);
+  if (parts.length > MAX_REQUIREMENTS) return undefined;
+  for (const part of parts) {
     const one = parseRequirement(part.trim());
     if (!one) return undefined;
     requirements.push(one);
@@ -46,32 +51,41 @@ function parseRequirement(part: string): Requirement | undefined {
     if (!KEY.test(key) || !values.every((v) => VALUE.test(v))) return undefined;
     const wanted = new Set(values);
     return op === 'in'
-      ? (labels) => key in labels && wanted.has(labels[key])
-      : (labels) => !(key in labels) || !wanted.has(labels[key]);
+      ? (labels) => Object.hasOwn(labels, key) && wanted.has(labels[key])
+      : (labels) => !Object.hasOwn(labels, key) || !wanted.has(labels[key]);
   }
   const compare = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(part);
   if (compare) {
     const [, key, op, value] = compare;
     if (!KEY.test(key) || !VALUE.test(value)) return undefined;
-    return op === '!=' ? (labels) => labels[key] !== value : (labels) => key in labels && labels[key] === value;
+    return op === '!='
+      ? (labels) => !Object.hasOwn(labels, key) || labels[key] !== value
+      : (labels) => Object.hasOwn(labels, key) && labels[key] === value;
   }
   const exists = /^(!?)\s*([^=!\s()]+)$/.exec(part);
   if (exists && KEY.test(exists[2])) {
     const key = exists[2];
-    return exists[1] ? (labels) => !(key in labels) : (labels) => key in labels;
+    return exists[1] ? (labels) => !Object.hasOwn(labels, key) : (labels) => Object.hasOwn(labels, key);
   }
   return undefined;
 }
 
-/** A matcher of metadata.name and metadata.namespace, or undefined for any other field selector. */
-export function parseFieldSelector(text: string | undefined): ((o: CachedObject) => boolean) | undefined {
-  if (text === undefined || text.trim() === '') return () => true;
-  if (text.includes('\\')) return undefined;
+/**
+ * A matcher of metadata.name (and metadata.namespace, on namespaced resources), or undefined for any
+ * other field selector, an escaped value, or spacing the API server refuses.
+ */
+export function parseFieldSelector(
+  text: string | undefined,
+  namespaced: boolean,
+): ((o: CachedObject) => boolean) | undefined {
+  if (text === undefined || text === '') return () => true;
+  if (/[\\\s]/.test(text)) return undefined;
   const tests: Array<(o: CachedObject) => boolean> = [];
   for (const part of text.split(',')) {
-    const match = /^\s*(metadata\.name|metadata\.namespace)\s*(==|=|!=)\s*([^\s,]*)\s*$/.exec(part);
+    const match = /^(metadata\.name|metadata\.namespace)(==|=|!=)([^,]*)$/.exec(part);
     if (!match) return undefined;
     const [, field, op, value] = match;
+    if (field === 'metadata.namespace' && !namespaced) return undefined;
     const read = field === 'metadata.name' ? (o: CachedObject) => o.name : (o: CachedObject) => o.namespace;
     tests.push(op === '!=' ? (o) => read(o) !== value : (o) => read(o) === value);
   }

@@ -19,6 +19,8 @@ const RBAC_RESOURCES = ['roles', 'rolebindings', 'clusterroles', 'clusterrolebin
 const MAX_DECISIONS = 10_000;
 const WATCH_SECONDS = 300;
 const RETRY_MS = 1000;
+/** After an RBAC change, decisions are asked again but not kept for this long. */
+const SETTLE_MS = 2000;
 
 /** What a read asks the target. */
 export interface ReadAttributes {
@@ -40,6 +42,7 @@ class ClusterDecisions {
   watching = 0;
   /** Bumped each time every decision is forgotten (a decision asked before is not kept). */
   generation = 0;
+  private forgotAt = 0;
   private readonly controller = new AbortController();
 
   constructor(
@@ -61,6 +64,15 @@ class ClusterDecisions {
   forgetAll(): void {
     this.decisions.clear();
     this.generation++;
+    this.forgotAt = Date.now();
+  }
+
+  /**
+   * Whether a decision made now may be kept: not in the moments after an RBAC change, when the
+   * target's own authorizer (it reads RBAC from a cache of its own) may not have seen it yet.
+   */
+  get settled(): boolean {
+    return this.trusted && Date.now() - this.forgotAt > SETTLE_MS;
   }
 
   /** Lists (for the resourceVersion), then watches: any change forgets every decision. */
@@ -161,6 +173,15 @@ export class TargetAccess {
     this.clusters.delete(conn.name);
   }
 
+  /** Stops the RBAC watches of every cluster but these (the ones with a cache left). */
+  retainOnly(live: ReadonlySet<ClusterConnection>): void {
+    for (const [name, cluster] of this.clusters) {
+      if (live.has(cluster.conn)) continue;
+      cluster.stop();
+      this.clusters.delete(name);
+    }
+  }
+
   close(): void {
     for (const cluster of this.clusters.values()) cluster.stop();
     this.clusters.clear();
@@ -221,7 +242,7 @@ export class TargetAccess {
       return undefined;
     }
     // Kept only while the watches ran the whole time (a change meanwhile cleared the map).
-    if (cluster.trusted && cluster.generation === generation) {
+    if (cluster.settled && cluster.generation === generation) {
       if (cluster.decisions.size >= MAX_DECISIONS) cluster.decisions.clear();
       cluster.decisions.set(key, { allowed, expiresAt: now + this.ttlMs });
     }

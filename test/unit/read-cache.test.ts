@@ -1,0 +1,58 @@
+// Pure logic of cached reads: which selectors the cache reads itself (and matches as the API server
+// does), and which resourceVersion rules it honours (the rest goes to the cluster).
+import t from 'tap';
+import { wantedVersion } from '../../src/resources/cache/read-cache.js';
+import type { CachedObject } from '../../src/resources/cache/resource-cache.js';
+import { parseFieldSelector, parseLabelSelector } from '../../src/resources/cache/selectors.js';
+
+t.test('label selectors: the API server syntax, matched the same way', async (t) => {
+  const labels = { app: 'web', tier: 'front', 'example.com/team': 'a' };
+  const matches = (selector: string) => parseLabelSelector(selector)?.(labels);
+  t.equal(matches(''), true, 'empty: everything');
+  t.equal(matches('app=web'), true);
+  t.equal(matches('app==web'), true);
+  t.equal(matches('app=db'), false);
+  t.equal(matches('app!=db'), true);
+  t.equal(matches('missing!=x'), true, '!= matches objects without the label');
+  t.equal(matches('app in (web, db)'), true);
+  t.equal(matches('app notin (web)'), false);
+  t.equal(matches('missing notin (x)'), true);
+  t.equal(matches('tier'), true, 'exists');
+  t.equal(matches('!tier'), false, 'does not exist');
+  t.equal(matches('example.com/team=a,app=web'), true, 'several requirements and a prefixed key');
+  t.equal(matches('app in (web,db),tier=back'), false);
+  t.equal(matches('constructor'), false, 'keys are the labels own, never inherited ones');
+  t.equal(matches('!toString'), true);
+  for (const unread of ['app in (web', 'a b', 'app>1', '=x', 'app=a b', 'app = =', 'Example.com/x', 'a'.repeat(64)]) {
+    t.equal(parseLabelSelector(unread), undefined, `"${unread}" goes to the cluster`);
+  }
+});
+
+t.test('field selectors: metadata.name and metadata.namespace only', async (t) => {
+  const object: CachedObject = { namespace: 'ns', name: 'one', labels: {}, json: Buffer.from('{}') };
+  const matches = (selector: string) => parseFieldSelector(selector, true)?.(object);
+  t.equal(matches('metadata.name=one'), true);
+  t.equal(matches('metadata.name==two'), false);
+  t.equal(matches('metadata.namespace!=kube-system,metadata.name=one'), true);
+  t.equal(matches('metadata.namespace!=ns'), false);
+  for (const unread of ['status.phase=Running', 'spec.nodeName=x', 'metadata.name=a\\,b', 'metadata.name = one']) {
+    t.equal(parseFieldSelector(unread, true), undefined, `"${unread}" goes to the cluster`);
+  }
+  t.equal(
+    parseFieldSelector('metadata.namespace=ns', false),
+    undefined,
+    'a namespace of a cluster-scoped kind: its 400',
+  );
+});
+
+t.test('resourceVersion rules: consistent, not older than, and what only the cluster answers', async (t) => {
+  t.equal(wantedVersion({}, true), 'now', 'no resourceVersion: a consistent read');
+  t.equal(wantedVersion({ resourceVersion: '0' }, true), 0n, '0: any version');
+  t.equal(wantedVersion({ resourceVersion: '42' }, false), 42n, 'a GET at 42: not older than 42');
+  t.equal(wantedVersion({ resourceVersion: '42', resourceVersionMatch: 'NotOlderThan', limit: 5 }, true), 42n);
+  t.equal(wantedVersion({ resourceVersion: '42', limit: 5 }, true), undefined, 'a paged list at 42 is exact');
+  t.equal(wantedVersion({ resourceVersion: '42', resourceVersionMatch: 'Exact' }, true), undefined);
+  t.equal(wantedVersion({ resourceVersionMatch: 'NotOlderThan' }, true), undefined, 'a match without a version');
+  t.equal(wantedVersion({ resourceVersion: 'abc' }, true), undefined, 'a version that is not a number');
+  t.equal(wantedVersion({ resourceVersion: '1', resourceVersionMatch: 'Newest' }, true), undefined, 'an unknown match');
+});
