@@ -10,7 +10,7 @@ import { startControlPlane, stopControlPlane, type ControlPlaneHandle } from '..
 import { auditFigures } from './audit.js';
 import { openSockets, processStats, startGateway, startKubectlProxy, waitHttpOk, type Child } from './children.js';
 import { bootstrapAdmin, callGateway, readyClusterCount, registerCluster, until } from './gateway-setup.js';
-import { cacheMemory, dashboardFigures } from './dashboard.js';
+import { cacheMemory, cacheOutcomes, dashboardFigures } from './dashboard.js';
 import { DirectKube } from './kube.js';
 import {
   combineRounds,
@@ -323,47 +323,34 @@ async function main(): Promise<void> {
     // A second replica with read coalescing, write turns and the read cache off, for the GET, LIST
     // and PATCH rows and the simulated dashboard: what each request costs on its own when no
     // request helps another.
-    const plain = await startGateway({
-      kubeconfig: hostCp.kubeconfigPath,
-      namespace,
-      logDir,
-      logLevel: s.gatewayLogLevel,
-      nodeArgs: s.gatewayNodeArgs,
-      env: {
-        ...keepAudit,
-        KITELINE_COALESCE_READS: 'false',
-        KITELINE_WRITE_TURNS: 'false',
-        KITELINE_READ_CACHE: 'false',
-      },
-      logName: 'plain',
+    const replica = async (logName: string, env: Record<string, string>): Promise<Child> => {
+      const child = await startGateway({
+        kubeconfig: hostCp.kubeconfigPath,
+        namespace,
+        logDir,
+        logLevel: s.gatewayLogLevel,
+        nodeArgs: s.gatewayNodeArgs,
+        env: { ...keepAudit, ...env },
+        logName,
+      });
+      children.push(child);
+      await waitHttpOk(child.process, `${child.url}/readyz`, 120_000);
+      await until(
+        `the target ready on the ${logName} replica`,
+        async () => ((await readyClusterCount(child.url, key)) >= 1 ? true : undefined),
+        60_000,
+        50,
+      );
+      return child;
+    };
+    const plain = await replica('plain', {
+      KITELINE_COALESCE_READS: 'false',
+      KITELINE_WRITE_TURNS: 'false',
+      KITELINE_READ_CACHE: 'false',
     });
-    children.push(plain);
-    await waitHttpOk(plain.process, `${plain.url}/readyz`, 120_000);
-    await until(
-      'the target ready on the second replica',
-      async () => ((await readyClusterCount(plain.url, key)) >= 1 ? true : undefined),
-      60_000,
-      50,
-    );
     // A third replica as shipped but with the audit trail off, for the PATCH row: what recording
     // every write costs a request (same run, same target object).
-    const unaudited = await startGateway({
-      kubeconfig: hostCp.kubeconfigPath,
-      namespace,
-      logDir,
-      logLevel: s.gatewayLogLevel,
-      nodeArgs: s.gatewayNodeArgs,
-      env: { ...keepAudit, KITELINE_AUDIT_TRAIL: 'false' },
-      logName: 'unaudited',
-    });
-    children.push(unaudited);
-    await waitHttpOk(unaudited.process, `${unaudited.url}/readyz`, 120_000);
-    await until(
-      'the target ready on the third replica',
-      async () => ((await readyClusterCount(unaudited.url, key)) >= 1 ? true : undefined),
-      60_000,
-      50,
-    );
+    const unaudited = await replica('unaudited', { KITELINE_AUDIT_TRAIL: 'false' });
 
     const paths: Path[] = [
       {
@@ -443,6 +430,29 @@ async function main(): Promise<void> {
                 i,
                 `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}`,
                 `/api/v1/configmaps/${spreadNamespace}/${name}`,
+              );
+            },
+          }),
+        },
+      },
+      {
+        // The same with resourceVersion=0 (any version): the API server answers from its own watch
+        // cache, kiteline from its read cache, neither asks etcd: cache against cache.
+        id: 'spread-get-any',
+        row: `GET one of ${s.spreadSize} objects, resourceVersion=0 (spread)`,
+        unit: 'req/s',
+        paths: [...paths, plainPath],
+        load: {
+          connections: s.spreadConnections,
+          request: (i) => ({
+            method: 'GET',
+            headers: accept,
+            path: () => {
+              const name = `cm-${Math.floor(Math.random() * (s.spreadSize - 1))}`;
+              return pick(
+                i,
+                `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}?resourceVersion=0`,
+                `/api/v1/configmaps/${spreadNamespace}/${name}?resourceVersion=0`,
               );
             },
           }),
@@ -536,13 +546,24 @@ async function main(): Promise<void> {
     ];
 
     if (s.rows.includes('dashboard')) {
+      // A replica that checks each collection's resourceVersion at most once a second and whose reads
+      // wait up to 3 s for the cache to be fresh (docs/read-cache.md): fewer requests, slower reads.
+      // Twenty users share the bench's one API key: its limit of requests in flight is raised.
+      const waiting = await replica('waiting', {
+        KITELINE_READ_CACHE_WAIT_MS: '3000',
+        KITELINE_READ_CACHE_CHECK_INTERVAL_MS: '1000',
+        KITELINE_READ_CACHE_MIN_CONSISTENT_KIB: '0',
+        KITELINE_MAX_REQUESTS_PER_PRINCIPAL: '1000',
+      });
       figures.push(
+        ...(await cacheOutcomes(gateway.url, key, TARGET_CLUSTER)),
         ...(await cacheMemory(gateway.url, key, TARGET_CLUSTER)),
         ...(await dashboardFigures({
           target: targetCp,
           gateways: [
-            { label: 'the gateway', url: gateway.url },
             { label: 'the plain replica (no cache)', url: plain.url },
+            { label: 'the gateway', url: gateway.url },
+            { label: 'a replica checking once a second, reads waiting up to 3 s', url: waiting.url },
           ],
           key,
           cluster: TARGET_CLUSTER,

@@ -34,8 +34,9 @@ export interface BenchSettings {
   /** Extra node flags for the gateway child (e.g. --cpu-prof while optimizing). */
   gatewayNodeArgs: string[];
   /**
-   * Which comparison rows run (get, spread-get, spread-list, list, patch, watch), and whether the
-   * simulated dashboard (dashboard), the audit figures (audit) and the scale figures do.
+   * Which comparison rows run (get, spread-get, spread-get-any, spread-list, list, patch, watch),
+   * and whether the simulated dashboard (dashboard) and the audit figures (audit) do (the scale
+   * figures: BENCH_SCALE).
    */
   rows: string[];
   scale: boolean;
@@ -67,7 +68,7 @@ export function loadSettings(): BenchSettings {
     users: whole('BENCH_USERS', quick ? 1000 : 10000),
     gatewayLogLevel: process.env.BENCH_GATEWAY_LOG_LEVEL || 'info',
     gatewayNodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
-    rows: (process.env.BENCH_ROWS || 'get,spread-get,spread-list,list,patch,watch,dashboard,audit')
+    rows: (process.env.BENCH_ROWS || 'get,spread-get,spread-get-any,spread-list,list,patch,watch,dashboard,audit')
       .split(',')
       .map((r) => r.trim()),
     scale: process.env.BENCH_SCALE !== '0',

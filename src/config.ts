@@ -289,6 +289,10 @@ export interface ReadCacheOptions {
   maxBytes: number;
   /** How long a read waits for the cache to reach the freshness it needs before passing through. */
   waitMs: number;
+  /** Least time between two checks of a collection's current resourceVersion (0: back to back). */
+  checkIntervalMs: number;
+  /** A consistent read whose answer is smaller than this goes to the cluster (its check would cost as much). */
+  minConsistentBytes: number;
   /** How long the target's decision on a caller's read is kept (forgotten sooner on RBAC changes). */
   decisionTtlMs: number;
 }
@@ -604,6 +608,8 @@ function readCacheConfig(pick: (flag: string, envName: string) => string | undef
     maxObjects: number('read-cache-max-objects', 100_000, 1, 10_000_000),
     maxBytes: number('read-cache-max-mib', 256, 1, 65_536) * 1024 * 1024,
     waitMs: number('read-cache-wait-ms', 50, 0, 10_000),
+    checkIntervalMs: number('read-cache-check-interval-ms', 0, 0, 10_000),
+    minConsistentBytes: number('read-cache-min-consistent-kib', 64, 0, 1024 * 1024) * 1024,
     decisionTtlMs: number('read-cache-decision-ttl-ms', 5000, 0, 60_000),
   };
 }

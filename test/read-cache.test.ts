@@ -13,8 +13,12 @@ import { call, startGateway } from './helpers/gateway.js';
 
 // Reads wait up to 3 s for the cache to be fresh: the target is written by other test files at
 // the same time, so the collection's resourceVersion is mostly ahead of a quiet resource's cache
-// until the next bookmark (docs/read-cache.md, "The limit of a client-side cache").
-const gw = await startGateway(t, { logName: 'read-cache', env: { KITELINE_READ_CACHE_WAIT_MS: '3000' } });
+// until the next bookmark (docs/read-cache.md, "The limit of a client-side cache"). Small consistent
+// answers are cached too (by default they go to the cluster: checking costs as much).
+const gw = await startGateway(t, {
+  logName: 'read-cache',
+  env: { KITELINE_READ_CACHE_WAIT_MS: '3000', KITELINE_READ_CACHE_MIN_CONSISTENT_KIB: '0' },
+});
 const admin = await bootstrapAdmin(gw);
 const CLUSTER = uniqueName('cached');
 await addReadyCluster(gw, admin, { name: CLUSTER, config: testKubeconfig('target-a'), impersonate: true });
@@ -327,7 +331,10 @@ t.test("kiteline's own host cluster is never answered from the cache", async (t)
 });
 
 t.test("a cluster's caches stay within their bound; evictions are counted and reads still answered", async (t) => {
-  const small = await startGateway(t, { logName: 'read-cache-small', env: { KITELINE_READ_CACHE_MAX_OBJECTS: '25' } });
+  const small = await startGateway(t, {
+    logName: 'read-cache-small',
+    env: { KITELINE_READ_CACHE_MAX_OBJECTS: '25', KITELINE_READ_CACHE_MIN_CONSISTENT_KIB: '0' },
+  });
   const smallAdmin = await bootstrapAdmin(small);
   const name = uniqueName('bounded');
   await addReadyCluster(small, smallAdmin, { name, config: testKubeconfig('target-a') });

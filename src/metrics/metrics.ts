@@ -131,7 +131,7 @@ export class Metrics {
       name: 'kiteline_read_cache_reads_total',
       help:
         'GETs and LISTs the read cache looked at, by cluster and outcome: hit (answered from the cache) or ' +
-        'why it went to the cluster (unsupported, host, cold, target_unsure, target_denied, stale, too_large)',
+        'why it went to the cluster (unsupported, host, cold, target_unsure, target_denied, stale, small, too_large)',
       labelNames: ['cluster', 'outcome'],
       registers,
     });

@@ -1,9 +1,12 @@
 // Pure logic of cached reads: which selectors the cache reads itself (and matches as the API server
 // does), and which resourceVersion rules it honours (the rest goes to the cluster).
+import { Readable } from 'node:stream';
 import t from 'tap';
+import type { ClusterConnection } from '../../src/clusters/types.js';
 import { wantedVersion } from '../../src/resources/cache/read-cache.js';
 import type { CachedObject } from '../../src/resources/cache/resource-cache.js';
 import { parseFieldSelector, parseLabelSelector } from '../../src/resources/cache/selectors.js';
+import { VersionCheck } from '../../src/resources/cache/version-check.js';
 
 t.test('label selectors: the API server syntax, matched the same way', async (t) => {
   const labels = { app: 'web', tier: 'front', 'example.com/team': 'a' };
@@ -55,4 +58,42 @@ t.test('resourceVersion rules: consistent, not older than, and what only the clu
   t.equal(wantedVersion({ resourceVersionMatch: 'NotOlderThan' }, true), undefined, 'a match without a version');
   t.equal(wantedVersion({ resourceVersion: 'abc' }, true), undefined, 'a version that is not a number');
   t.equal(wantedVersion({ resourceVersion: '1', resourceVersionMatch: 'Newest' }, true), undefined, 'an unknown match');
+});
+
+t.test('version checks: a read never joins a check already sent; an interval spaces them', async (t) => {
+  const sent: Array<(rv: string) => void> = [];
+  const conn = {
+    request: () =>
+      new Promise((resolve) => {
+        sent.push((rv) => {
+          const body = Readable.from([Buffer.from(JSON.stringify({ metadata: { resourceVersion: rv } }))]);
+          resolve(Object.assign(body, { statusCode: 200, headers: {} }));
+        });
+      }),
+  } as unknown as ClusterConnection;
+  const resolved = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: [] };
+  const check = new VersionCheck(conn, resolved, 0);
+  const first = check.current();
+  t.equal(sent.length, 1, 'the first read sends a check at once');
+  const second = check.current();
+  const third = check.current();
+  t.equal(sent.length, 1, 'reads arriving while it is in flight wait for the next one');
+  sent[0]('10');
+  t.equal(await first, 10n);
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(sent.length, 2, 'the next check is sent once the one in flight is answered');
+  sent[1]('12');
+  t.same([await second, await third], [12n, 12n], 'both get the version of a check sent after they arrived');
+
+  const spaced = new VersionCheck(conn, resolved, 200);
+  const a = spaced.current();
+  sent[2]('20');
+  t.equal(await a, 20n);
+  const b = spaced.current();
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  t.equal(sent.length, 3, 'within the interval no check is sent');
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  t.equal(sent.length, 4, 'after it, one is');
+  sent[3]('21');
+  t.equal(await b, 21n);
 });

@@ -10,8 +10,8 @@
 //   - the cache is fresh enough: resourceVersion=0 at once; NotOlderThan N once it reached N; a
 //     consistent read (no resourceVersion, what Kite and kubectl send) once it reached the
 //     collection's current resourceVersion, learnt by one LIST with limit=1 shared by every read
-//     that arrived before it was sent (the connection's read coalescing: a read never joins one
-//     already sent). That is the API server's own rule for consistent reads from its cache
+//     that arrived before it was sent (version-check.ts: a read never joins one already sent).
+//     That is the API server's own rule for consistent reads from its cache
 //     (KEP-2340), so a cached answer is never older than a direct read made when it arrived.
 // Caches start on demand, stop after `idleMs` without reads, and are bounded per cluster in
 // objects and bytes (the least recently read one is evicted, and counted).
@@ -19,17 +19,18 @@ import type { ReadCacheOptions } from '../../config.js';
 import type { BufferedAnswer, ClusterConnection, ResolvedResource } from '../../clusters/types.js';
 import type { HostGuard } from '../../cluster-access/host-guard.js';
 import type { UpstreamHeaders } from '../../cluster-access/impersonation.js';
-import { apiVersionOf, collectionPath } from '../../cluster-access/target.js';
+import { apiVersionOf } from '../../cluster-access/target.js';
 import type { Logger } from '../../log.js';
 import { OVER_BOUND, parseResourceVersion, ResourceCache, type CachedObject } from './resource-cache.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import { TargetAccess, type ReadAttributes } from './target-access.js';
+import { VersionCheck } from './version-check.js';
 
 export type { ReadCacheOptions };
 
 /** Why a read was or was not answered from the cache (a bounded metric label). */
 export type CacheOutcome =
-  'hit' | 'unsupported' | 'host' | 'cold' | 'target_unsure' | 'target_denied' | 'stale' | 'too_large';
+  'hit' | 'unsupported' | 'host' | 'cold' | 'target_unsure' | 'target_denied' | 'stale' | 'small' | 'too_large';
 
 export interface ReadCacheObserver {
   outcome(cluster: string, outcome: CacheOutcome): void;
@@ -65,9 +66,11 @@ interface CachedAnswer {
 /** Marks an answer that came from the cache (docs/read-cache.md). */
 export const CACHE_HEADER = 'x-kiteline-cache';
 
-/** Consistent reads that missed in a row before the cache stops trying them for a while. */
-const MISSES_BEFORE_BYPASS = 3;
-const BYPASS_MS = 5000;
+/**
+ * After a consistent read found the cache behind, the next ones go to the cluster for this long
+ * without asking (no bookmark can arrive sooner), while ticks bring the cache forward.
+ */
+const BEHIND_MS = 1000;
 /** A resource whose cache failed (unreadable) or was evicted is not cached again for this long. */
 const BLOCK_MS = 60_000;
 const EVICTED_BLOCK_MS = 5 * 60_000;
@@ -97,8 +100,10 @@ interface Entry {
   cache?: ResourceCache;
   reads: number[];
   blockedUntil: number;
-  consistentMisses: number;
-  bypassUntil: number;
+  /** Until then consistent reads go to the cluster without asking: the cache was behind. */
+  behindUntil: number;
+  /** The collection's current resourceVersion, one check shared by the reads waiting for it. */
+  check?: VersionCheck;
   /** Lists answered lately, by namespace and selectors: their items, and the whole body at one version. */
   bodies: Map<string, ListBody>;
 }
@@ -174,11 +179,27 @@ export class ReadCache {
     const allowed = await this.access.allows(conn, read.impersonation, attributes(read), read.signal);
     if (allowed === undefined) return 'target_unsure';
     if (!allowed) return 'target_denied';
+    // A small consistent answer costs the cluster about what checking its freshness would.
+    if (wanted === 'now' && this.answerBytes(entry, cache, read, label, field) < this.options.minConsistentBytes)
+      return 'small';
     if (!(await this.fresh(entry, cache, read, wanted))) return 'stale';
     // Stopped while this read waited (evicted, its connection replaced): its objects are gone.
     if (cache.stopped) return 'cold';
     if (read.name !== undefined) return this.object(cache, read.namespace, read.name);
     return this.list(entry, cache, read, label, field);
+  }
+
+  /** The size of the answer the cache holds for a read now. */
+  private answerBytes(
+    entry: Entry,
+    cache: ResourceCache,
+    read: CacheRead,
+    label: (labels: Record<string, string>) => boolean,
+    field: (o: CachedObject) => boolean,
+  ): number {
+    if (read.name !== undefined) return cache.get(read.namespace ?? '', read.name)?.json.length ?? 0;
+    const answer = this.list(entry, cache, read, label, field);
+    return typeof answer === 'string' ? 0 : answer.body.length;
   }
 
   /** Whether the cache has reached the freshness the read asks for (waiting up to waitMs). */
@@ -189,36 +210,17 @@ export class ReadCache {
       return cache.whenAtLeast(wanted, this.options.waitMs);
     }
     const now = Date.now();
-    if (entry.bypassUntil > now) return false;
-    const current = await this.currentVersion(read);
+    if (entry.behindUntil > now) {
+      cache.tick();
+      return false;
+    }
+    entry.check ??= new VersionCheck(read.conn, read.resolved, this.options.checkIntervalMs);
+    const current = await entry.check.current();
     if (current === undefined) return false;
     if (cache.rv < current) cache.tick();
     const reached = await cache.whenAtLeast(current, this.options.waitMs);
-    if (reached) entry.consistentMisses = 0;
-    else if (++entry.consistentMisses >= MISSES_BEFORE_BYPASS) {
-      entry.consistentMisses = 0;
-      entry.bypassUntil = now + BYPASS_MS;
-    }
+    if (!reached) entry.behindUntil = Math.max(entry.behindUntil, Date.now() + BEHIND_MS - this.options.waitMs);
     return reached;
-  }
-
-  /**
-   * The collection's current resourceVersion: one LIST with limit=1 by kiteline's credentials (it
-   * carries no object the caller would see), shared by the reads that wait at the same time.
-   */
-  private async currentVersion(read: CacheRead): Promise<bigint | undefined> {
-    try {
-      const answer = await read.conn.readObject({
-        path: `${collectionPath(read.resolved, undefined)}?limit=1`,
-        headers: { accept: 'application/json' },
-        signal: read.signal,
-      });
-      if (answer.statusCode !== 200) return undefined;
-      const list = JSON.parse(answer.body.toString('utf8')) as { metadata?: { resourceVersion?: string } };
-      return parseResourceVersion(list.metadata?.resourceVersion);
-    } catch {
-      return undefined;
-    }
   }
 
   private object(cache: ResourceCache, namespace: string | undefined, name: string): CachedAnswer {
@@ -298,7 +300,7 @@ export class ReadCache {
       entry = undefined;
     }
     if (!entry) {
-      entry = { reads: [], blockedUntil: 0, consistentMisses: 0, bypassUntil: 0, bodies: new Map() };
+      entry = { reads: [], blockedUntil: 0, behindUntil: 0, bodies: new Map() };
       this.entries.set(key, entry);
     }
     const now = Date.now();

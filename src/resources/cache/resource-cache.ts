@@ -434,7 +434,7 @@ export class ResourceCache {
       text = text === '{}' ? `${head}}` : `${head},${text.slice(1)}`;
     }
     return {
-      namespace: (metadata.namespace) ?? '',
+      namespace: metadata.namespace ?? '',
       name: metadata.name,
       labels,
       json: Buffer.from(text),
