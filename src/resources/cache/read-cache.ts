@@ -214,7 +214,8 @@ export class ReadCache {
       cache.tick();
       return false;
     }
-    entry.check ??= new VersionCheck(read.conn, read.resolved, this.options.checkIntervalMs);
+    if (entry.check?.conn !== read.conn)
+      entry.check = new VersionCheck(read.conn, read.resolved, this.options.checkIntervalMs);
     const current = await entry.check.current();
     if (current === undefined) return false;
     if (cache.rv < current) cache.tick();

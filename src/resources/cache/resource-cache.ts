@@ -16,6 +16,7 @@
 // one are dropped unread. Within an epoch each stream starts at or below `rv` and carries every
 // change after its start in order, so applying only what is newer than `rv` from any of them
 // leaves no gap and applies nothing twice.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterConnection, ResolvedResource } from '../../clusters/types.js';
 import { apiVersionOf, collectionPath } from '../../cluster-access/target.js';
 import { expectSuccess, readBody } from '../../cluster-access/upstream.js';
@@ -165,11 +166,13 @@ export class ResourceCache {
   lastRead = Date.now();
   /** Why the cache stopped on its own (unreadable, gone, too big), for the log. */
   failure = '';
-  /** Bumped by each relist: a stream of an older epoch is dropped. */
+  /** Bumped by each relist (at its start and at its swap): a stream of an older epoch is dropped. */
   private epoch = 0;
+  /** No tick starts while a relist runs (it would start from the store being replaced). */
+  private relisting = false;
   private waiters: Waiter[] = [];
   private readonly controller = new AbortController();
-  private lastTick = 0;
+  private lastTick = -Infinity;
   private ticks = 0;
   private pendingTick: NodeJS.Timeout | undefined;
   private readonly apiVersion: string;
@@ -244,8 +247,8 @@ export class ResourceCache {
 
   /** Opens a short watch whose bookmark moves `rv` within about a second (at most one per second). */
   tick(): void {
-    const now = Date.now();
-    if (this.state !== 'ready' || this.pendingTick) return;
+    const now = performance.now();
+    if (this.state !== 'ready' || this.pendingTick || this.relisting) return;
     const wait = this.lastTick + TICK_EVERY_MS - now;
     if (wait > 0 || this.ticks >= MAX_TICKS) {
       // Asked too soon: one tick follows as soon as it may, so a waiting read is never left without.
@@ -269,6 +272,15 @@ export class ResourceCache {
   private async relist(): Promise<boolean> {
     // Streams of the epoch before are dropped from now on: their changes die with the old store.
     const epoch = ++this.epoch;
+    this.relisting = true;
+    try {
+      return await this.fill(epoch);
+    } finally {
+      this.relisting = false;
+    }
+  }
+
+  private async fill(epoch: number): Promise<boolean> {
     const fresh = new Store();
     let continueToken = '';
     let listRv: bigint | undefined;
@@ -311,6 +323,7 @@ export class ResourceCache {
     const before = this.store;
     this.observer.resized(this, fresh.size - before.size, fresh.bytes - before.bytes);
     if (this.stopped) return false;
+    this.epoch++;
     this.store = fresh;
     this.version++;
     this.rv = listRv;
@@ -340,7 +353,7 @@ export class ResourceCache {
         continue;
       }
       if (outcome === 'failed') {
-        await new Promise((resolve) => setTimeout(resolve, retryMs));
+        await sleep(retryMs, undefined, { signal: this.controller.signal }).catch(() => undefined);
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
       }
       if (this.stopped || !(await this.relist())) return;
@@ -356,11 +369,13 @@ export class ResourceCache {
       resourceVersion: String(this.rv),
       timeoutSeconds: String(timeoutSeconds),
     });
+    // The whole watch, its answer's head included, ends by a deadline: a stuck one frees its slot.
+    const deadline = AbortSignal.timeout(timeoutSeconds * 1000 + WATCH_GRACE_MS);
     const res = await this.conn.request({
       method: 'GET',
       path: `${collectionPath(this.resolved, undefined)}?${search}`,
       headers: { accept: 'application/json' },
-      signal: this.controller.signal,
+      signal: AbortSignal.any([this.controller.signal, deadline]),
       longRunning: true,
     });
     if (res.statusCode !== 200) {
@@ -368,22 +383,17 @@ export class ResourceCache {
       if (res.statusCode === 410) return 'gone';
       return res.statusCode === 401 || res.statusCode === 403 || res.statusCode === 404 ? 'refused' : 'failed';
     }
-    const deadline = setTimeout(() => res.destroy(), timeoutSeconds * 1000 + WATCH_GRACE_MS);
-    try {
-      for await (const line of streamLines(res, MAX_EVENT_CHARS)) {
-        if (this.state !== 'ready' || epoch !== this.epoch) {
-          res.destroy();
-          return 'ended';
-        }
-        if (line.trim() === '') continue;
-        const outcome = this.apply(line);
-        if (outcome !== 'applied') {
-          res.destroy();
-          return outcome;
-        }
+    for await (const line of streamLines(res, MAX_EVENT_CHARS)) {
+      if (this.state !== 'ready' || epoch !== this.epoch) {
+        res.destroy();
+        return 'ended';
       }
-    } finally {
-      clearTimeout(deadline);
+      if (line.trim() === '') continue;
+      const outcome = this.apply(line);
+      if (outcome !== 'applied') {
+        res.destroy();
+        return outcome;
+      }
     }
     return 'ended';
   }

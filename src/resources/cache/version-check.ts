@@ -16,15 +16,17 @@ interface Round {
 }
 
 const MAX_CHECK_BYTES = 1024 * 1024;
+/** A check unanswered this long counts as failed (the reads waiting for it go to the cluster). */
+const CHECK_TIMEOUT_MS = 5000;
 
 export class VersionCheck {
   private next: Round | undefined;
   private inFlight = false;
-  private lastSent = 0;
+  private lastSent = -Infinity;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly conn: ClusterConnection,
+    readonly conn: ClusterConnection,
     private readonly resolved: ResolvedResource,
     private readonly intervalMs: number,
   ) {}
@@ -44,18 +46,19 @@ export class VersionCheck {
 
   private schedule(): void {
     if (this.inFlight || !this.next || this.timer) return;
-    const wait = this.lastSent + this.intervalMs - Date.now();
+    const wait = this.lastSent + this.intervalMs - performance.now();
     if (wait > 0) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.schedule();
       }, wait);
+      this.timer.unref();
       return;
     }
     const round = this.next;
     this.next = undefined;
     this.inFlight = true;
-    this.lastSent = Date.now();
+    this.lastSent = performance.now();
     void this.fetch()
       .catch(() => undefined)
       .then((version) => {
@@ -71,6 +74,7 @@ export class VersionCheck {
       method: 'GET',
       path: `${collectionPath(this.resolved, undefined)}?limit=1`,
       headers: { accept: 'application/json' },
+      signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
     });
     const text = await readBody(res, MAX_CHECK_BYTES);
     if (res.statusCode !== 200) return undefined;
