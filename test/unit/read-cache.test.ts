@@ -4,7 +4,8 @@ import { Readable } from 'node:stream';
 import t from 'tap';
 import type { ClusterConnection } from '../../src/clusters/types.js';
 import { wantedVersion } from '../../src/resources/cache/read-cache.js';
-import type { CachedObject } from '../../src/resources/cache/resource-cache.js';
+import { ResourceCache, type CachedObject } from '../../src/resources/cache/resource-cache.js';
+import type { Logger } from '../../src/log.js';
 import { parseFieldSelector, parseLabelSelector } from '../../src/resources/cache/selectors.js';
 import { VersionCheck } from '../../src/resources/cache/version-check.js';
 
@@ -96,4 +97,47 @@ t.test('version checks: a read never joins a check already sent; an interval spa
   t.equal(sent.length, 4, 'after it, one is');
   sent[3]('21');
   t.equal(await b, 21n);
+});
+
+t.test('a cache keeps each object as the bytes the cluster listed, and paces a watch that ends at once', async (t) => {
+  // Braces, quotes and escapes inside strings, and an int64 beyond 2^53: sliced, never re-serialized.
+  const tricky =
+    '{"metadata":{"name":"a","namespace":"n","resourceVersion":"5"},"data":{"x":"}{\\"]["},"n":9007199254740993}';
+  const plain = '{"metadata":{"name":"b","namespace":"n","resourceVersion":"6","labels":{"app":"web"}}}';
+  const head = '{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"7"}';
+  const page = `${head},"items":[${tricky},${plain}]}\n`;
+  let watches = 0;
+  const conn = {
+    name: 'fake',
+    request: (req: { path: string }) => {
+      const watch = req.path.includes('watch=true');
+      if (watch) watches++;
+      // Every watch ends at once, empty: the cache must not reopen it in a tight loop.
+      const body = Readable.from(watch ? [] : [Buffer.from(page)]);
+      return Promise.resolve(Object.assign(body, { statusCode: 200, headers: {} }));
+    },
+  } as unknown as ClusterConnection;
+  const resolved = { group: '', version: 'v1', resource: 'configmaps', kind: 'ConfigMap', namespaced: true, verbs: [] };
+  const log = { debug: () => undefined, info: () => undefined } as unknown as Logger;
+  const cache = new ResourceCache(
+    conn,
+    resolved,
+    { resized: () => undefined, bounds: { objects: 10, bytes: 1e6 } },
+    log,
+  );
+  await cache.start();
+  t.equal(cache.rv, 7n);
+  t.equal(
+    cache.get('n', 'a')?.json.toString(),
+    `{"kind":"ConfigMap","apiVersion":"v1",${tricky.slice(1)}`,
+    'the listed bytes, with kind and apiVersion in front',
+  );
+  t.same(cache.get('n', 'b')?.labels, { app: 'web' });
+  t.same(
+    cache.items('n').map((o) => o.name),
+    ['a', 'b'],
+  );
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  t.ok(watches <= 2, `watches that end at once are paced (${watches} in half a second)`);
+  cache.stop();
 });

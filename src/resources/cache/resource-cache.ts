@@ -336,6 +336,7 @@ export class ResourceCache {
     let retryMs = FIRST_RETRY_MS;
     while (this.state === 'ready') {
       let outcome: Outcome;
+      const started = performance.now();
       try {
         outcome = await this.watch(MAIN_WATCH_SECONDS);
       } catch (err) {
@@ -349,7 +350,13 @@ export class ResourceCache {
         return;
       }
       if (outcome === 'ended') {
-        retryMs = FIRST_RETRY_MS;
+        // A watch that ends at once (a broken or hostile cluster) is paced like a failure, not
+        // opened again in a tight loop.
+        if (performance.now() - started >= FIRST_RETRY_MS) retryMs = FIRST_RETRY_MS;
+        else {
+          await sleep(retryMs, undefined, { signal: this.controller.signal }).catch(() => undefined);
+          retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+        }
         continue;
       }
       if (outcome === 'failed') {
