@@ -395,6 +395,28 @@ async function main(): Promise<void> {
     };
     const accept = { accept: 'application/json' };
     let patchCounter = 0;
+    /** GET of a ConfigMap picked at random among the spread namespace's, with `query`. */
+    const spreadGet = (id: string, row: string, query: string): Row => ({
+      id,
+      row,
+      unit: 'req/s',
+      paths: [...paths, plainPath],
+      load: {
+        connections: s.spreadConnections,
+        request: (i) => ({
+          method: 'GET',
+          headers: accept,
+          path: () => {
+            const name = `cm-${Math.floor(Math.random() * (s.spreadSize - 1))}`;
+            return pick(
+              i,
+              `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}${query}`,
+              `/api/v1/configmaps/${spreadNamespace}/${name}${query}`,
+            );
+          },
+        }),
+      },
+    });
     const rows: Row[] = [
       {
         id: 'get',
@@ -414,50 +436,14 @@ async function main(): Promise<void> {
           }),
         },
       },
-      {
-        id: 'spread-get',
-        paths: [...paths, plainPath],
-        row: `GET one of ${s.spreadSize} objects (spread)`,
-        unit: 'req/s',
-        load: {
-          connections: s.spreadConnections,
-          request: (i) => ({
-            method: 'GET',
-            headers: accept,
-            path: () => {
-              const name = `cm-${Math.floor(Math.random() * (s.spreadSize - 1))}`;
-              return pick(
-                i,
-                `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}`,
-                `/api/v1/configmaps/${spreadNamespace}/${name}`,
-              );
-            },
-          }),
-        },
-      },
-      {
-        // The same with resourceVersion=0 (any version): the API server answers from its own watch
-        // cache, kiteline from its read cache, neither asks etcd: cache against cache.
-        id: 'spread-get-any',
-        row: `GET one of ${s.spreadSize} objects, resourceVersion=0 (spread)`,
-        unit: 'req/s',
-        paths: [...paths, plainPath],
-        load: {
-          connections: s.spreadConnections,
-          request: (i) => ({
-            method: 'GET',
-            headers: accept,
-            path: () => {
-              const name = `cm-${Math.floor(Math.random() * (s.spreadSize - 1))}`;
-              return pick(
-                i,
-                `/api/v1/namespaces/${spreadNamespace}/configmaps/${name}?resourceVersion=0`,
-                `/api/v1/configmaps/${spreadNamespace}/${name}?resourceVersion=0`,
-              );
-            },
-          }),
-        },
-      },
+      spreadGet('spread-get', `GET one of ${s.spreadSize} objects (spread)`, ''),
+      // The same with resourceVersion=0 (any version): the API server answers from its own watch
+      // cache, kiteline from its read cache, neither asks etcd: cache against cache.
+      spreadGet(
+        'spread-get-any',
+        `GET one of ${s.spreadSize} objects, resourceVersion=0 (spread)`,
+        '?resourceVersion=0',
+      ),
       {
         id: 'spread-list',
         paths: [...paths, plainPath],
