@@ -8,13 +8,15 @@ HOST_DIR := .kiteline/host
 # Everything the project needs on a fresh Debian machine: containerd, runc and the CNI plugins
 # (Debian's packages), etcd, the Kubernetes binaries of the current release and the API server and
 # controller manager of the older one the suite's target-b runs (scripts/kubernetes/versions; built
-# once from Go modules into ~/.cache/kiteline/kubernetes/<version>), the node's images and the npm
-# packages.
+# once from Go modules into ~/.cache/kiteline/kubernetes/<version>), Flux's controllers, sops and
+# age for the GitOps test (scripts/flux/versions, into ~/.cache/kiteline/flux/), the node's images
+# and the npm packages.
 deps: node-deps
 	bash scripts/install-packages.sh
 	bash scripts/kubernetes/build-etcd.sh
 	bash scripts/kubernetes/build.sh
 	source scripts/kubernetes/versions && bash scripts/kubernetes/build.sh $$OLDER kube-apiserver kube-controller-manager kubectl
+	bash scripts/flux/build.sh
 	bash scripts/build-images.sh
 
 # The npm packages, installed (npm ci) when missing or older than package-lock.json.

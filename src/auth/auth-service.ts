@@ -380,7 +380,7 @@ export class AuthService {
    * provider and subject of a provider's user (so a session never outlives a change of either).
    */
   private credentialOf(user: UserResource): string | undefined {
-    if (isPasswordUser(user)) return this.users.passwordHash(user);
+    if (isPasswordUser(user)) return this.users.passwordCredential(user);
     const subject = userSubject(user);
     return subject ? `provider\n${userProvider(user)}\n${subject}` : undefined;
   }
@@ -447,9 +447,9 @@ export class AuthService {
     }
     this.limiter.reset(keys[0]);
 
-    if (hash === undefined) {
+    if (hash === undefined && !this.users.passwordFromGit(user)) {
       // Applied with a plain `password` key and not hashed yet: hash it now, before the session
-      // is bound to the hash.
+      // is bound to the hash. (A Secret from Git stays as Git has it: docs/gitops.md.)
       await this.users.setPassword(user, password);
     }
     // A user applied with kubectl gets its id now (the store returns once the cache shows it).

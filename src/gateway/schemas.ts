@@ -146,6 +146,23 @@ export const ErrorResponse = Type.Object(
   { $id: 'ErrorResponse', description: 'Every error: a human message, a Kubernetes-style reason and the status code' },
 );
 
+/** The GitOps owner of a Cluster, User or Role applied from Git (src/host/gitops.ts). */
+const managedBy = Type.Optional(
+  Type.Object(
+    {
+      tool: stringEnum(['flux', 'argocd']),
+      kind: stringEnum(['Kustomization', 'HelmRelease', 'Application']),
+      namespace: Type.String({ description: 'the owner\'s namespace, "" when unknown' }),
+      name: Type.String({ description: 'the owner\'s name, "" when only its field manager tells the tool' }),
+    },
+    {
+      description:
+        'only for an object applied by a GitOps engine (docs/gitops.md): the Flux Kustomization or HelmRelease, ' +
+        'or the Argo CD Application; such an object is changed in Git (the admin API answers 409)',
+    },
+  ),
+);
+
 const userProperties = {
   id: integer,
   username: string,
@@ -165,6 +182,7 @@ const userProperties = {
   oidc_groups: Type.Array(Type.String(), {
     description: "the identity provider's groups of the user at their last sign-in ([] for a password user)",
   }),
+  managedBy,
 };
 
 export const User = Type.Object(userProperties, { $id: 'User', description: 'A user (never a password or hash)' });
@@ -195,6 +213,7 @@ export const Role = Type.Object(
     verbs: stringList(),
     createdAt: timestamp(),
     assignments: Type.Array(refTo(RoleAssignment, 'RoleAssignment')),
+    managedBy,
   },
   {
     $id: 'Role',
@@ -277,6 +296,7 @@ export const Cluster = Type.Object(
         },
       ),
     ),
+    managedBy,
   },
   { $id: 'Cluster', description: 'A registered cluster (admin view; `config` is always "")' },
 );

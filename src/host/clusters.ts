@@ -32,6 +32,7 @@ import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '.
 import type { Logger } from '../log.js';
 import { bootstrapClaimed } from './bootstrap.js';
 import { ConfigMapLock } from './configmap-lock.js';
+import { managedByOf, refuseGitOpsManaged, type ManagedBy } from './gitops.js';
 import { isAlreadyExists, isNotFound, isStale } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
 import { ignoreGone, KindStore } from './kind-store.js';
@@ -115,6 +116,8 @@ export interface Cluster {
   production: boolean;
   /** Where a cluster materialised from a source comes from; absent for REST and kubectl clusters. */
   source?: ClusterSourceRef;
+  /** The GitOps engine's object that applies it from Git (gitops.ts); absent otherwise. */
+  managedBy?: ManagedBy;
 }
 
 /** The source object of a sourced cluster. */
@@ -193,8 +196,10 @@ function defaultSince(cr: ClusterResource): number {
 export function clusterOf(cr: ClusterResource): Cluster {
   const spec = cr.spec ?? {};
   const source = sourceOf(cr);
+  const managedBy = managedByOf(cr);
   return {
     ...(source ? { source } : {}),
+    ...(managedBy ? { managedBy } : {}),
     objectName: cr.metadata.name,
     id: resourceId(cr) ?? 0,
     name: clusterDisplayName(cr),
@@ -278,8 +283,12 @@ interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince' 
   kubeconfig?: string;
 }
 
-/** The admin API leaves sourced clusters to their source: 409 naming it. */
-function refuseSourced(cr: ClusterResource, verb: 'changed' | 'deleted'): void {
+/**
+ * The admin API leaves a cluster to whoever owns it: a sourced cluster to its source, a cluster
+ * applied from Git to its GitOps engine (gitops.ts). 409 naming the owner.
+ */
+function refuseForeign(cr: ClusterResource, verb: 'changed' | 'deleted'): void {
+  refuseGitOpsManaged(cr, `cluster "${clusterDisplayName(cr)}"`, verb);
   const source = sourceOf(cr);
   if (!source) return;
   throw new ConflictError(
@@ -344,11 +353,13 @@ export class ClusterStore extends KindStore<ClusterResource> {
   // ---- views ----
 
   view(cr: ClusterResource): ClusterView {
-    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate, production, source } =
-      clusterOf(cr);
+    const cluster = clusterOf(cr);
+    const { id, name, description, prometheusURL, inCluster, isDefault, enabled, impersonate, production } = cluster;
+    const { source, managedBy } = cluster;
     const { version, ready, error } = this.connections.health(cr);
     return {
       ...(source ? { source } : {}),
+      ...(managedBy ? { managedBy } : {}),
       id,
       name,
       description,
@@ -447,9 +458,11 @@ export class ClusterStore extends KindStore<ClusterResource> {
    */
   async update(id: number, input: ClusterInput): Promise<Cluster> {
     const cr = this.find(id);
-    // Which cluster is the default is kiteline's choice, not the source's: the one change allowed.
+    // Which cluster is the default is kiteline's choice, not the source's: the one change allowed
+    // (a cluster from Git has isDefault in Git: no change at all).
+    refuseGitOpsManaged(cr, `cluster "${clusterDisplayName(cr)}"`, 'changed');
     const onlyDefault = Object.entries(input).every(([k, v]) => v === undefined || (k === 'isDefault' && v === true));
-    if (!onlyDefault) refuseSourced(cr, 'changed');
+    if (!onlyDefault) refuseForeign(cr, 'changed');
     const kubeconfig = input.config ? sanitizedConfig(input.config) : undefined;
     const prometheusURL = input.prometheusURL === undefined ? undefined : checkPrometheusURL(input.prometheusURL);
     const updated = await this.swap(cr, (live) => {
@@ -514,9 +527,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
 
   async delete(id: number): Promise<Cluster> {
     const cr = this.find(id);
-    refuseSourced(cr, 'deleted');
+    refuseForeign(cr, 'deleted');
     const gone = await this.remove(cr, cr.spec?.kubeconfigSecretRef?.name, (live) => {
-      refuseSourced(live, 'deleted');
+      refuseForeign(live, 'deleted');
       if (live.spec?.isDefault)
         throw new BadRequestError('cannot delete default cluster: mark another cluster as default first');
     });

@@ -2,10 +2,14 @@
 // (the kubectl way) gets it replaced by `passwordHash` (scrypt), and kubectl's last-applied
 // annotation, which would keep the plain text, is removed. Runs on every replica on cache events;
 // the write is a resourceVersion-guarded replace, so racing replicas cannot clobber each other.
+// A Secret a GitOps engine applies (gitops.ts) is left as it is: the engine would put the plain
+// key back on its next sync, and the two would rewrite it forever. Its plain password still signs
+// in (compared in constant time); docs/gitops.md says to keep it SOPS-encrypted in Git.
 import type * as k8s from '@kubernetes/client-node';
 import { hashPassword } from '../credentials/passwords.js';
 import { ConflictError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { managedByOf } from './gitops.js';
 import { describeApiError, isNotFound } from './host-errors.js';
 import { LAST_APPLIED_ANNOTATION, secretValue } from './owned-secrets.js';
 import { SerialTask } from './serial-task.js';
@@ -43,7 +47,7 @@ export class PlainPasswordHasher {
       const ref = user.spec?.passwordSecretRef?.name;
       const secret = ref ? this.host.secrets.get(ref, this.host.namespace) : undefined;
       const plain = secretValue(secret, PLAIN_PASSWORD_KEY);
-      if (!secret || plain === undefined) continue;
+      if (!secret || plain === undefined || managedByOf(secret)) continue;
       await this.hashOne(secret, plain);
     }
   }

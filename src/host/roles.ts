@@ -14,6 +14,7 @@
 import { BadRequestError, ConflictError, ForbiddenError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { APIKeyStore } from './apikeys.js';
+import { refuseGitOpsManaged } from './gitops.js';
 import { groupSubject, isBareGroupSubject, resolveGroupSubject } from './group-subjects.js';
 import { describeApiError } from './host-errors.js';
 import type { IdAllocator } from './ids.js';
@@ -131,6 +132,7 @@ export class RoleStore extends KindStore<RoleResource> {
   async update(role: RoleResource, changes: RoleChanges & { name?: string }): Promise<RoleResource> {
     const name = roleName(role);
     if (isBuiltinRole(name)) throw new ForbiddenError(`built-in role ${name} cannot be changed`);
+    refuseGitOpsManaged(role, `role "${name}"`, 'changed');
     if (changes.name !== undefined && changes.name !== name) {
       throw new BadRequestError('roles cannot be renamed: create a new role and move the assignments');
     }
@@ -144,6 +146,7 @@ export class RoleStore extends KindStore<RoleResource> {
   async delete(role: RoleResource): Promise<void> {
     const name = roleName(role);
     if (isBuiltinRole(name)) throw new ForbiddenError(`built-in role ${name} cannot be deleted`);
+    refuseGitOpsManaged(role, `role "${name}"`, 'deleted');
     await this.remove(role);
     await this.holders.users.dropRole(name);
     await this.holders.apiKeys.dropRole(name);
@@ -167,6 +170,7 @@ export class RoleStore extends KindStore<RoleResource> {
     sources: readonly string[],
   ): Promise<{ roleId: number; subject: string; added: boolean }> {
     const group = resolveGroupSubject(subject, sources);
+    refuseGitOpsManaged(role, `role "${roleName(role)}"`, 'changed');
     let added = false;
     await this.swap(role, (live) => {
       const groups = roleGroups(live);
@@ -185,6 +189,7 @@ export class RoleStore extends KindStore<RoleResource> {
   async unassignGroup(role: RoleResource, subject: string, sources: readonly string[]): Promise<void> {
     const gone = new Set([subject]);
     if (isBareGroupSubject(subject) && sources.length === 1) gone.add(groupSubject(sources[0], subject));
+    refuseGitOpsManaged(role, `role "${roleName(role)}"`, 'changed');
     await this.swap(role, (live) => {
       const groups = roleGroups(live);
       if (!groups.some((g) => gone.has(g))) return undefined;

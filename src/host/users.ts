@@ -11,9 +11,11 @@
 //     user), which ends every session; a new password hash ends them too.
 // Reads come from the watch-backed cache (KindStore); every write returns once this replica's
 // cache shows it.
+import { createHash } from 'node:crypto';
 import { hashPassword } from '../credentials/passwords.js';
 import { ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../errors.js';
 import { claimSuperUserBootstrap } from './bootstrap.js';
+import { managedByOf, refuseGitOpsManaged } from './gitops.js';
 import { groupSubjectsOf } from './group-subjects.js';
 import type { IdAllocator } from './ids.js';
 import { ignoreGone, KindStore, sameList } from './kind-store.js';
@@ -159,6 +161,23 @@ export class UserStore extends KindStore<UserResource> {
     return secretValue(this.passwordSecret(user), PLAIN_PASSWORD_KEY);
   }
 
+  /**
+   * What a password user's sessions are bound to: the hash, or for a password Secret from Git that
+   * keeps the password plain (passwordFromGit), a digest of it, so a new password in Git ends them.
+   */
+  passwordCredential(user: UserResource): string | undefined {
+    const hash = this.passwordHash(user);
+    if (hash !== undefined) return hash;
+    const plain = this.plainPassword(user);
+    return plain === undefined ? undefined : `plain\n${createHash('sha256').update(plain).digest('base64')}`;
+  }
+
+  /** The password Secret is a GitOps engine's (gitops.ts): kiteline never rewrites it. */
+  passwordFromGit(user: UserResource): boolean {
+    const secret = this.passwordSecret(user);
+    return secret !== undefined && managedByOf(secret) !== undefined;
+  }
+
   sessionEpoch(user: UserResource): string {
     return user.metadata.annotations?.[SESSION_EPOCH_ANNOTATION] ?? '0';
   }
@@ -216,6 +235,7 @@ export class UserStore extends KindStore<UserResource> {
   /** Changes the name, avatar URL or sidebar preference (nothing given: nothing written). */
   async update(user: UserResource, changes: UserChanges): Promise<UserResource> {
     if (Object.keys(changes).length === 0) return user;
+    this.refuseManaged(user, 'changed');
     return this.patch(user, { spec: changes });
   }
 
@@ -226,6 +246,7 @@ export class UserStore extends KindStore<UserResource> {
   async setEnabled(user: UserResource, enabled: boolean, actorId?: number): Promise<UserResource> {
     if (!enabled) this.refuseSelf(user, actorId, 'disable');
     if ((user.spec.enabled !== false) === enabled) return user;
+    this.refuseManaged(user, 'changed');
     if (enabled)
       return this.swap(user, (live) => (live.spec.enabled === false ? { spec: { enabled: true } } : undefined));
     return this.lastAdmin.removeAdmin(user, 'disable', () =>
@@ -249,6 +270,9 @@ export class UserStore extends KindStore<UserResource> {
 
   /** Sets a new password hash (ending the user's sessions: their stamp includes the hash). */
   async setPassword(user: UserResource, password: string): Promise<UserResource> {
+    const secret = this.passwordSecret(user);
+    // A password kept in Git: the engine would put Git's back on its next sync.
+    if (secret) refuseGitOpsManaged(secret, `the password of user "${user.spec.username}"`, 'changed');
     const hash = await hashPassword(password);
     const secretName = this.passwordSecretName(user);
     await this.writeSecret(user, {
@@ -272,6 +296,7 @@ export class UserStore extends KindStore<UserResource> {
         return sameList(before, after) ? undefined : { spec: { roles: after } };
       });
     const roles = user.spec.roles ?? [];
+    if (!sameList(roles, change([...roles]))) this.refuseManaged(user, 'changed');
     if (roles.includes(this.adminRole) && !change([...roles]).includes(this.adminRole)) {
       return this.lastAdmin.removeAdmin(user, 'remove the admin role from', write);
     }
@@ -304,7 +329,9 @@ export class UserStore extends KindStore<UserResource> {
   /** Takes a deleted role from every user holding it, so a later role of that name grants nothing. */
   async dropRole(role: string): Promise<void> {
     for (const user of this.list()) {
-      if (!(user.spec.roles ?? []).includes(role)) continue;
+      // A user from Git keeps what Git says (the role's name then grants what a later role of that
+      // name grants, as Git declares it).
+      if (!(user.spec.roles ?? []).includes(role) || managedByOf(user)) continue;
       await this.updateRoles(user, (roles) => roles.filter((r) => r !== role)).catch(ignoreGone);
     }
   }
@@ -312,7 +339,13 @@ export class UserStore extends KindStore<UserResource> {
   /** Deletes the user and its password Secret; yourself or the last enabled admin: 409. */
   async delete(user: UserResource, actorId?: number): Promise<void> {
     this.refuseSelf(user, actorId, 'delete');
+    this.refuseManaged(user, 'deleted');
     await this.lastAdmin.removeAdmin(user, 'delete', () => this.remove(user, user.spec?.passwordSecretRef?.name));
+  }
+
+  /** 409 for a user applied from Git (gitops.ts): it is changed there. */
+  private refuseManaged(user: UserResource, verb: 'changed' | 'deleted'): void {
+    refuseGitOpsManaged(user, `user "${user.spec.username}"`, verb);
   }
 
   private refuseSelf(user: UserResource, actorId: number | undefined, action: string): void {

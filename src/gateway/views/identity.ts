@@ -6,6 +6,7 @@
 import type { Principal } from '../../auth/principal.js';
 import { creationTime } from '../../host/cache-index.js';
 import { apiKeyName } from '../../host/apikeys.js';
+import { managedByOf } from '../../host/gitops.js';
 import { isBuiltinRole, roleGroups, roleName } from '../../host/roles.js';
 import { userGroups, userProvider } from '../../host/users.js';
 import { providerName } from '../../host/oauth-providers.js';
@@ -43,7 +44,9 @@ export function userView(
     const id = role ? resourceId(role) : undefined;
     if (id !== undefined && !roles.some((r) => r.name === name)) roles.push({ id, name });
   }
+  const managedBy = managedByOf(user);
   return {
+    ...(managedBy ? { managedBy } : {}),
     id: resourceId(user)!,
     username: user.spec.username,
     name: user.spec.name ?? '',
@@ -61,7 +64,9 @@ export function userView(
 export function roleView(role: RoleResource, holders: readonly UserResource[]): RoleView {
   const id = resourceId(role)!;
   const name = roleName(role);
+  const managedBy = managedByOf(role);
   return {
+    ...(managedBy ? { managedBy } : {}),
     id,
     name,
     description: role.spec?.description ?? '',
