@@ -2,8 +2,8 @@
 // answered from a watch cache on both doors (/api/v1 and /k8s/clusters), a consistent read is
 // never older than a direct read made when it arrived (checked under concurrent writes), what the
 // cache cannot honour goes to the cluster, the target's own RBAC decides every cached answer (and a
-// revoked RoleBinding takes effect at once), kiteline's host is never cached, and a cluster's
-// caches stay within their bound (evictions counted).
+// revoked RoleBinding takes effect at once), kiteline's host is never cached, the same holds on the
+// older minor (target-b), and a cluster's caches stay within their bound (evictions counted).
 import t from 'tap';
 import { Agent, request } from 'undici';
 import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
@@ -328,6 +328,62 @@ t.test("kiteline's own host cluster is never answered from the cache", async (t)
     t.equal(res.headers.get('x-kiteline-cache'), null);
   }
   t.ok((await outcomes('host', host)) >= 5, 'counted as host');
+});
+
+t.test('on the older minor (target-b): the same answers, and a write before a read is seen', async (t) => {
+  // target-b runs scripts/kubernetes/versions' OLDER release: its watch bookmarks and list
+  // resourceVersions are what the cache relies on too.
+  const older = await testControlPlane('target-b');
+  const name = uniqueName('cached-older');
+  await addReadyCluster(gw, admin, { name, config: testKubeconfig('target-b') });
+  const olderNs = uniqueName('cached-older');
+  t.equal(kubectl(older.kubeconfigPath, ['create', 'namespace', olderNs]).status, 0);
+  t.teardown(() => kubectl(older.kubeconfigPath, ['delete', 'namespace', olderNs, '--wait=false']));
+  const items = configMaps.slice(0, 5).map((cm) => ({ ...cm, metadata: { ...cm.metadata, namespace: olderNs } }));
+  const applied = kubectl(
+    older.kubeconfigPath,
+    ['apply', '-f', '-'],
+    JSON.stringify({ kind: 'List', apiVersion: 'v1', items }),
+  );
+  t.equal(applied.status, 0, applied.stderr);
+  const headers = { ...key.headers, 'x-cluster-name': name };
+  await untilCached(`/api/v1/configmaps/${olderNs}`, headers);
+
+  const agent = new Agent({ connect: { ca: older.caPem } });
+  t.teardown(() => agent.close());
+  const directOlder = async (method: string, path: string, body?: unknown) => {
+    const res = await request(`${older.server}${path}`, {
+      method,
+      dispatcher: agent,
+      headers: {
+        authorization: `Bearer ${older.token}`,
+        accept: 'application/json',
+        ...(body ? { 'content-type': 'application/merge-patch+json' } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    return (await res.body.json()) as any;
+  };
+  const cached = await call(gw.url, 'GET', `/api/v1/configmaps/${olderNs}`, { headers });
+  const fromCluster = await directOlder('GET', `/api/v1/namespaces/${olderNs}/configmaps?labelSelector=app%3Dc`);
+  t.equal(cached.headers.get('x-kiteline-cache'), 'hit');
+  t.same(
+    cached.body.items
+      .filter((o: any) => o.metadata.labels?.app === 'c')
+      .map((o: any) => [o.metadata.name, o.metadata.resourceVersion]),
+    fromCluster.items.map((o: any) => [o.metadata.name, o.metadata.resourceVersion]),
+    'the objects and versions the cluster has',
+  );
+  let stale = 0;
+  let hits = 0;
+  for (let n = 1; n <= 10; n++) {
+    await directOlder('PATCH', `/api/v1/namespaces/${olderNs}/configmaps/cm-1`, { data: { n: `older${n}` } });
+    const got = await call(gw.url, 'GET', `/api/v1/configmaps/${olderNs}/cm-1`, { headers });
+    if (got.headers.get('x-kiteline-cache') === 'hit') hits++;
+    if (got.body.data?.n !== `older${n}`) stale++;
+  }
+  t.equal(stale, 0, 'no answer missed the write before it');
+  t.ok(hits >= 1, `${hits} of 10 came from the cache`);
 });
 
 t.test("a cluster's caches stay within their bound; evictions are counted and reads still answered", async (t) => {

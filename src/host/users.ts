@@ -465,7 +465,8 @@ export class UserStore extends KindStore<UserResource> {
     const kept = new Error('kept');
     try {
       await this.remove(user, user.spec?.passwordSecretRef?.name, (live) => {
-        if (isPasswordUser(live) || !stillRoleless(live)) throw kept;
+        // A user from Git is Git's to remove (its engine would create it again).
+        if (isPasswordUser(live) || managedByOf(live) || !stillRoleless(live)) throw kept;
       });
       return true;
     } catch (err) {
