@@ -9,6 +9,7 @@
 // of users or roles. Every replica runs it; the check and the delete are one compare-and-swap, so a
 // role given meanwhile keeps the user, and a user another replica deleted first is skipped.
 import { DueSweeper } from '../host/due-sweeper.js';
+import { managedByOf } from '../host/gitops.js';
 import type { RoleStore } from '../host/roles.js';
 import { isPasswordUser, providerVerifiedAt, userProvider, type UserStore } from '../host/users.js';
 import type { UserResource } from '../host/resources.js';
@@ -32,6 +33,7 @@ export class RolelessUserSweeper extends DueSweeper<UserResource> {
 
   protected dueAt(user: UserResource): number | undefined {
     if (isPasswordUser(user) || user.spec?.enabled === false || (user.spec?.roles ?? []).length > 0) return undefined;
+    if (managedByOf(user)) return undefined; // a user from Git is Git's to remove
     const verifiedAt = providerVerifiedAt(user);
     if (Number.isNaN(verifiedAt) || this.holdsAnyRole(user)) return undefined;
     return verifiedAt + this.ttlMs;

@@ -551,7 +551,9 @@ export class ClusterStore extends KindStore<ClusterResource> {
     if (defaults.length > 1) {
       const keep = clusterOf(pickDefault(defaults, clusterOf)!);
       for (const cr of defaults) {
-        if (cr.metadata.name === keep.objectName) continue;
+        // A cluster from Git keeps Git's flag (clearing it would only be undone on the next sync):
+        // both then claim the default, and pickDefault's order decides it the same everywhere.
+        if (cr.metadata.name === keep.objectName || managedByOf(cr)) continue;
         this.log.info(
           { cluster: clusterDisplayName(cr), keep: keep.name },
           'more than one default cluster; clearing the older',
@@ -561,8 +563,12 @@ export class ClusterStore extends KindStore<ClusterResource> {
       }
     } else if (defaults.length === 0 && all.length > 0) {
       const disabled = (cr: ClusterResource) => Number(cr.spec?.enabled === false);
+      const fromGit = (cr: ClusterResource) => Number(managedByOf(cr) !== undefined);
       const pick = [...all].sort(
-        (a, b) => disabled(a) - disabled(b) || (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity),
+        (a, b) =>
+          disabled(a) - disabled(b) ||
+          fromGit(a) - fromGit(b) ||
+          (resourceId(a) ?? Infinity) - (resourceId(b) ?? Infinity),
       )[0];
       this.log.info({ cluster: clusterDisplayName(pick) }, 'no default cluster; marking one');
       const mark = {

@@ -235,7 +235,8 @@ export class UserStore extends KindStore<UserResource> {
   /** Changes the name, avatar URL or sidebar preference (nothing given: nothing written). */
   async update(user: UserResource, changes: UserChanges): Promise<UserResource> {
     if (Object.keys(changes).length === 0) return user;
-    this.refuseManaged(user, 'changed');
+    // The sidebar layout is the user's own preference, not Git's.
+    if (changes.name !== undefined || changes.avatarURL !== undefined) this.refuseManaged(user, 'changed');
     return this.patch(user, { spec: changes });
   }
 
@@ -271,8 +272,10 @@ export class UserStore extends KindStore<UserResource> {
   /** Sets a new password hash (ending the user's sessions: their stamp includes the hash). */
   async setPassword(user: UserResource, password: string): Promise<UserResource> {
     const secret = this.passwordSecret(user);
-    // A password kept in Git: the engine would put Git's back on its next sync.
+    // A password kept in Git: the engine would put Git's back on its next sync. A user from Git
+    // without a password Secret would need its spec changed: that is Git's too.
     if (secret) refuseGitOpsManaged(secret, `the password of user "${user.spec.username}"`, 'changed');
+    if (!user.spec.passwordSecretRef) this.refuseManaged(user, 'changed');
     const hash = await hashPassword(password);
     const secretName = this.passwordSecretName(user);
     await this.writeSecret(user, {

@@ -40,12 +40,18 @@ function git(cwd: string, args: string[]): string {
 /** The CGI variables of one request (RFC 3875), with every header as HTTP_<NAME>. */
 function cgiEnvironment(req: IncomingMessage, root: string): NodeJS.ProcessEnv {
   const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+  let pathInfo: string;
+  try {
+    pathInfo = decodeURIComponent(url.pathname);
+  } catch {
+    pathInfo = url.pathname; // a malformed escape: http-backend answers 404 for it
+  }
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_PROJECT_ROOT: root,
     GIT_HTTP_EXPORT_ALL: '1',
     REQUEST_METHOD: req.method ?? 'GET',
-    PATH_INFO: decodeURIComponent(url.pathname),
+    PATH_INFO: pathInfo,
     QUERY_STRING: url.search.slice(1),
     REMOTE_ADDR: req.socket.remoteAddress ?? '127.0.0.1',
     SERVER_PROTOCOL: 'HTTP/1.1',
@@ -63,7 +69,13 @@ function cgiEnvironment(req: IncomingMessage, root: string): NodeJS.ProcessEnv {
 
 /** Runs `git http-backend` for one request: the body in, the CGI headers and body out. */
 function serveCgi(req: IncomingMessage, res: ServerResponse, root: string): void {
-  const child = spawn('git', ['http-backend'], { env: cgiEnvironment(req, root), stdio: ['pipe', 'pipe', 'ignore'] });
+  const child = spawn('git', ['http-backend'], { env: cgiEnvironment(req, root), stdio: ['pipe', 'pipe', 'inherit'] });
+  // http-backend may exit before reading the whole body (EPIPE), and a client that hangs up leaves
+  // it waiting on its input: end it then.
+  child.stdin.on('error', () => undefined);
+  res.on('close', () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill();
+  });
   req.pipe(child.stdin);
   let head = Buffer.alloc(0);
   let headersDone = false;
@@ -79,6 +91,7 @@ function serveCgi(req: IncomingMessage, res: ServerResponse, root: string): void
     let status = 200;
     for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
       const colon = line.indexOf(':');
+      if (colon <= 0) continue;
       const name = line.slice(0, colon).trim();
       const value = line.slice(colon + 1).trim();
       if (name.toLowerCase() === 'status') status = Number.parseInt(value, 10) || 500;
@@ -87,11 +100,14 @@ function serveCgi(req: IncomingMessage, res: ServerResponse, root: string): void
     res.writeHead(status);
     res.write(head.subarray(end + 4));
   });
-  child.on('close', () => {
-    if (!headersDone) res.writeHead(502).end('git http-backend gave no answer\n');
+  // 'error' (git could not start) may come with or without 'close': answer once.
+  const finish = () => {
+    if (res.writableEnded) return;
+    if (!headersDone && !res.headersSent) res.writeHead(502).end('git http-backend gave no answer\n');
     else res.end();
-  });
-  child.on('error', () => res.writeHead(500).end());
+  };
+  child.on('close', finish);
+  child.on('error', finish);
 }
 
 /** A new empty repository `name`, served on a free loopback port; removed at teardown. */
