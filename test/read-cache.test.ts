@@ -80,23 +80,27 @@ async function untilCached(path: string, headers: Record<string, string>): Promi
   );
 }
 
-const direct = new Agent({ connect: { ca: target.caPem } });
-t.teardown(() => direct.close());
-async function directJson(method: string, path: string, body?: unknown): Promise<any> {
-  const res = await request(`${target.server}${path}`, {
-    method,
-    dispatcher: direct,
-    headers: {
-      authorization: `Bearer ${target.token}`,
-      accept: 'application/json',
-      ...(body ? { 'content-type': 'application/merge-patch+json' } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = await res.body.json();
-  if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode}`);
-  return json;
+/** JSON calls straight to a test plane with its admin token (not through kiteline); closed at teardown. */
+function directClient(plane: { server: string; token: string; caPem: string }) {
+  const agent = new Agent({ connect: { ca: plane.caPem } });
+  t.teardown(() => agent.close());
+  return async (method: string, path: string, body?: unknown): Promise<any> => {
+    const res = await request(`${plane.server}${path}`, {
+      method,
+      dispatcher: agent,
+      headers: {
+        authorization: `Bearer ${plane.token}`,
+        accept: 'application/json',
+        ...(body ? { 'content-type': 'application/merge-patch+json' } : {}),
+      },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+    const json = await res.body.json();
+    if (res.statusCode >= 300) throw new Error(`${method} ${path}: ${res.statusCode}`);
+    return json;
+  };
 }
+const directJson = directClient(target);
 
 t.test('hot lists and objects are answered from the cache on both doors, as the cluster answers them', async (t) => {
   await untilCached(`/api/v1/configmaps/${ns}`, H);
@@ -349,21 +353,7 @@ t.test('on the older minor (target-b): the same answers, and a write before a re
   const headers = { ...key.headers, 'x-cluster-name': name };
   await untilCached(`/api/v1/configmaps/${olderNs}`, headers);
 
-  const agent = new Agent({ connect: { ca: older.caPem } });
-  t.teardown(() => agent.close());
-  const directOlder = async (method: string, path: string, body?: unknown) => {
-    const res = await request(`${older.server}${path}`, {
-      method,
-      dispatcher: agent,
-      headers: {
-        authorization: `Bearer ${older.token}`,
-        accept: 'application/json',
-        ...(body ? { 'content-type': 'application/merge-patch+json' } : {}),
-      },
-      body: body ? JSON.stringify(body) : undefined,
-    });
-    return (await res.body.json()) as any;
-  };
+  const directOlder = directClient(older);
   const cached = await call(gw.url, 'GET', `/api/v1/configmaps/${olderNs}`, { headers });
   const fromCluster = await directOlder('GET', `/api/v1/namespaces/${olderNs}/configmaps?labelSelector=app%3Dc`);
   t.equal(cached.headers.get('x-kiteline-cache'), 'hit');
