@@ -17,6 +17,7 @@ deps: node-deps
 	bash scripts/kubernetes/build.sh
 	source scripts/kubernetes/versions && bash scripts/kubernetes/build.sh $$OLDER kube-apiserver kube-controller-manager kubectl
 	bash scripts/flux/build.sh
+	bash scripts/helm/build.sh
 	bash scripts/build-images.sh
 
 # The npm packages, installed (npm ci) when missing or older than package-lock.json.

@@ -49,6 +49,9 @@ const LAYERS = {
   tools: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'describe'],
   // Image registries (an image's tags): no cluster, only the address rules of credentials/.
   registries: ['credentials'],
+  // Helm releases and charts (docs/helm.md): releases read as the caller, writes through helm, chart
+  // repositories' indexes and OCI tags (registries/).
+  helm: ['cluster-access', 'auth', 'clusters', 'host', 'credentials', 'registries'],
   // Kite's charts on a cluster's Prometheus (docs/monitoring.md).
   monitoring: ['cluster-access', 'auth', 'clusters', 'host', 'credentials'],
   // The MCP server's tools (docs/mcp.md): another door onto the same reads (describe, events, logs,

@@ -55,6 +55,8 @@ export interface Config {
   clusterLookup?: LookupFunction;
   /** GET /api/v1/image/tags: the registries it may reach on internal addresses, credentials, deadline. */
   imageRegistries: ImageRegistriesConfig;
+  /** Helm releases (docs/helm.md): the helm binary, the longest write, chart repositories' deadline. */
+  helm: HelmConfig;
   /** Identity of this replica (leader election holder id, logs). */
   replicaId: string;
   /** Serve GET /metrics without authentication (default: admin principals only). */
@@ -245,6 +247,35 @@ function imageRegistriesConfig(pick: (flag: string, envName: string) => string |
       10_000,
       100,
       120_000,
+    ),
+  };
+}
+
+export interface HelmConfig {
+  /** The helm binary: a path, or a name on PATH (KITELINE_HELM; default `helm`). */
+  binary: string;
+  /** The longest a release write may wait (Helm's --timeout), seconds. */
+  maxTimeoutSeconds: number;
+  /** Chart repositories' answers (index, archive, tags) get this long. */
+  repositoryTimeoutMs: number;
+}
+
+function helmConfig(pick: (flag: string, envName: string) => string | undefined): HelmConfig {
+  return {
+    binary: pick('helm', 'KITELINE_HELM') || 'helm',
+    maxTimeoutSeconds: integer(
+      'helm-max-timeout',
+      pick('helm-max-timeout', 'KITELINE_HELM_MAX_TIMEOUT'),
+      900,
+      10,
+      3600,
+    ),
+    repositoryTimeoutMs: integer(
+      'chart-repository-timeout-ms',
+      pick('chart-repository-timeout-ms', 'KITELINE_CHART_REPOSITORY_TIMEOUT_MS'),
+      30_000,
+      100,
+      300_000,
     ),
   };
 }
@@ -798,6 +829,7 @@ export function loadConfig(argv: string[] = [], env: Source = process.env): Conf
       120000,
     ),
     imageRegistries: imageRegistriesConfig(pick),
+    helm: helmConfig(pick),
     replicaId: env.POD_NAME || env.HOSTNAME || `kiteline-${process.pid}`,
     metricsPublic: boolean('metrics-public', pick('metrics-public', 'KITELINE_METRICS_PUBLIC'), false),
     auditEvents: boolean('audit-events', pick('audit-events', 'KITELINE_AUDIT_EVENTS'), false),

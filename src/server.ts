@@ -11,6 +11,8 @@ import { buildAuditService } from './audit/setup.js';
 import { Recordings } from './recording/recordings.js';
 import { ReadCache } from './resources/cache/read-cache.js';
 import { TemplateStore } from './host/templates.js';
+import { ChartRepositoryStore } from './host/chart-repositories.js';
+import { HelmOperations } from './helm/operations.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
@@ -100,6 +102,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     generalSettings: identity.generalSettings,
     ldapSettings: identity.ldapSettings,
     templates: new TemplateStore(host),
+    chartRepositories: new ChartRepositoryStore(host),
+    helm: new HelmOperations(config.helm),
     oidc,
     clusters: clusterManager.registry,
     clusterStore: clusterManager.store,

@@ -40,6 +40,7 @@ import searchRoutes from './routes/search.js';
 import settingRoutes from './routes/settings.js';
 import terminalRoutes from './routes/terminal.js';
 import templateRoutes from './routes/templates.js';
+import helmRoutes from './routes/helm.js';
 import toolRoutes from './routes/tools.js';
 import uiRoutes from './routes/ui.js';
 import userRoutes from './routes/users.js';
@@ -132,6 +133,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(settingRoutes);
   // Its own body handling (none: bodies stream through) and Status errors, encapsulated.
   await app.register(k8sProxyRoutes, { prefix: '/k8s/clusters' });
+  // Helm releases and charts (docs/helm.md): before the generic resource routes.
+  await app.register(helmRoutes);
   // Kite's resource tools (events, apply, node actions, history, CRDs, version): fixed segments.
   await app.register(toolRoutes);
   // Running workloads: logs, the live pod list, pod and service proxies (docs/workloads.md).

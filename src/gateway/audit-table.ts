@@ -40,6 +40,9 @@ const APIKEYS = '/api/v1/admin/apikeys';
 const CLUSTERS = '/api/v1/admin/clusters';
 const TEMPLATES = '/api/v1/admin/templates';
 const OAUTH_PROVIDERS = '/api/v1/admin/oauth-providers';
+const RELEASES = '/api/v1/helmrelease';
+const CHART_REPOSITORIES = '/api/v1/admin/chart-repositories';
+const RELEASE = { resource: 'helmreleases', namespace: 'params.namespace', clusterScoped: true } as const;
 const RESOURCE = { resourceField: 'params.resource', namespace: 'params.namespace', clusterScoped: true } as const;
 
 export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
@@ -84,6 +87,14 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   [`POST ${TEMPLATES}`]: { verb: 'create', resource: 'templates', name: 'body.name' },
   [`PUT ${TEMPLATES}/:id`]: { verb: 'update', resource: 'templates' },
   [`DELETE ${TEMPLATES}/:id`]: { verb: 'delete', resource: 'templates' },
+  // Helm releases (each call helm makes is audited again, as the user's, by the Kubernetes API door).
+  [`POST ${RELEASES}/:namespace`]: { verb: 'install', ...RELEASE, name: 'body.name' },
+  [`POST ${RELEASES}/:namespace/:name/upgrade`]: { verb: 'upgrade', ...RELEASE, name: 'params.name' },
+  [`POST ${RELEASES}/:namespace/:name/rollback`]: { verb: 'rollback', ...RELEASE, name: 'params.name' },
+  [`DELETE ${RELEASES}/:namespace/:name`]: { verb: 'uninstall', ...RELEASE, name: 'params.name' },
+  [`POST ${CHART_REPOSITORIES}`]: { verb: 'create', resource: 'chartrepositories', name: 'body.name' },
+  [`PUT ${CHART_REPOSITORIES}/:name`]: { verb: 'update', resource: 'chartrepositories', name: 'params.name' },
+  [`DELETE ${CHART_REPOSITORIES}/:name`]: { verb: 'delete', resource: 'chartrepositories', name: 'params.name' },
   'POST /api/users/sidebar_preference': { verb: 'update', resource: 'sidebar_preferences' },
   // Settings (one object each).
   'PUT /api/v1/admin/general-setting': { verb: 'update', resource: 'generalsettings' },

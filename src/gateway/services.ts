@@ -15,6 +15,8 @@ import type { OAuthProviderStore } from '../host/oauth-providers.js';
 import type { RoleStore } from '../host/roles.js';
 import type { HostStore } from '../host/store.js';
 import type { TemplateStore } from '../host/templates.js';
+import type { ChartRepositoryStore } from '../host/chart-repositories.js';
+import type { HelmOperations } from '../helm/operations.js';
 import type { UserStore } from '../host/users.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics/metrics.js';
@@ -44,6 +46,10 @@ export interface Services {
   ldapSettings: LdapSettingStore;
   /** Resource templates (host/templates.ts; read from the API server, not a cache: it says why). */
   templates: TemplateStore;
+  /** Helm chart repositories (host/chart-repositories.ts; read from the API server, like templates). */
+  chartRepositories: ChartRepositoryStore;
+  /** Helm release writes and chart reads through the real helm (src/helm/, docs/helm.md). */
+  helm: HelmOperations;
   /** Sign-in with an OpenID Connect provider: the authorization URL, the callback (auth/oidc.ts). */
   oidc: OidcSignIn;
   /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */

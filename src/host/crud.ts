@@ -5,7 +5,15 @@ import * as k8s from '@kubernetes/client-node';
 import { GROUP, VERSION } from './resources.js';
 
 export type Plural =
-  'users' | 'roles' | 'apikeys' | 'clusters' | 'templates' | 'oauthproviders' | 'generalsettings' | 'ldapsettings';
+  | 'users'
+  | 'roles'
+  | 'apikeys'
+  | 'clusters'
+  | 'templates'
+  | 'oauthproviders'
+  | 'generalsettings'
+  | 'ldapsettings'
+  | 'chartrepositories';
 
 const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

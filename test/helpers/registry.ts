@@ -117,7 +117,9 @@ export async function startRegistry(t: Teardown, options: RegistryOptions = {}):
     },
     20_000,
     100,
-  );
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}: ${stderr}`);
+  });
   return { host: `127.0.0.1:${port}`, port, url, ...(certDir ? { certDir } : {}) };
 }
 

@@ -37,6 +37,7 @@ const TAGS = [
   { name: 'apikeys', description: 'API key administration (role admin)' },
   { name: 'clusters', description: 'Cluster registration (role admin) and the cluster list' },
   { name: 'resources', description: 'Any resource of the selected cluster, proxied and authorized per role' },
+  { name: 'helm', description: 'Helm releases (read natively, written through helm as you) and chart repositories' },
   { name: 'monitoring', description: "Kite's charts and PromQL on the selected cluster's Prometheus" },
   { name: 'operations', description: 'Metrics' },
   {
