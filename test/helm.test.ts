@@ -11,7 +11,9 @@
 // callers get 401, bad input a 400, a name in use a 409, a failed hook a 422 naming it, every
 // write is audited, and no token minted for helm outlives its run.
 import t from 'tap';
-import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { kubectl, TEST_DIR, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import {
   addReadyCluster,
@@ -130,7 +132,11 @@ t.test('admins declare chart repositories; everyone reads their charts', async (
   const listed = await call(gw.url, 'GET', '/api/v1/charts?q=hel', as(viewer));
   t.equal(listed.status, 200, listed.text);
   t.same(
-    listed.body.map((c: { repository: string; name: string; version: string }) => [c.repository, c.name, c.version]),
+    listed.body.items.map((c: { repository: string; name: string; version: string }) => [
+      c.repository,
+      c.name,
+      c.version,
+    ]),
     [
       ['local-http', 'hello', '0.2.0'],
       ['local-oci', 'hello', ''],
@@ -151,9 +157,13 @@ t.test('admins declare chart repositories; everyone reads their charts', async (
     const values = await call(gw.url, 'GET', `/api/v1/charts/${repository}/hello/values?version=0.1.0`, as(viewer));
     t.equal(values.status, 200, values.text);
     t.match(values.body.values, /greeting: hello/, `${repository}: helm show values`);
+    const content = await call(gw.url, 'GET', `/api/v1/charts/${repository}/hello/content/values`, as(viewer));
+    t.match(content.body.content, /greeting: hello/, `${repository}: Kite's spelling`);
   }
   const missing = await call(gw.url, 'GET', '/api/v1/charts/local-http/nothing/versions', as(viewer));
   t.equal(missing.status, 404);
+  const unlisted = await call(gw.url, 'GET', '/api/v1/charts/local-oci/other/values', as(viewer));
+  t.equal(unlisted.status, 404, 'an OCI repository offers only the charts it lists, never another under its path');
   const repos = await call(gw.url, 'GET', '/api/v1/chart-repositories', as(viewer));
   t.equal(repos.status, 200);
   t.notOk(repos.text.includes(repoUser.password) || repos.text.includes(registryUser.password), 'no credentials');
@@ -174,14 +184,12 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
   });
   t.equal(installed.status, 201, installed.text);
   t.match(installed.body, {
-    name: release,
-    namespace: ns,
-    revision: 1,
-    status: 'deployed',
-    chart: 'hello-0.1.0',
-    values: { greeting: 'hi' },
+    kind: 'HelmRelease',
+    metadata: { name: release, namespace: ns },
+    spec: { revision: 1, chart: 'hello-0.1.0', values: { greeting: 'hi' }, defaultValues: { greeting: 'hello' } },
+    status: { status: 'deployed' },
   });
-  t.match(installed.body.manifest, /kind: Deployment/);
+  t.match(installed.body.spec.manifest, /kind: Deployment/);
   t.same(configMap(release), { greeting: 'hi', chartVersion: '0.1.0' });
   await eventually(
     "the release's pod to run",
@@ -201,16 +209,15 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
     120_000,
     500,
   );
-  const creator = kubectl(kc, [
-    '-n',
-    ns,
-    'get',
-    'deployment',
-    release,
-    '-o',
-    'jsonpath={.metadata.managedFields[0].manager}',
-  ]);
-  t.equal(creator.status, 0);
+  // Every call helm made went through kiteline's Kubernetes API as the deployer.
+  const proxied = readFileSync(join(TEST_DIR, 'logs', `${LOG}.log`), 'utf8')
+    .split('\n')
+    .filter((line) => line.includes(`/k8s/clusters/a/apis/apps/v1/namespaces/${ns}/deployments`));
+  t.ok(proxied.length > 0, 'the Deployment was written through /k8s/clusters');
+  t.ok(
+    proxied.every((line) => line.includes(`"user":"${deployerName}"`)),
+    'as the deployer',
+  );
   const audited = await eventually('the install audit record', () => auditRecordOf(LOG, installId), 10_000, 100);
   t.match(audited, { verb: 'install', resource: 'helmreleases', name: release, namespace: ns, cluster: 'a' });
 
@@ -219,15 +226,22 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
     body: { repository: 'local-oci', chart: 'hello', version: '0.2.0', values: 'greeting: bonjour\n' },
   });
   t.equal(upgraded.status, 200, upgraded.text);
-  t.match(upgraded.body, { revision: 2, status: 'deployed', chart: 'hello-0.2.0', values: { greeting: 'bonjour' } });
+  t.match(upgraded.body, {
+    spec: { revision: 2, chart: 'hello-0.2.0', values: { greeting: 'bonjour' } },
+    status: { status: 'deployed' },
+  });
   t.same(configMap(release), { greeting: 'bonjour', chartVersion: '0.2.0' });
 
-  const rolledBack = await call(gw.url, 'POST', `/api/v1/helmrelease/${ns}/${release}/rollback`, {
+  // PUT, as Kite's newest UI sends it.
+  const rolledBack = await call(gw.url, 'PUT', `/api/v1/helmrelease/${ns}/${release}/rollback`, {
     ...as(deployer),
     body: { revision: 1 },
   });
   t.equal(rolledBack.status, 200, rolledBack.text);
-  t.match(rolledBack.body, { revision: 3, status: 'deployed', chart: 'hello-0.1.0', values: { greeting: 'hi' } });
+  t.match(rolledBack.body, {
+    spec: { revision: 3, chart: 'hello-0.1.0', values: { greeting: 'hi' } },
+    status: { status: 'deployed' },
+  });
   t.same(configMap(release), { greeting: 'hi', chartVersion: '0.1.0' });
 
   // The history kiteline shows is helm's own.
@@ -241,17 +255,17 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
     description: string;
   }>;
   t.same(
-    history.body.map(
-      (r: { revision: number; status: string; chart: string; appVersion: string; description: string }) => [
+    [...history.body.items]
+      .reverse()
+      .map((r: { revision: number; status: string; chart: string; appVersion: string; description: string }) => [
         r.revision,
         r.status,
         r.chart,
         r.appVersion,
         r.description,
-      ],
-    ),
+      ]),
     direct.map((r) => [r.revision, r.status, r.chart, r.app_version, r.description]),
-    'the history equals `helm history`',
+    'the history equals `helm history` (newest first, as Kite lists it)',
   );
   t.same(
     direct.map((r) => r.status),
@@ -264,13 +278,23 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
   t.equal(listed.status, 200, listed.text);
   t.match(
     listed.body,
-    [{ name: release, revision: 3, status: 'deployed', chart: 'hello-0.1.0', chartVersion: '0.1.0' }],
+    {
+      kind: 'HelmReleaseList',
+      items: [
+        { metadata: { name: release }, spec: { revision: 3, chartVersion: '0.1.0' }, status: { status: 'deployed' } },
+      ],
+    },
     'the viewer lists the release',
   );
+  t.equal(listed.body.items.length, 1);
+  t.notOk('values' in listed.body.items[0].spec, 'a list carries no values');
   const noSecrets = await call(gw.url, 'GET', `/api/v1/helmrelease/${ns}`, as(plainViewer));
   t.equal(noSecrets.status, 403, 'who may not read Secrets may not read releases');
   const revisionOne = await call(gw.url, 'GET', `/api/v1/helmrelease/${ns}/${release}?revision=2`, as(viewer));
-  t.match(revisionOne.body, { revision: 2, status: 'superseded', values: { greeting: 'bonjour' } });
+  t.match(revisionOne.body, {
+    spec: { revision: 2, values: { greeting: 'bonjour' } },
+    status: { status: 'superseded' },
+  });
 
   // A classic repository's chart installs too (kiteline downloads the archive with the credentials).
   const fromHttp = await call(gw.url, 'POST', `/api/v1/helmrelease/${ns}`, {
@@ -278,7 +302,7 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
     body: { name: 'classic', repository: 'local-http', chart: 'hello', values: 'replicaCount: 0\n' },
   });
   t.equal(fromHttp.status, 201, fromHttp.text);
-  t.match(fromHttp.body, { chart: 'hello-0.2.0', status: 'deployed' });
+  t.match(fromHttp.body, { spec: { chart: 'hello-0.2.0' }, status: { status: 'deployed' } });
   t.ok(classic.requests.some((r) => r.path === '/charts/hello-0.2.0.tgz' && r.authorized));
 
   // The attacks on writes.
@@ -344,7 +368,7 @@ t.test('install, upgrade, roll back and uninstall as the user', async (t) => {
   t.equal(hooked.status, 422, hooked.text);
   t.match(hooked.body.error, /failed pre-install: resource Job\/.*hooked-hook/);
   const failed = await call(gw.url, 'GET', `/api/v1/helmrelease/${ns}/hooked`, as(viewer));
-  t.match(failed.body, { status: 'failed', revision: 1 });
+  t.match(failed.body, { spec: { revision: 1 }, status: { status: 'failed' } });
 
   // Uninstall: the release and its objects go.
   const uninstalled = await call(gw.url, 'DELETE', `/api/v1/helmrelease/${ns}/${release}`, as(deployer));

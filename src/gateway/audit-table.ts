@@ -91,6 +91,8 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   [`POST ${RELEASES}/:namespace`]: { verb: 'install', ...RELEASE, name: 'body.name' },
   [`POST ${RELEASES}/:namespace/:name/upgrade`]: { verb: 'upgrade', ...RELEASE, name: 'params.name' },
   [`POST ${RELEASES}/:namespace/:name/rollback`]: { verb: 'rollback', ...RELEASE, name: 'params.name' },
+  [`PUT ${RELEASES}/:namespace/:name/upgrade`]: { verb: 'upgrade', ...RELEASE, name: 'params.name' },
+  [`PUT ${RELEASES}/:namespace/:name/rollback`]: { verb: 'rollback', ...RELEASE, name: 'params.name' },
   [`DELETE ${RELEASES}/:namespace/:name`]: { verb: 'uninstall', ...RELEASE, name: 'params.name' },
   [`POST ${CHART_REPOSITORIES}`]: { verb: 'create', resource: 'chartrepositories', name: 'body.name' },
   [`PUT ${CHART_REPOSITORIES}/:name`]: { verb: 'update', resource: 'chartrepositories', name: 'params.name' },

@@ -7,11 +7,13 @@
 //   (registries/image-tags.ts: the distribution API with its token flow; the repository's host is
 //   the one address outside the public internet it may use); Helm pulls the chart itself, with
 //   the credentials in a registry config file of the run's private folder.
-// Repositories are an admin's choice, so their addresses are not checked beyond that; a chart
-// archive URL an index names must be http(s) and not a link-local or metadata address.
+// Repositories are an admin's choice, so loopback and private addresses are allowed (an in-cluster
+// registry); no connection ever opens to a link-local or cloud metadata address, whether a URL
+// names it or a name resolves to it, and a chart archive URL an index names must be http(s).
 import { parse as parseYaml } from 'yaml';
 import { registryEndpoint } from '../config.js';
-import { refusedAddress } from '../credentials/refused-addresses.js';
+import { Agent, fetch as undiciFetch, type Response } from 'undici';
+import { guardedLookup, internalAddress, refusedAddress } from '../credentials/refused-addresses.js';
 import { BadGatewayError, BadRequestError, GatewayTimeoutError, NotFoundError } from '../errors.js';
 import type { ChartRepositorySpec, RepositoryCredentials } from '../host/chart-repositories.js';
 import { isOciRepository } from '../host/chart-repositories.js';
@@ -60,28 +62,52 @@ interface IndexEntry {
 
 const text = (value: unknown): string => (typeof value === 'string' ? value : '');
 const byVersionDescending = new Intl.Collator('en', { numeric: true });
+/** A chart version as a tag (Helm writes `+` as `_`); other tags (`latest`, signatures) are not versions. */
+const SEMVER_TAG = /^v?\d+\.\d+\.\d+([-_][0-9A-Za-z.+_-]+)?$/;
+
+/** The version an install takes when none is named: the newest that is not a pre-release, as Helm picks. */
+export function defaultVersion<V extends { version: string }>(versions: V[]): V | undefined {
+  return versions.find((v) => !/^v?\d+\.\d+\.\d+-/.test(v.version)) ?? versions[0];
+}
 
 function basicAuth(credentials: RepositoryCredentials): string {
   return `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString('base64')}`;
 }
 
-/** GETs a URL whole, within a size and a deadline; credentials only when `withCredentials`. */
+/**
+ * Connections that never open to a link-local or metadata address, however a name resolves (the
+ * repository's own origin, which an admin chose); and to anything but the public internet (any
+ * other origin an index names).
+ */
+const ownOrigin = new Agent({ connect: { lookup: guardedLookup(undefined, refusedAddress) } });
+const elsewhere = new Agent({ connect: { lookup: guardedLookup(undefined, internalAddress) } });
+/** Indexes kept at most (the oldest read goes first). */
+const MAX_INDEXES = 32;
+type ChartIndex = Map<string, ChartVersion[] & { icon?: string }>;
+
+/** GETs a URL whole, within a size and a deadline; credentials only to the repository's own origin. */
 async function download(url: URL, source: ChartSource, maxBytes: number, timeoutMs: number): Promise<Buffer> {
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw new BadGatewayError(`chart repository ${source.spec.name}: ${url.protocol} URLs are not fetched`);
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const why = refusedAddress(host);
-  if (why) throw new BadGatewayError(`chart repository ${source.spec.name}: ${host} is ${why}`);
   const sameOrigin = url.origin === new URL(source.spec.url).origin;
+  const why = sameOrigin ? refusedAddress(host) : internalAddress(host);
+  if (why) throw new BadGatewayError(`chart repository ${source.spec.name}: ${host} is ${why}`);
   const headers: Record<string, string> = {};
   if (source.credentials && sameOrigin) headers.authorization = basicAuth(source.credentials);
   let response: Response;
   try {
-    response = await fetch(url, { headers, redirect: 'error', signal: AbortSignal.timeout(timeoutMs) });
+    response = await undiciFetch(url, {
+      headers,
+      redirect: 'error',
+      signal: AbortSignal.timeout(timeoutMs),
+      dispatcher: sameOrigin ? ownOrigin : elsewhere,
+    });
   } catch (err) {
     if ((err as Error).name === 'TimeoutError')
       throw new GatewayTimeoutError(`chart repository ${source.spec.name} did not answer within ${timeoutMs} ms`);
-    throw new BadGatewayError(`chart repository ${source.spec.name} could not be reached: ${(err as Error).message}`);
+    const why = ((err as Error).cause as Error | undefined)?.message ?? (err as Error).message;
+    throw new BadGatewayError(`chart repository ${source.spec.name} could not be reached: ${why}`);
   }
   if (response.status === 404)
     throw new NotFoundError(`chart repository ${source.spec.name}: ${url.pathname} not found`);
@@ -124,18 +150,28 @@ export function registryConfig(spec: ChartRepositorySpec, credentials: Repositor
 
 /** Reads repositories' charts; one per gateway (it keeps the indexes it read for a minute). */
 export class ChartReader {
-  private readonly indexes = new Map<
-    string,
-    { at: number; entries: Map<string, ChartVersion[] & { icon?: string }> }
-  >();
+  private readonly indexes = new Map<string, { at: number; entries: Promise<ChartIndex> }>();
 
   constructor(private readonly timeoutMs: number) {}
 
   /** A classic repository's charts and their versions (newest first), from its index.yaml. */
-  private async index(source: ChartSource): Promise<Map<string, ChartVersion[] & { icon?: string }>> {
+  private index(source: ChartSource): Promise<ChartIndex> {
     const key = `${source.spec.name}\n${source.spec.url}\n${source.credentials?.username ?? ''}`;
     const cached = this.indexes.get(key);
     if (cached && Date.now() - cached.at < INDEX_TTL_MS) return cached.entries;
+    // One read per repository at a time: callers arriving meanwhile share it. A failed read is not kept.
+    const entries = this.readIndex(source);
+    this.indexes.delete(key);
+    this.indexes.set(key, { at: Date.now(), entries });
+    for (const [other, { at }] of this.indexes)
+      if (this.indexes.size > MAX_INDEXES || Date.now() - at >= INDEX_TTL_MS) this.indexes.delete(other);
+    entries.catch(() => {
+      if (this.indexes.get(key)?.entries === entries) this.indexes.delete(key);
+    });
+    return entries;
+  }
+
+  private async readIndex(source: ChartSource): Promise<ChartIndex> {
     const url = new URL('index.yaml', baseUrl(source.spec));
     const body = await download(url, source, MAX_INDEX_BYTES, this.timeoutMs);
     let parsed: { entries?: Record<string, IndexEntry[]> };
@@ -144,7 +180,7 @@ export class ChartReader {
     } catch {
       throw new BadGatewayError(`chart repository ${source.spec.name}: index.yaml is not YAML`);
     }
-    const entries = new Map<string, ChartVersion[] & { icon?: string }>();
+    const entries: ChartIndex = new Map();
     for (const [name, versions] of Object.entries(parsed?.entries ?? {})) {
       if (!Array.isArray(versions)) continue;
       const list: ChartVersion[] & { icon?: string } = versions
@@ -154,15 +190,19 @@ export class ChartReader {
           appVersion: text(v.appVersion),
           description: text(v.description),
           created: text(v.created),
-          urls: (Array.isArray(v.urls) ? v.urls : [])
-            .filter((u): u is string => typeof u === 'string')
-            .map((u) => new URL(u, url).toString()),
+          urls: (Array.isArray(v.urls) ? v.urls : []).flatMap((u) => {
+            if (typeof u !== 'string') return [];
+            try {
+              return [new URL(u, url).toString()];
+            } catch {
+              return []; // one entry's broken URL never breaks the list
+            }
+          }),
         }))
         .sort((a, b) => byVersionDescending.compare(b.version, a.version));
       list.icon = text(versions[0]?.icon);
       if (list.length) entries.set(name, list);
     }
-    this.indexes.set(key, { at: Date.now(), entries });
     return entries;
   }
 
@@ -179,6 +219,7 @@ export class ChartReader {
     );
     const tags = await reader.tags(ociChartRef(spec, chart).slice('oci://'.length));
     return tags
+      .filter((tag) => SEMVER_TAG.test(tag.name))
       .map((tag) => ({
         version: tag.name.replace(/_/g, '+'),
         appVersion: '',
@@ -203,7 +244,7 @@ export class ChartReader {
       }
       for (const [name, versions] of await this.index(source)) {
         if (needle && !name.toLowerCase().includes(needle)) continue;
-        const newest = versions[0];
+        const newest = defaultVersion(versions)!;
         out.push({
           repository: spec.name,
           name,
@@ -232,7 +273,7 @@ export class ChartReader {
   /** A classic repository's chart archive of this version (the newest when none): its bytes and version. */
   async archive(source: ChartSource, chart: string, version?: string): Promise<{ bytes: Buffer; version: string }> {
     const versions = await this.versions(source, chart);
-    const found = version ? versions.find((v) => v.version === version) : versions[0];
+    const found = version ? versions.find((v) => v.version === version) : defaultVersion(versions);
     if (!found) throw new NotFoundError(`chart ${chart} has no version ${version} in ${source.spec.name}`);
     const url = found.urls?.[0];
     if (!url)

@@ -13,6 +13,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  BadGatewayError,
   BadRequestError,
   ConflictError,
   ForbiddenError,
@@ -79,6 +80,11 @@ export function helmMessage(stderr: string): string {
 export function helmFailure(message: string, timedOut = false): HttpError {
   const text = `helm: ${message}`;
   if (timedOut || /context deadline exceeded|timed out waiting/i.test(message)) return new GatewayTimeoutError(text);
+  // The registry or repository refused or failed the pull, or kiteline's own API could not be reached.
+  if (/failed to (authorize|fetch|do request)|unexpected status|cluster unreachable/i.test(message))
+    return new BadGatewayError(text);
+  if (/could not locate a version matching|: not found$|^release: not found/i.test(message))
+    return new NotFoundError(text);
   if (
     /cannot re-?use a name that is still in use|another operation \(install\/upgrade\/rollback\) is in progress/i.test(
       message,
@@ -87,8 +93,7 @@ export function helmFailure(message: string, timedOut = false): HttpError {
     return new ConflictError(text);
   if (/\bforbidden\b|\bUnauthorized\b|\bmay not (get|list|watch|create|update|patch|delete)\b/i.test(message))
     return new ForbiddenError(text);
-  if (/release: not found|has no deployed releases|release .* not found|: not found$/i.test(message))
-    return new NotFoundError(text);
+  if (/release: not found|has no deployed releases|release .* not found/i.test(message)) return new NotFoundError(text);
   if (/YAML parse error|error converting YAML|values don't meet the specifications|invalid chart/i.test(message))
     return new BadRequestError(text);
   return new ReleaseFailedError(text);
@@ -101,30 +106,46 @@ export interface HelmRunOptions {
   signal?: AbortSignal;
 }
 
-/** Runs helm with these arguments; its stdout, or the mapped error of its failure. */
+/** After its deadline Helm gets SIGTERM (it then marks the release failed), and this long before SIGKILL. */
+const KILL_GRACE_MS = 15_000;
+
+/**
+ * Runs helm with these arguments; its stdout, or the mapped error of its failure. At the deadline
+ * (or when `signal` aborts) it is asked to stop with SIGTERM, which Helm's install and upgrade
+ * catch to mark the release failed rather than leave it pending; SIGKILL follows if it does not.
+ */
 export function runHelm(args: string[], options: HelmRunOptions): Promise<string> {
   const { binary, workspace, timeoutMs, signal } = options;
   return new Promise((resolve, reject) => {
-    execFile(
+    let stopped: 'deadline' | 'aborted' | undefined;
+    const child = execFile(
       binary,
       args,
-      {
-        env: workspace.env(),
-        cwd: workspace.dir,
-        timeout: timeoutMs,
-        killSignal: 'SIGKILL',
-        maxBuffer: MAX_OUTPUT_BYTES,
-        ...(signal ? { signal } : {}),
-      },
+      { env: workspace.env(), cwd: workspace.dir, maxBuffer: MAX_OUTPUT_BYTES },
       (err, stdout, stderr) => {
+        clearTimeout(deadline);
+        clearTimeout(kill);
+        signal?.removeEventListener('abort', abort);
         if (!err) return resolve(stdout);
-        const { code, killed } = err as NodeJS.ErrnoException & { killed?: boolean };
+        const { code } = err as NodeJS.ErrnoException;
         if (code === 'ENOENT' || code === 'EACCES')
           return reject(new ServiceUnavailableError(`helm is not installed here (${binary}): see docs/helm.md`));
-        if (killed && !signal?.aborted)
+        if (code === 'ERR_CHILD_PROCESS_STDIO_MAXBUFFER')
+          return reject(new BadGatewayError('helm: its output passed the limit; the release may have changed'));
+        if (stopped === 'deadline')
           return reject(helmFailure(`no answer within ${Math.round(timeoutMs / 1000)} s`, true));
         reject(helmFailure(helmMessage(stderr)));
       },
     );
+    let kill: NodeJS.Timeout | undefined;
+    const stop = (why: 'deadline' | 'aborted') => {
+      stopped ??= why;
+      child.kill('SIGTERM');
+      kill ??= setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+    };
+    const deadline = setTimeout(() => stop('deadline'), timeoutMs);
+    const abort = () => stop('aborted');
+    if (signal?.aborted) abort();
+    else signal?.addEventListener('abort', abort, { once: true });
   });
 }

@@ -14,8 +14,8 @@ import { NotFoundError } from '../errors.js';
 /** The Secret type and labels Helm's storage driver writes. */
 export const RELEASE_SECRET_TYPE = 'helm.sh/release.v1';
 export const RELEASE_SELECTOR = 'owner=helm';
-/** A release inflates to at most this (a Secret is at most 1 MiB; charts compress well, not this well). */
-const MAX_RELEASE_BYTES = 32 * 1024 * 1024;
+/** A release inflates to at most this (a Secret is at most 1 MiB; a larger answer is skipped). */
+const MAX_RELEASE_BYTES = 16 * 1024 * 1024;
 
 /** The parts of Helm's release JSON kiteline reads (helm.sh/helm/v4/pkg/release/v1). */
 export interface HelmReleaseRecord {
@@ -30,46 +30,132 @@ export interface HelmReleaseRecord {
     status?: string;
     notes?: string;
   };
-  chart?: { metadata?: { name?: string; version?: string; appVersion?: string; description?: string; icon?: string } };
+  chart?: {
+    metadata?: { name?: string; version?: string; appVersion?: string; description?: string; icon?: string };
+    values?: Record<string, unknown> | null;
+  };
   config?: Record<string, unknown> | null;
   manifest?: string;
   hooks?: Array<{ name?: string; kind?: string; events?: string[] }>;
 }
 
-/** A release (its newest revision) as the list shows it: `helm list -o json`'s columns, camel-cased. */
-export interface ReleaseSummary {
-  name: string;
-  namespace: string;
+/**
+ * A release as Kite shows it (kite-org/kite's HelmRelease): an object in Kubernetes' shape, the
+ * newest revision's chart and values in `spec`, Helm's status and times in `status`. The list
+ * leaves out what only the detail page reads (values, defaultValues, manifest, notes, hooks).
+ */
+export interface HelmReleaseView {
+  apiVersion: 'v1';
+  kind: 'HelmRelease';
+  metadata: { name: string; namespace: string; creationTimestamp?: string; labels?: Record<string, string> };
+  spec: {
+    releaseName: string;
+    namespace: string;
+    /** `<chart>-<version>`, as `helm list` prints it. */
+    chart: string;
+    chartName: string;
+    chartVersion: string;
+    appVersion: string;
+    icon?: string;
+    revision: number;
+    description: string;
+    /** Detail only: the values the user supplied (`helm get values`). */
+    values?: Record<string, unknown>;
+    /** Detail only: the chart's own values. */
+    defaultValues?: Record<string, unknown>;
+    manifest?: string;
+    notes?: string;
+    hooks?: Array<{ name: string; kind: string; events: string[] }>;
+  };
+  status: { status: string; firstDeployed?: string; lastDeployed?: string; deleted?: string };
+}
+
+/** One revision, as Kite's history lists it (and `helm history` prints it). */
+export interface HelmReleaseHistoryItem {
   revision: number;
   status: string;
-  /** `<chart>-<version>`, as `helm list` prints it. */
   chart: string;
   chartName: string;
   chartVersion: string;
   appVersion: string;
-  updated: string;
   description: string;
-  icon?: string;
+  firstDeployed?: string;
+  lastDeployed?: string;
+  deleted?: string;
 }
 
-/** One revision, as `helm history -o json` shows it. */
-export interface ReleaseRevision {
-  revision: number;
-  updated: string;
-  status: string;
-  chart: string;
-  appVersion: string;
-  description: string;
+const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+const time = (value: unknown) => (typeof value === 'string' && value && !value.startsWith('0001-') ? value : undefined);
+const object = (value: unknown): Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** One revision's history item. */
+export function historyItem(record: HelmReleaseRecord): HelmReleaseHistoryItem {
+  const meta = record.chart?.metadata ?? {};
+  const chartName = text(meta.name);
+  const chartVersion = text(meta.version);
+  const times = {
+    firstDeployed: time(record.info?.first_deployed),
+    lastDeployed: time(record.info?.last_deployed),
+    deleted: time(record.info?.deleted),
+  };
+  return {
+    revision: record.version,
+    status: text(record.info?.status) || 'unknown',
+    chart: chartName && chartVersion ? `${chartName}-${chartVersion}` : chartName,
+    chartName,
+    chartVersion,
+    appVersion: text(meta.appVersion),
+    description: text(record.info?.description),
+    ...Object.fromEntries(Object.entries(times).filter(([, v]) => v !== undefined)),
+  };
 }
 
-/** A release with what `helm get all` adds: the user's values, the manifest, the notes. */
-export interface ReleaseDetail extends ReleaseSummary {
-  firstDeployed: string;
-  /** The values the user supplied (`helm get values`), not the chart's defaults. */
-  values: Record<string, unknown>;
-  manifest: string;
-  notes: string;
-  hooks: Array<{ name: string; kind: string; events: string[] }>;
+/** The release view of a revision; `detail` adds values, defaults, manifest, notes and hooks. */
+export function releaseView(record: HelmReleaseRecord, detail = false): HelmReleaseView {
+  const item = historyItem(record);
+  const icon = text(record.chart?.metadata?.icon);
+  return {
+    apiVersion: 'v1',
+    kind: 'HelmRelease',
+    metadata: {
+      name: record.name,
+      namespace: record.namespace,
+      ...(item.firstDeployed ? { creationTimestamp: item.firstDeployed } : {}),
+    },
+    spec: {
+      releaseName: record.name,
+      namespace: record.namespace,
+      chart: item.chart,
+      chartName: item.chartName,
+      chartVersion: item.chartVersion,
+      appVersion: item.appVersion,
+      ...(icon ? { icon } : {}),
+      revision: record.version,
+      description: item.description,
+      ...(detail
+        ? {
+            values: object(record.config),
+            defaultValues: object(record.chart?.values),
+            manifest: text(record.manifest),
+            notes: text(record.info?.notes),
+            hooks: (record.hooks ?? [])
+              .filter((hook) => typeof hook === 'object' && hook !== null)
+              .map((hook) => ({
+                name: text(hook.name),
+                kind: text(hook.kind),
+                events: Array.isArray(hook.events) ? hook.events.filter((e) => typeof e === 'string') : [],
+              })),
+          }
+        : {}),
+    },
+    status: {
+      status: item.status,
+      ...(item.firstDeployed ? { firstDeployed: item.firstDeployed } : {}),
+      ...(item.lastDeployed ? { lastDeployed: item.lastDeployed } : {}),
+      ...(item.deleted ? { deleted: item.deleted } : {}),
+    },
+  };
 }
 
 /**
@@ -85,52 +171,16 @@ export function decodeReleaseSecret(secret: KubeObject): HelmReleaseRecord | und
     const json =
       inner[0] === 0x1f && inner[1] === 0x8b ? gunzipSync(inner, { maxOutputLength: MAX_RELEASE_BYTES }) : inner;
     const record = JSON.parse(json.toString('utf8')) as HelmReleaseRecord;
-    if (typeof record?.name !== 'string' || typeof record.version !== 'number') return undefined;
-    return record;
+    if (typeof record !== 'object' || record === null || !Number.isInteger(record.version)) return undefined;
+    // Where the Secret is and what its labels say, not what its JSON claims: a Secret in one
+    // namespace never shows as a release of another.
+    const name = secret.metadata?.labels?.name ?? record.name;
+    const namespace = secret.metadata?.namespace ?? record.namespace;
+    if (typeof name !== 'string' || typeof namespace !== 'string') return undefined;
+    return { ...record, name, namespace, hooks: Array.isArray(record.hooks) ? record.hooks : [] };
   } catch {
     return undefined;
   }
-}
-
-const text = (value: unknown): string => (typeof value === 'string' ? value : '');
-
-export function releaseSummary(record: HelmReleaseRecord): ReleaseSummary {
-  const meta = record.chart?.metadata ?? {};
-  const chartName = text(meta.name);
-  const chartVersion = text(meta.version);
-  return {
-    name: record.name,
-    namespace: text(record.namespace),
-    revision: record.version,
-    status: text(record.info?.status) || 'unknown',
-    chart: chartName && chartVersion ? `${chartName}-${chartVersion}` : chartName,
-    chartName,
-    chartVersion,
-    appVersion: text(meta.appVersion),
-    updated: text(record.info?.last_deployed),
-    description: text(record.info?.description),
-    ...(meta.icon ? { icon: text(meta.icon) } : {}),
-  };
-}
-
-export function releaseRevision(record: HelmReleaseRecord): ReleaseRevision {
-  const { revision, updated, status, chart, appVersion, description } = releaseSummary(record);
-  return { revision, updated, status, chart, appVersion, description };
-}
-
-export function releaseDetail(record: HelmReleaseRecord): ReleaseDetail {
-  return {
-    ...releaseSummary(record),
-    firstDeployed: text(record.info?.first_deployed),
-    values: record.config && typeof record.config === 'object' ? record.config : {},
-    manifest: text(record.manifest),
-    notes: text(record.info?.notes),
-    hooks: (record.hooks ?? []).map((hook) => ({
-      name: text(hook.name),
-      kind: text(hook.kind),
-      events: Array.isArray(hook.events) ? hook.events.filter((e) => typeof e === 'string') : [],
-    })),
-  };
 }
 
 /** The newest revision of each release, by namespace then name (what `helm list --all` shows, uninstalled aside). */
@@ -146,15 +196,31 @@ export function newestRevisions(records: HelmReleaseRecord[]): HelmReleaseRecord
 }
 
 /** Helm's release Secrets of a namespace (undefined: all namespaces), as the caller; `name` narrows to one release. */
-async function releaseRecords(
+async function releaseSecrets(
   kit: ReadKit,
   ctx: CallerContext,
   namespace: string | undefined,
   name?: string,
-): Promise<HelmReleaseRecord[]> {
+): Promise<KubeObject[]> {
   const labelSelector = name === undefined ? RELEASE_SELECTOR : `${RELEASE_SELECTOR},name=${name}`;
   const { list } = await listObjects(kit, ctx, { resource: 'secrets', namespace, name: undefined }, { labelSelector });
-  return (list.items ?? []).flatMap((secret) => decodeReleaseSecret(secret) ?? []);
+  return list.items ?? [];
+}
+
+/**
+ * The Secrets of the newest revision of each release, by Helm's `name` and `version` labels, so a
+ * list inflates one revision per release, not every revision of every release.
+ */
+export function newestSecrets(secrets: KubeObject[]): KubeObject[] {
+  const newest = new Map<string, { version: number; secret: KubeObject }>();
+  for (const secret of secrets) {
+    const labels = secret.metadata?.labels ?? {};
+    const version = Number(labels.version);
+    if (!labels.name || !Number.isInteger(version)) continue;
+    const key = `${secret.metadata?.namespace}/${labels.name}`;
+    if ((newest.get(key)?.version ?? -1) < version) newest.set(key, { version, secret });
+  }
+  return [...newest.values()].map((entry) => entry.secret);
 }
 
 /** The releases of a namespace or of all, newest revision of each. */
@@ -162,8 +228,9 @@ export async function listReleases(
   kit: ReadKit,
   ctx: CallerContext,
   namespace: string | undefined,
-): Promise<ReleaseSummary[]> {
-  return newestRevisions(await releaseRecords(kit, ctx, namespace)).map(releaseSummary);
+): Promise<HelmReleaseView[]> {
+  const secrets = newestSecrets(await releaseSecrets(kit, ctx, namespace));
+  return newestRevisions(secrets.flatMap((secret) => decodeReleaseSecret(secret) ?? [])).map((r) => releaseView(r));
 }
 
 /** Every revision of a release, oldest first; 404 when it has none. */
@@ -173,7 +240,8 @@ export async function releaseHistory(
   namespace: string,
   name: string,
 ): Promise<HelmReleaseRecord[]> {
-  const records = (await releaseRecords(kit, ctx, namespace, name))
+  const records = (await releaseSecrets(kit, ctx, namespace, name))
+    .flatMap((secret) => decodeReleaseSecret(secret) ?? [])
     .filter((record) => record.name === name)
     .sort((a, b) => a.version - b.version);
   if (records.length === 0) throw new NotFoundError(`release ${name} not found in namespace ${namespace}`);

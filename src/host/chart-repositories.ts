@@ -37,6 +37,11 @@ export interface RepositoryCredentials {
   password: string;
 }
 
+/** The one Secret a repository's credentials may be in: `<object name>-credentials`, owned by it. */
+export function credentialsSecretName(repository: { metadata: { name: string } }): string {
+  return `${repository.metadata.name}-credentials`;
+}
+
 export function isOciRepository(repository: ChartRepositorySpec): boolean {
   return repository.url.startsWith('oci://');
 }
@@ -64,8 +69,11 @@ export class ChartRepositoryStore {
 
   /** Its username and password, when it has a credentials Secret holding both. */
   credentials(repository: ChartRepositoryResource): RepositoryCredentials | undefined {
+    // Only the repository's own Secret: a reference to another Secret of the install namespace (a
+    // user's password, a kubeconfig) is never read or sent anywhere.
     const ref = repository.spec.credentialsSecretRef?.name;
-    const secret = ref ? this.host.secrets.get(ref, this.host.namespace) : undefined;
+    if (!ref || ref !== credentialsSecretName(repository)) return undefined;
+    const secret = this.host.secrets.get(ref, this.host.namespace);
     const username = secretValue(secret, 'username');
     const password = secretValue(secret, 'password');
     return username && password !== undefined ? { username, password } : undefined;
@@ -78,7 +86,10 @@ export class ChartRepositoryStore {
     try {
       created = await this.crs.create({
         metadata: { name, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
-        spec: { ...spec, ...(credentials ? { credentialsSecretRef: { name: `${name}-credentials` } } : {}) },
+        spec: {
+          ...spec,
+          ...(credentials ? { credentialsSecretRef: { name: credentialsSecretName({ metadata: { name } }) } } : {}),
+        },
       });
     } catch (err) {
       if (isAlreadyExists(err))
@@ -98,7 +109,7 @@ export class ChartRepositoryStore {
     changes: Partial<Omit<ChartRepositorySpec, 'name' | 'credentialsSecretRef'>>,
     credentials?: RepositoryCredentials | null,
   ): Promise<ChartRepositoryResource> {
-    const secretName = repository.spec.credentialsSecretRef?.name ?? `${repository.metadata.name}-credentials`;
+    const secretName = credentialsSecretName(repository);
     const spec: ChartRepositorySpec = { ...repository.spec, ...changes };
     if (credentials === null) delete spec.credentialsSecretRef;
     else if (credentials) spec.credentialsSecretRef = { name: secretName };

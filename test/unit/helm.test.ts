@@ -4,13 +4,26 @@
 import t from 'tap';
 import { gzipSync } from 'node:zlib';
 import { helmFailure, helmMessage } from '../../src/helm/helm-cli.js';
-import { decodeReleaseSecret, newestRevisions, releaseDetail, releaseSummary } from '../../src/helm/releases.js';
+import {
+  decodeReleaseSecret,
+  historyItem,
+  newestRevisions,
+  newestSecrets,
+  releaseView,
+} from '../../src/helm/releases.js';
 
 /** A Secret as Helm's secret driver stores a release. */
-function releaseSecret(release: object, gzip = true): object {
+function releaseSecret(release: { name?: string; namespace?: string; version?: number }, gzip = true): object {
   const json = Buffer.from(JSON.stringify(release));
   const encoded = (gzip ? gzipSync(json) : json).toString('base64');
-  return { type: 'helm.sh/release.v1', data: { release: Buffer.from(encoded).toString('base64') } };
+  return {
+    type: 'helm.sh/release.v1',
+    metadata: {
+      namespace: release.namespace,
+      labels: { owner: 'helm', ...(release.name ? { name: release.name } : {}), version: String(release.version) },
+    },
+    data: { release: Buffer.from(encoded).toString('base64') },
+  };
 }
 
 const record = (name: string, namespace: string, version: number, status: string) => ({
@@ -26,19 +39,23 @@ const record = (name: string, namespace: string, version: number, status: string
 t.test('a release Secret decodes as Helm wrote it, gzipped or plain', async (t) => {
   const decoded = decodeReleaseSecret(releaseSecret(record('web', 'shop', 2, 'deployed')) as never);
   t.match(decoded, { name: 'web', namespace: 'shop', version: 2 });
-  t.same(releaseSummary(decoded!), {
-    name: 'web',
-    namespace: 'shop',
+  t.same(historyItem(decoded!), {
     revision: 2,
     status: 'deployed',
     chart: 'hello-0.2.0',
     chartName: 'hello',
     chartVersion: '0.2.0',
     appVersion: '1.0',
-    updated: '2026-11-28T10:02:00Z',
     description: 'rev 2',
+    lastDeployed: '2026-11-28T10:02:00Z',
   });
-  t.match(releaseDetail(decoded!), { values: { greeting: 'hi' }, manifest: 'kind: ConfigMap', hooks: [] });
+  t.match(releaseView(decoded!, true), {
+    kind: 'HelmRelease',
+    metadata: { name: 'web', namespace: 'shop' },
+    spec: { releaseName: 'web', revision: 2, values: { greeting: 'hi' }, manifest: 'kind: ConfigMap', hooks: [] },
+    status: { status: 'deployed' },
+  });
+  t.notOk('values' in releaseView(decoded!).spec, 'a list item carries no values');
   t.match(decodeReleaseSecret(releaseSecret(record('old', 'shop', 1, 'deployed'), false) as never), { name: 'old' });
 });
 
@@ -48,6 +65,18 @@ t.test('anything else is skipped, never a failure', async (t) => {
   const garbage = Buffer.from(Buffer.from('not json').toString('base64')).toString('base64');
   t.equal(decodeReleaseSecret({ type: 'helm.sh/release.v1', data: { release: garbage } }), undefined);
   t.equal(decodeReleaseSecret(releaseSecret({ name: 'x' }) as never), undefined, 'no revision number');
+});
+
+t.test('where the Secret is counts, not what its JSON claims', async (t) => {
+  const forged = releaseSecret(record('web', 'kube-system', 9, 'deployed')) as { metadata: { namespace: string } };
+  forged.metadata.namespace = 'team-x';
+  t.match(decodeReleaseSecret(forged), { namespace: 'team-x', name: 'web' });
+  const secrets = [1, 3, 2].map((v) => releaseSecret(record('web', 'shop', v, 'deployed')));
+  t.same(
+    newestSecrets(secrets as never).map((s) => s.metadata?.labels?.version),
+    ['3'],
+    'a list decodes only the newest revision of each release',
+  );
 });
 
 t.test('a release is its newest revision; uninstalled ones are left out', async (t) => {
@@ -78,6 +107,9 @@ t.test("Helm's failures become clear HTTP errors", async (t) => {
     ['INSTALLATION FAILED: secrets is forbidden: User "kiteline:bob" cannot create resource', 403],
     ['INSTALLATION FAILED: user bob may not create secrets in namespace x on cluster a', 403],
     ['UPGRADE FAILED: "web" has no deployed releases', 404],
+    ['INSTALLATION FAILED: could not locate a version matching provided version string 9.9.9', 404],
+    ['INSTALLATION FAILED: failed to authorize: failed to fetch oauth token: unexpected status: 401 Unauthorized', 502],
+    ['INSTALLATION FAILED: Kubernetes cluster unreachable: Get "https://127.0.0.1:1/version": refused', 502],
     ['release: not found', 404],
     ['INSTALLATION FAILED: YAML parse error on hello/templates/x.yaml', 400],
     ['INSTALLATION FAILED: failed pre-install: resource Job/ns/h not ready. status: Failed', 422],

@@ -21,14 +21,20 @@
 // per replica (429).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { Principal } from '../../auth/principal.js';
+import type { Principal, Verb } from '../../auth/principal.js';
 import { requireAccess } from '../../cluster-access/access.js';
 import { resolveTarget } from '../../cluster-access/reads.js';
 import { NAMESPACE_PATTERN } from '../../cluster-access/segments.js';
 import { kubeconfigYaml } from '../../credentials/kubeconfig-document.js';
-import { BadRequestError, ForbiddenError, TooManyRequestsError } from '../../errors.js';
+import {
+  BadRequestError,
+  ForbiddenError,
+  NotFoundError,
+  ServiceUnavailableError,
+  TooManyRequestsError,
+} from '../../errors.js';
 import type { ChartChoice, ReleaseWrite } from '../../helm/operations.js';
-import { listReleases, readRelease, releaseDetail, releaseHistory, releaseRevision } from '../../helm/releases.js';
+import { historyItem, listReleases, readRelease, releaseHistory, releaseView } from '../../helm/releases.js';
 import type { ChartRepositoryResource, ChartRepositorySpec } from '../../host/chart-repositories.js';
 import { isOciRepository } from '../../host/chart-repositories.js';
 import { ignoreGone } from '../../host/kind-store.js';
@@ -52,6 +58,14 @@ const RELEASE_NAME = '^[a-z0-9]([-a-z0-9]{0,51}[a-z0-9])?$';
 const REPOSITORY_NAME = '^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$';
 const CHART_NAME = '^[a-z0-9]([-a-z0-9._]{0,126}[a-z0-9])?$';
 const VERSION = '^[0-9A-Za-z][0-9A-Za-z.+_-]{0,127}$';
+/**
+ * What Helm's storage does with release Secrets, checked before helm runs: an install reads the
+ * name's revisions and creates one; an upgrade or rollback also supersedes the deployed one and
+ * prunes beyond the history limit; an uninstall reads and deletes them (`keepHistory`: updates).
+ */
+const INSTALL_VERBS: readonly Verb[] = ['get', 'list', 'create'];
+const CHANGE_VERBS: readonly Verb[] = ['get', 'list', 'create', 'update', 'delete'];
+const UNINSTALL_VERBS: readonly Verb[] = ['get', 'list', 'delete'];
 /** Values (YAML text) at most. */
 export const MAX_VALUES_BYTES = 512 * 1024;
 
@@ -67,40 +81,50 @@ const ChartParams = Type.Object({
   chart: Type.String({ maxLength: 128, pattern: CHART_NAME }),
 });
 
-const releaseProperties = {
-  name: string,
-  namespace: string,
-  revision: Type.Integer(),
-  status: Type.String({ description: 'deployed, failed, pending-install, pending-upgrade, superseded, ...' }),
+const times = {
+  firstDeployed: Type.Optional(string),
+  lastDeployed: Type.Optional(Type.String({ description: 'when this revision was deployed' })),
+  deleted: Type.Optional(string),
+};
+const chartColumns = {
   chart: Type.String({ description: '<chart>-<version>, as `helm list` prints it' }),
   chartName: string,
   chartVersion: string,
   appVersion: string,
-  updated: Type.String({ description: 'when the revision was deployed' }),
-  description: string,
-  icon: Type.Optional(string),
 };
-const Release = objectOf(releaseProperties, 'A Helm release: its newest revision');
-const ReleaseDetail = objectOf(
+const anyValues = (description: string) => Type.Record(string, Type.Unknown(), { description });
+const HelmRelease = objectOf(
   {
-    ...releaseProperties,
-    firstDeployed: string,
-    values: Type.Record(string, Type.Unknown(), { description: 'the values the user supplied (`helm get values`)' }),
-    manifest: Type.String({ description: 'the rendered manifest (`helm get manifest`)' }),
-    notes: string,
-    hooks: Type.Array(objectOf({ name: string, kind: string, events: Type.Array(string) })),
+    apiVersion: Type.Literal('v1'),
+    kind: Type.Literal('HelmRelease'),
+    metadata: objectOf({ name: string, namespace: string, creationTimestamp: Type.Optional(string) }),
+    spec: objectOf({
+      releaseName: string,
+      namespace: string,
+      ...chartColumns,
+      icon: Type.Optional(string),
+      revision: Type.Integer(),
+      description: string,
+      values: Type.Optional(anyValues('detail only: the values the user supplied (`helm get values`)')),
+      defaultValues: Type.Optional(anyValues("detail only: the chart's own values")),
+      manifest: Type.Optional(Type.String({ description: 'detail only: the rendered manifest (`helm get manifest`)' })),
+      notes: Type.Optional(string),
+      hooks: Type.Optional(Type.Array(objectOf({ name: string, kind: string, events: Type.Array(string) }))),
+    }),
+    status: objectOf({
+      status: Type.String({ description: 'deployed, failed, pending-install, pending-upgrade, superseded, ...' }),
+      ...times,
+    }),
   },
-  'A Helm release with its values, manifest and notes',
+  "A Helm release (its newest revision, or the one asked for), in Kite's shape",
 );
-const Revision = objectOf(
-  {
-    revision: Type.Integer(),
-    updated: string,
-    status: string,
-    chart: string,
-    appVersion: string,
-    description: string,
-  },
+const HelmReleaseList = objectOf({
+  apiVersion: Type.Literal('v1'),
+  kind: Type.Literal('HelmReleaseList'),
+  items: Type.Array(HelmRelease),
+});
+const HistoryItem = objectOf(
+  { revision: Type.Integer(), status: string, ...chartColumns, description: string, ...times },
   'A revision of a release, as `helm history` shows it',
 );
 const Chart = objectOf(
@@ -261,37 +285,48 @@ function loopbackListener(app: FastifyInstance): () => Promise<{ url: string; ca
       listener = httpsListener(app.server, { port: 0, certFile: undefined, keyFile: undefined }, '127.0.0.1');
       const url = await listener.listen('127.0.0.1');
       return { url: `${url}${app.services.config.basePath}`, caPem: listener.endpoint.trustPem };
-    })());
+    })().catch((err: unknown) => {
+      started = undefined; // the next run tries again
+      throw err;
+    }));
 }
 
 export default async function helmRoutes(app: App) {
   const { services } = app;
   const loopback = loopbackListener(app);
-  const running = new Map<string, number>();
-  let runningHere = 0;
+  // Helm runs held: writes and chart reads (`helm show values`) in pools of their own, so readers
+  // never crowd out writes.
+  const pools = {
+    write: { byCaller: new Map<string, number>(), here: 0 },
+    read: { byCaller: new Map<string, number>(), here: 0 },
+  };
 
-  /** Holds one of the caller's helm runs (429 beyond the limits); the release function. */
-  function holdRun(principal: Principal): () => void {
+  /** Holds one of the caller's helm runs of a pool (429 beyond the limits); the release function. */
+  function holdRun(principal: Principal, kind: keyof typeof pools): () => void {
+    const pool = pools[kind];
     const key = `${principal.kind}:${principal.id}`;
-    const mine = running.get(key) ?? 0;
-    if (mine >= HELM_RUNS_PER_USER || runningHere >= HELM_RUNS_PER_REPLICA)
+    const mine = pool.byCaller.get(key) ?? 0;
+    if (mine >= HELM_RUNS_PER_USER || pool.here >= HELM_RUNS_PER_REPLICA)
       throw new TooManyRequestsError('too many Helm operations at once; try again when one has finished', 5);
-    running.set(key, mine + 1);
-    runningHere += 1;
+    pool.byCaller.set(key, mine + 1);
+    pool.here += 1;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      runningHere -= 1;
-      const left = (running.get(key) ?? 1) - 1;
-      if (left > 0) running.set(key, left);
-      else running.delete(key);
+      pool.here -= 1;
+      const left = (pool.byCaller.get(key) ?? 1) - 1;
+      if (left > 0) pool.byCaller.set(key, left);
+      else pool.byCaller.delete(key);
     };
   }
 
   /** The repository and chart a body or path names, with the repository's credentials. */
   async function chartChoice(repository: string, chart: string, version?: string): Promise<ChartChoice> {
     const found = await services.chartRepositories.byName(repository);
+    // An OCI repository's list is what it offers: no other chart under its path, with its credentials.
+    if (isOciRepository(found.spec) && !(found.spec.charts ?? []).includes(chart))
+      throw new NotFoundError(`chart ${chart} is not listed in chart repository ${repository}`);
     const creds = services.chartRepositories.credentials(found);
     return { repository: found, chart, ...(version ? { version } : {}), ...(creds ? { credentials: creds } : {}) };
   }
@@ -300,7 +335,7 @@ export default async function helmRoutes(app: App) {
    * What a write needs before helm runs: a signed-in user, `verbs` on secrets of the namespace (where
    * Helm keeps the release) and the host guard's leave.
    */
-  async function authorizeWrite(ctx: ToolRequest, namespace: string, verbs: Array<'create' | 'update' | 'delete'>) {
+  async function authorizeWrite(ctx: ToolRequest, namespace: string, verbs: readonly Verb[]) {
     if (ctx.principal.kind !== 'user')
       throw new ForbiddenError('Helm acts as a signed-in user (with a token of theirs): sign in, API keys cannot');
     const target = await resolveTarget(ctx, { resource: 'secrets', namespace, name: undefined });
@@ -315,7 +350,7 @@ export default async function helmRoutes(app: App) {
     request: FastifyRequest & { params: { namespace: string } },
     reply: FastifyReply,
     signal: AbortSignal,
-    verbs: Array<'create' | 'update' | 'delete'>,
+    verbs: readonly Verb[],
   ): Promise<{ ctx: ToolRequest; namespace: string }> {
     const ctx = await toolRequest(app, request, reply, signal, true);
     const namespace = writeNamespace(request.params.namespace);
@@ -334,15 +369,20 @@ export default async function helmRoutes(app: App) {
     operate: (write: ReleaseWrite) => Promise<void>,
   ): Promise<void> {
     const timeoutSeconds = Math.min(release.timeoutSeconds ?? 300, services.config.helm.maxTimeoutSeconds);
-    const held = holdRun(ctx.principal);
+    const held = holdRun(ctx.principal, 'write');
     try {
-      const ttl = Math.min(timeoutSeconds + 120, services.config.kubeconfigTokenMaxTtlSeconds);
+      // Long enough for the chart's download (index and archive) and helm's own timeout.
+      const downloads = Math.ceil((2 * services.config.helm.repositoryTimeoutMs) / 1000);
+      const ttl = Math.min(timeoutSeconds + downloads + 120, services.config.kubeconfigTokenMaxTtlSeconds);
       const token = await services.apiKeys.createConsoleToken(ctx.principal, ctx.conn.name, ttl);
       try {
         // Usable once this replica's caches hold the key and its hash (a few milliseconds).
         const usable = () => 'principal' in services.auth.authenticateApiKey(token.key, 'kubernetes');
-        for (let waited = 0; !usable() && waited < 10_000; waited += 50)
+        for (let waited = 0; !usable(); waited += 50) {
+          if (waited >= 10_000)
+            throw new ServiceUnavailableError('the token for helm did not become usable: try again');
           await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         const { url, caPem } = await loopback();
         const kubeconfig = kubeconfigYaml({
           clusters: [{ name: ctx.conn.name, server: `${url}${PROXY_PREFIX}${encodeURIComponent(ctx.conn.name)}` }],
@@ -353,8 +393,9 @@ export default async function helmRoutes(app: App) {
         });
         request.log.debug({ cluster: ctx.conn.name }, 'helm runs as the user');
         const { namespace, name } = release;
-        const signal = ctx.signal;
-        await operate({ namespace, name, kubeconfig, timeoutSeconds, wait: release.wait === true, signal });
+        // No client signal: a write goes on when the client leaves (helm stopped midway would leave the
+        // release pending and every later write refused).
+        await operate({ namespace, name, kubeconfig, timeoutSeconds, wait: release.wait === true });
       } finally {
         await services.apiKeys.delete(token.resource).catch(ignoreGone);
       }
@@ -371,13 +412,14 @@ export default async function helmRoutes(app: App) {
       schema: clusterSchema('The Helm releases of a namespace (`_all`: of every namespace you may list Secrets in)', {
         params: NamespaceParams,
         querystring: ClusterQuery,
-        response: { 200: Type.Array(Release) },
+        response: { 200: HelmReleaseList },
       }),
     },
     withClientSignal(async (request, reply, signal) => {
       const ctx = await toolRequest(app, request, reply, signal);
       const { namespace } = request.params;
-      return listReleases(services, ctx, namespace === '_all' ? undefined : namespace);
+      const items = await listReleases(services, ctx, namespace === '_all' ? undefined : namespace);
+      return { apiVersion: 'v1' as const, kind: 'HelmReleaseList' as const, items };
     }),
   );
 
@@ -388,13 +430,16 @@ export default async function helmRoutes(app: App) {
       schema: clusterSchema('A Helm release: its newest revision (or ?revision=), values, manifest and notes', {
         params: ReleaseParams,
         querystring: DetailQuery,
-        response: { 200: ReleaseDetail },
+        response: { 200: HelmRelease },
       }),
     },
     withClientSignal(async (request, reply, signal) => {
       const ctx = await toolRequest(app, request, reply, signal);
       const { namespace, name } = request.params;
-      return releaseDetail(await readRelease(services, ctx, writeNamespace(namespace), name, request.query.revision));
+      return releaseView(
+        await readRelease(services, ctx, writeNamespace(namespace), name, request.query.revision),
+        true,
+      );
     }),
   );
 
@@ -405,13 +450,14 @@ export default async function helmRoutes(app: App) {
       schema: clusterSchema("A Helm release's revisions, oldest first (`helm history`)", {
         params: ReleaseParams,
         querystring: ClusterQuery,
-        response: { 200: Type.Array(Revision) },
+        response: { 200: objectOf({ items: Type.Array(HistoryItem) }) },
       }),
     },
     withClientSignal(async (request, reply, signal) => {
       const ctx = await toolRequest(app, request, reply, signal);
       const { namespace, name } = request.params;
-      return (await releaseHistory(services, ctx, writeNamespace(namespace), name)).map(releaseRevision);
+      const history = await releaseHistory(services, ctx, writeNamespace(namespace), name);
+      return { items: history.map(historyItem).reverse() };
     }),
   );
 
@@ -424,17 +470,17 @@ export default async function helmRoutes(app: App) {
         params: NamespaceParams,
         querystring: ClusterQuery,
         body: InstallBody,
-        response: { 201: ReleaseDetail },
+        response: { 201: HelmRelease },
       }),
     },
     withClientSignal(async (request, reply, signal) => {
-      const { ctx, namespace } = await startWrite(request, reply, signal, ['create']);
+      const { ctx, namespace } = await startWrite(request, reply, signal, INSTALL_VERBS);
       const body = request.body;
       const valuesText = await checkedValues(body.values);
       const choice = await chartChoice(body.repository, body.chart, body.version);
       await asUser(request, ctx, { ...body, namespace }, (write) => services.helm.install(write, choice, valuesText));
       reply.code(201);
-      return releaseDetail(await readRelease(services, ctx, namespace, body.name));
+      return releaseView(await readRelease(services, ctx, namespace, body.name), true);
     }),
   );
 
@@ -442,45 +488,55 @@ export default async function helmRoutes(app: App) {
     params: ReleaseParams,
     querystring: ClusterQuery,
     body: UpgradeBody,
-    response: { 200: ReleaseDetail },
+    response: { 200: HelmRelease },
   });
-  app.post(
-    `${RELEASES}/:namespace/:name/upgrade`,
-    { onRequest: app.requireUser, schema: upgradeSchema },
-    withClientSignal(async (request, reply, signal) => {
-      const { ctx, namespace } = await startWrite(request, reply, signal, ['create', 'update']);
-      const { name } = request.params;
-      const body = request.body;
-      await readRelease(services, ctx, namespace, name); // 404 before helm runs
-      const valuesText = await checkedValues(body.values);
-      const choice = await chartChoice(body.repository, body.chart, body.version);
-      await asUser(request, ctx, { ...body, namespace, name }, (write) =>
-        services.helm.upgrade(write, choice, valuesText, body.reuseValues === true),
-      );
-      return releaseDetail(await readRelease(services, ctx, namespace, name));
-    }),
-  );
-
-  app.post(
-    `${RELEASES}/:namespace/:name/rollback`,
-    {
+  // PUT as Kite's newest UI sends it, POST as its first release did: the same route.
+  for (const method of ['POST', 'PUT'] as const)
+    app.route({
+      method,
+      url: `${RELEASES}/:namespace/:name/upgrade`,
       onRequest: app.requireUser,
-      schema: clusterSchema('Roll a release back to a revision, the previous one by default (helm rollback, as you)', {
-        params: ReleaseParams,
-        querystring: ClusterQuery,
-        body: RollbackBody,
-        response: { 200: ReleaseDetail },
+      schema: upgradeSchema,
+      handler: withClientSignal(async (request, reply, signal) => {
+        const { ctx, namespace } = await startWrite(request, reply, signal, CHANGE_VERBS);
+        const { name } = request.params;
+        const body = request.body;
+        await readRelease(services, ctx, namespace, name); // 404 before helm runs
+        const valuesText = await checkedValues(body.values);
+        const choice = await chartChoice(body.repository, body.chart, body.version);
+        await asUser(request, ctx, { ...body, namespace, name }, (write) =>
+          services.helm.upgrade(write, choice, valuesText, body.reuseValues === true),
+        );
+        return releaseView(await readRelease(services, ctx, namespace, name), true);
       }),
+    });
+
+  const rollbackSchema = clusterSchema(
+    'Roll a release back to a revision, the previous one by default (helm rollback, as you)',
+    {
+      params: ReleaseParams,
+      querystring: ClusterQuery,
+      body: RollbackBody,
+      response: { 200: HelmRelease },
     },
-    withClientSignal(async (request, reply, signal) => {
-      const { ctx, namespace } = await startWrite(request, reply, signal, ['create', 'update']);
-      const { name } = request.params;
-      const body = request.body ?? {};
-      await readRelease(services, ctx, namespace, name, body.revision); // 404 before helm runs
-      await asUser(request, ctx, { ...body, namespace, name }, (write) => services.helm.rollback(write, body.revision));
-      return releaseDetail(await readRelease(services, ctx, namespace, name));
-    }),
   );
+  for (const method of ['POST', 'PUT'] as const)
+    app.route({
+      method,
+      url: `${RELEASES}/:namespace/:name/rollback`,
+      onRequest: app.requireUser,
+      schema: rollbackSchema,
+      handler: withClientSignal(async (request, reply, signal) => {
+        const { ctx, namespace } = await startWrite(request, reply, signal, CHANGE_VERBS);
+        const { name } = request.params;
+        const body = request.body ?? {};
+        await readRelease(services, ctx, namespace, name, body.revision); // 404 before helm runs
+        await asUser(request, ctx, { ...body, namespace, name }, (write) =>
+          services.helm.rollback(write, body.revision),
+        );
+        return releaseView(await readRelease(services, ctx, namespace, name), true);
+      }),
+    });
 
   app.delete(
     `${RELEASES}/:namespace/:name`,
@@ -493,13 +549,18 @@ export default async function helmRoutes(app: App) {
       }),
     },
     withClientSignal(async (request, reply, signal) => {
-      const { ctx, namespace } = await startWrite(request, reply, signal, ['delete']);
+      const { ctx, namespace } = await startWrite(
+        request,
+        reply,
+        signal,
+        request.query.keepHistory === true ? [...UNINSTALL_VERBS, 'update'] : UNINSTALL_VERBS,
+      );
       const { name } = request.params;
       await readRelease(services, ctx, namespace, name); // 404 before helm runs
       await asUser(request, ctx, { ...request.query, wait: false, namespace, name }, (write) =>
         services.helm.uninstall(write, request.query.keepHistory === true),
       );
-      return { message: `release ${name} uninstalled` };
+      return { message: 'helm release deleted' };
     }),
   );
 
@@ -510,7 +571,7 @@ export default async function helmRoutes(app: App) {
       onRequest: app.requireUser,
       schema: schema('The charts the repositories offer, each at its newest version', {
         querystring: ChartsQuery,
-        response: { 200: Type.Array(Chart) },
+        response: { 200: objectOf({ items: Type.Array(Chart), total: Type.Integer() }) },
       }),
     },
     async (request) => {
@@ -521,7 +582,8 @@ export default async function helmRoutes(app: App) {
         const creds = services.chartRepositories.credentials(r);
         return { spec: r.spec, ...(creds ? { credentials: creds } : {}) };
       });
-      return services.helm.charts.charts(sources, request.query.q);
+      const items = await services.helm.charts.charts(sources, request.query.q);
+      return { items, total: items.length };
     },
   );
 
@@ -549,41 +611,50 @@ export default async function helmRoutes(app: App) {
     },
   );
 
-  app.get(
-    '/api/v1/charts/:repository/:chart/values',
-    {
-      onRequest: app.requireUser,
-      schema: schema("A chart's default values (helm show values), the newest version unless ?version=", {
-        params: ChartParams,
-        querystring: VersionQuery,
-        response: { 200: objectOf({ values: Type.String({ description: 'YAML text' }) }) },
-      }),
-    },
-    withClientSignal(async (request, _reply, signal) => {
-      const choice = await chartChoice(request.params.repository, request.params.chart, request.query.version);
-      const release = holdRun(request.principal!);
-      try {
-        return { values: await services.helm.showValues(choice, signal) };
-      } finally {
-        release();
-      }
-    }),
-  );
-
-  // ---- Chart repositories ----
-  const listRepositories = async () => (await services.chartRepositories.list()).map(repositoryView);
-  bothSlashes('/api/v1/chart-repositories', (url) =>
+  // Also under Kite's spelling, /content/values (its answer there: {content}).
+  for (const url of ['/api/v1/charts/:repository/:chart/values', '/api/v1/charts/:repository/:chart/content/values'])
     app.get(
       url,
       {
         onRequest: app.requireUser,
-        schema: schema('The chart repositories (never their credentials)', {
-          response: { 200: Type.Array(Repository) },
+        schema: schema("A chart's default values (helm show values), the newest version unless ?version=", {
+          params: ChartParams,
+          querystring: VersionQuery,
+          response: {
+            200: objectOf({
+              values: Type.String({ description: 'YAML text' }),
+              content: Type.String({ description: 'the same (Kite)' }),
+            }),
+          },
         }),
       },
-      listRepositories,
-    ),
-  );
+      withClientSignal(async (request, _reply, signal) => {
+        const choice = await chartChoice(request.params.repository, request.params.chart, request.query.version);
+        const release = holdRun(request.principal!, 'read');
+        try {
+          const values = await services.helm.showValues(choice, signal);
+          return { values, content: values };
+        } finally {
+          release();
+        }
+      }),
+    );
+
+  // ---- Chart repositories ----
+  const listRepositories = async () => (await services.chartRepositories.list()).map(repositoryView);
+  for (const path of ['/api/v1/chart-repositories', '/api/v1/charts/repositories'])
+    bothSlashes(path, (url) =>
+      app.get(
+        url,
+        {
+          onRequest: app.requireUser,
+          schema: schema('The chart repositories (never their credentials)', {
+            response: { 200: Type.Array(Repository) },
+          }),
+        },
+        listRepositories,
+      ),
+    );
   bothSlashes(ADMIN_REPOSITORIES, (url) =>
     app.get(
       url,
