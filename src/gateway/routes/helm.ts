@@ -1,24 +1,24 @@
-// Helm releases and charts, at Kite's route shapes (docs/helm.md):
-//   GET    /api/v1/helmrelease/:namespace                  releases of a namespace (`_all`: every one)
-//   GET    /api/v1/helmrelease/:namespace/:name            one release: values, manifest, notes (?revision=)
-//   GET    /api/v1/helmrelease/:namespace/:name/history    its revisions, as `helm history`
-//   POST   /api/v1/helmrelease/:namespace                  install {name, repository, chart, version?, values?}
-//   POST   /api/v1/helmrelease/:namespace/:name/upgrade    upgrade {repository, chart, version?, values?, reuseValues?}
-//   POST   /api/v1/helmrelease/:namespace/:name/rollback   rollback {revision?}
-//   DELETE /api/v1/helmrelease/:namespace/:name            uninstall (?keepHistory=true)
-//   GET    /api/v1/charts                                  charts of every repository (?q=, ?repository=)
-//   GET    /api/v1/charts/:repository/:chart/versions      a chart's versions, newest first
-//   GET    /api/v1/charts/:repository/:chart/values        its default values (?version=), YAML
-//   GET    /api/v1/chart-repositories                      the repositories (no credentials)
-//   /api/v1/admin/chart-repositories[/:name]               admins: create, change, delete
+// Helm releases and charts, in Kite's shapes (docs/helm.md):
+//   GET       /api/v1/helmrelease/:namespace                  HelmReleaseList of a namespace (`_all`: every one)
+//   GET       /api/v1/helmrelease/:namespace/:name            one HelmRelease with values, manifest, notes (?revision=)
+//   GET       /api/v1/helmrelease/:namespace/:name/history    {items}: its revisions, newest first (`helm history`)
+//   POST      /api/v1/helmrelease/:namespace                  install {name, repository, chart, version?, values?}
+//   PUT|POST  /api/v1/helmrelease/:namespace/:name/upgrade    upgrade {repository, chart, version?, values?, ...}
+//   PUT|POST  /api/v1/helmrelease/:namespace/:name/rollback   rollback {revision?}
+//   DELETE    /api/v1/helmrelease/:namespace/:name            uninstall (?keepHistory=true)
+//   GET       /api/v1/charts                                  {items, total}: charts of every repository
+//   GET       /api/v1/charts/:repository/:chart/versions      a chart's versions, newest first
+//   GET       /api/v1/charts/:repository/:chart/values        its default values (also .../content/values)
+//   GET       /api/v1/chart-repositories                      the repositories (also /api/v1/charts/repositories)
+//   /api/v1/admin/chart-repositories[/:name]                  admins: create, change, delete
 // Reads are Helm's release Secrets read as the caller (helm/releases.ts): `list` on secrets of the
 // namespace. Writes run the real helm (helm/operations.ts) with a kubeconfig for this one cluster
-// pointing at kiteline's own Kubernetes API on this replica, its token minted for the signed-in
-// user like a kubectl console's (one cluster, the user's roles, revoked when helm ends): everything
-// helm does is the user's, authorized and audited call by call. Before helm starts, the route
-// checks what Helm's storage needs (create, update or delete of secrets in the namespace) and the
-// host guard, so a refusal is a plain 403 without a helm run. Helm runs are bounded per user and
-// per replica (429).
+// pointing at kiteline's own Kubernetes API on this replica (a loopback https listener), its token
+// minted for the signed-in user like a kubectl console's (one cluster, the user's roles, revoked
+// when helm ends): everything helm does is the user's, authorized and audited call by call. Before
+// helm starts, the route checks what Helm's storage does with the release Secrets (the verbs
+// below) and the host guard, so a refusal is a plain 403 without a helm run. Helm runs are bounded
+// per user and per replica, writes and chart reads in separate pools (429).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
