@@ -19,6 +19,7 @@
 // helm starts, the route checks what Helm's storage does with the release Secrets (the verbs
 // below) and the host guard, so a refusal is a plain 403 without a helm run. Helm runs are bounded
 // per user and per replica, writes and chart reads in separate pools (429).
+import { parseDocument } from 'yaml';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { Principal, Verb } from '../../auth/principal.js';
@@ -40,6 +41,7 @@ import { isOciRepository } from '../../host/chart-repositories.js';
 import { ignoreGone } from '../../host/kind-store.js';
 import { PROXY_PREFIX } from '../../proxy/proxy-url.js';
 import { ClusterQuery, bothSlashes, clusterSchemaOf, objectOf, schemaOf, type App } from '../schemas.js';
+import { HeldCounts } from '../held-counts.js';
 import { httpsListener, type HttpsListener } from '../https.js';
 import { toolRequest, withClientSignal, type ToolRequest } from '../tool-request.js';
 
@@ -260,9 +262,8 @@ function writeNamespace(namespace: string): string {
 }
 
 /** The values text: 400 unless it is YAML of a mapping (or empty). */
-async function checkedValues(text: string | undefined): Promise<string | undefined> {
+function checkedValues(text: string | undefined): string | undefined {
   if (text === undefined || text.trim() === '') return undefined;
-  const { parseDocument } = await import('yaml');
   const doc = parseDocument(text);
   if (doc.errors.length) throw new BadRequestError(`values: not YAML: ${doc.errors[0].message.split('\n')[0]}`);
   const parsed: unknown = doc.toJS();
@@ -294,30 +295,20 @@ function loopbackListener(app: FastifyInstance): () => Promise<{ url: string; ca
 export default async function helmRoutes(app: App) {
   const { services } = app;
   const loopback = loopbackListener(app);
-  // Helm runs held: writes and chart reads (`helm show values`) in pools of their own, so readers
-  // never crowd out writes.
-  const pools = {
-    write: { byCaller: new Map<string, number>(), here: 0 },
-    read: { byCaller: new Map<string, number>(), here: 0 },
-  };
+  // Helm runs held, by caller and in all (key `*`): writes and chart reads (`helm show values`) in
+  // pools of their own, so readers never crowd out writes.
+  const pools = { write: new HeldCounts(), read: new HeldCounts() };
 
   /** Holds one of the caller's helm runs of a pool (429 beyond the limits); the release function. */
   function holdRun(principal: Principal, kind: keyof typeof pools): () => void {
     const pool = pools[kind];
     const key = `${principal.kind}:${principal.id}`;
-    const mine = pool.byCaller.get(key) ?? 0;
-    if (mine >= HELM_RUNS_PER_USER || pool.here >= HELM_RUNS_PER_REPLICA)
+    if (pool.count(key) >= HELM_RUNS_PER_USER || pool.count('*') >= HELM_RUNS_PER_REPLICA)
       throw new TooManyRequestsError('too many Helm operations at once; try again when one has finished', 5);
-    pool.byCaller.set(key, mine + 1);
-    pool.here += 1;
-    let released = false;
+    const [mine, here] = [pool.hold(key), pool.hold('*')];
     return () => {
-      if (released) return;
-      released = true;
-      pool.here -= 1;
-      const left = (pool.byCaller.get(key) ?? 1) - 1;
-      if (left > 0) pool.byCaller.set(key, left);
-      else pool.byCaller.delete(key);
+      mine();
+      here();
     };
   }
 
@@ -476,7 +467,7 @@ export default async function helmRoutes(app: App) {
     withClientSignal(async (request, reply, signal) => {
       const { ctx, namespace } = await startWrite(request, reply, signal, INSTALL_VERBS);
       const body = request.body;
-      const valuesText = await checkedValues(body.values);
+      const valuesText = checkedValues(body.values);
       const choice = await chartChoice(body.repository, body.chart, body.version);
       await asUser(request, ctx, { ...body, namespace }, (write) => services.helm.install(write, choice, valuesText));
       reply.code(201);
@@ -502,7 +493,7 @@ export default async function helmRoutes(app: App) {
         const { name } = request.params;
         const body = request.body;
         await readRelease(services, ctx, namespace, name); // 404 before helm runs
-        const valuesText = await checkedValues(body.values);
+        const valuesText = checkedValues(body.values);
         const choice = await chartChoice(body.repository, body.chart, body.version);
         await asUser(request, ctx, { ...body, namespace, name }, (write) =>
           services.helm.upgrade(write, choice, valuesText, body.reuseValues === true),

@@ -18,6 +18,7 @@
 // Each session is recorded (src/recording/, docs/sessions.md) unless recording is off; its audit
 // record names the recording.
 // docs/workloads.md, Terminals.
+import { HeldCounts } from '../held-counts.js';
 import { randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
@@ -180,21 +181,12 @@ export default async function terminalRoutes(app: App) {
   );
   const consoleOpens = new RateLimiter(CONSOLE_OPENS_PER_USER, CONSOLE_OPEN_WINDOW_SECONDS);
   /** Open kubectl consoles per user on this replica. */
-  const openConsoles = new Map<string, number>();
+  const openConsoles = new HeldCounts();
   /** Counts one more open console of the user (429 at the cap); the returned release is idempotent. */
   function holdConsole(userKey: string): () => void {
-    const held = openConsoles.get(userKey) ?? 0;
-    if (held >= CONSOLES_PER_USER)
+    if (openConsoles.count(userKey) >= CONSOLES_PER_USER)
       throw new TooManyRequestsError(`at most ${CONSOLES_PER_USER} kubectl consoles may be open at once`, 10);
-    openConsoles.set(userKey, held + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (openConsoles.get(userKey) ?? 1) - 1;
-      if (left > 0) openConsoles.set(userKey, left);
-      else openConsoles.delete(userKey);
-    };
+    return openConsoles.hold(userKey);
   }
   /** Each live session and the promise of its whole end (node pod deleted, audit record written). */
   const liveSessions = new Map<TerminalSession, Promise<void>>();
