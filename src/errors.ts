@@ -42,6 +42,16 @@ export class UnauthorizedError extends HttpError {
   }
 }
 
+/**
+ * 401 with reason SecondFactorRequired: the caller is known, but the action needs a second factor
+ * proved more recently (docs/second-factors.md); details say how recently.
+ */
+export class SecondFactorRequiredError extends HttpError {
+  constructor(message: string, details: { maxAgeSeconds: number; cluster?: string; secondFactorAt?: number }) {
+    super(401, 'SecondFactorRequired', message, details);
+  }
+}
+
 export class ForbiddenError extends HttpError {
   constructor(message: string) {
     super(403, 'Forbidden', message);

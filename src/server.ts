@@ -5,6 +5,7 @@ import { AuthService } from './auth/auth-service.js';
 import { LdapAuthenticator } from './auth/ldap.js';
 import { LdapRecheck } from './auth/ldap-recheck.js';
 import { RolelessUserSweeper } from './auth/roleless-users.js';
+import { SecondFactors } from './auth/second-factors.js';
 import { OidcSignIn } from './auth/oidc.js';
 import { OpenStreams } from './auth/open-streams.js';
 import { buildAuditService } from './audit/setup.js';
@@ -53,7 +54,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     () => identity.ldapSettings.directory(),
     (secret) => identity.installSecret(secret, 'password'),
   );
-  const auth = new AuthService(identity, config, log, ldap);
+  const auth = new AuthService(identity, config, log, ldap, (name) => clusterManager.registry.get(name)?.stepUpMinutes);
   const ldapRecheck = new LdapRecheck(
     ldap,
     identity.users,
@@ -105,6 +106,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     chartRepositories: new ChartRepositoryStore(host),
     helm: new HelmOperations(config.helm),
     oidc,
+    secondFactors: new SecondFactors(identity, auth),
     clusters: clusterManager.registry,
     clusterStore: clusterManager.store,
     clusterManager,

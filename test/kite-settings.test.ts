@@ -163,6 +163,7 @@ t.test('general settings: defaults, role by role, the AI key write-only, bad inp
       enableAnalytics: false,
       enableVersionCheck: false,
       passwordLoginDisabled: false,
+      requireMFA: false,
     });
   }
   t.equal(

@@ -70,9 +70,11 @@ t.test('kubectl apply registers a cluster; rotation, invalid config, disable, de
   })) as WarmConnection;
   t.equal(conn.serverUrl, a.server);
   t.equal(conn.version, testPlaneVersion('target-a'));
+  // The only cluster is also made the default (a spec change): wait for the status of the latest generation.
   const withStatus = await eventually('id and status written by the leader', () => {
     const o = cr(gw, 'staging');
-    return o?.metadata.labels?.[ID_LABEL] && o.status?.ready ? o : undefined;
+    const current = o?.status?.observedGeneration === o?.metadata.generation;
+    return o?.metadata.labels?.[ID_LABEL] && o.status?.ready && current ? o : undefined;
   });
   t.match(withStatus.status, {
     ready: true,

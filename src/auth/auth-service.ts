@@ -12,6 +12,7 @@ import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import {
   ForbiddenError,
   NotFoundError,
+  SecondFactorRequiredError,
   ServiceUnavailableError,
   TooManyRequestsError,
   UnauthorizedError,
@@ -74,6 +75,31 @@ interface SessionFacts {
   stamp: string;
   /** The login time, seconds since the epoch. */
   startedAt: number;
+  /** When the session last proved a second factor (seconds since the epoch). */
+  secondFactorAt?: number;
+  /** The session may only enrol a second factor. */
+  enrolmentOnly?: boolean;
+}
+
+/** What a new session cookie says of its second factor. */
+export interface SessionProof {
+  /** When a second factor was last proved (seconds since the epoch). */
+  secondFactorAt?: number;
+  /** The session may only enrol a second factor (the admins require one, and the user has none). */
+  enrolmentOnly?: boolean;
+}
+
+/** What a fresh second factor guards (docs/second-factors.md): terminals, exec and attach, deletes. */
+const STEP_UP_RESOURCES: ReadonlySet<string> = new Set([
+  'pods/exec',
+  'pods/attach',
+  'nodes/terminal',
+  'kubectl-terminal',
+]);
+
+/** The access is one a step-up rule guards: a delete of anything, or a shell or session in a container. */
+export function guardedByStepUp(access: Pick<AccessRequest, 'resource' | 'verb'>): boolean {
+  return access.verb === 'delete' || STEP_UP_RESOURCES.has(access.resource);
 }
 
 /** What an AI agent acting for a principal may do beyond the principal's rules (its roles' mcp blocks). */
@@ -111,6 +137,8 @@ export class AuthService {
     log: Logger,
     /** Sign-in against the LDAP directory in force (none: LDAP sign-in is off). */
     readonly ldap: LdapAuthenticator,
+    /** A cluster's step-up label (minutes), if it has one (host/clusters.ts STEP_UP_LABEL). */
+    private readonly clusterStepUp: (cluster: string) => number | undefined = () => undefined,
   ) {
     this.users = identity.users;
     this.roles = identity.roles;
@@ -168,9 +196,11 @@ export class AuthService {
       if (!audience) return { failure: 'API key for a use this kiteline does not know (a newer release made it?)' };
       const clusters = key.spec.clusters;
       if (audience === 'console' && !clusters?.length) return { failure: 'console token without its cluster' };
+      const proved = Date.parse(key.spec.secondFactorAt ?? '');
       return {
         principal: {
           ...makePrincipal('apikey', id, owner.username, key.spec.roles ?? []),
+          ...(Number.isFinite(proved) ? { secondFactorAt: Math.floor(proved / 1000) } : {}),
           tokenAudience: audience,
           ...(audience === 'console' ? { tokenClusters: clusters } : {}),
         },
@@ -237,7 +267,13 @@ export class AuthService {
     const key = this.sessionKey.current();
     const claims = verifySession(key, token, nowSeconds());
     if (!claims) return { failure: 'invalid or expired session' };
-    const session: SessionFacts = { uid: claims.uid, stamp: claims.st, startedAt: claims.iat };
+    const session: SessionFacts = {
+      uid: claims.uid,
+      stamp: claims.st,
+      startedAt: claims.iat,
+      ...(claims.mf !== undefined ? { secondFactorAt: claims.mf } : {}),
+      ...(claims.en === 1 ? { enrolmentOnly: true } : {}),
+    };
     const result = this.sessionHolder(session);
     if ('principal' in result) this.sessions.set(result.principal, session);
     return result;
@@ -255,7 +291,14 @@ export class AuthService {
     if (!credential || !constantTimeEqual(Buffer.from(session.stamp), Buffer.from(this.stampOf(user, credential)))) {
       return { failure: 'session ended (password changed or user disabled)' };
     }
-    return { principal: { ...this.principalOfUser(user), sessionStartedAt: session.startedAt } };
+    return {
+      principal: {
+        ...this.principalOfUser(user),
+        sessionStartedAt: session.startedAt,
+        ...(session.secondFactorAt !== undefined ? { secondFactorAt: session.secondFactorAt } : {}),
+        ...(session.enrolmentOnly ? { enrolmentOnly: true } : {}),
+      },
+    };
   }
 
   /**
@@ -339,6 +382,47 @@ export class AuthService {
   }
 
   /**
+   * The minutes a fresh second factor may be old for a guarded access (guardedByStepUp) of the
+   * principal on `cluster`: the least of the cluster's step-up label and the step-up of every role
+   * of the principal that reaches the cluster; undefined when nothing asks for one.
+   */
+  stepUpMinutes(principal: Principal, cluster: string): number | undefined {
+    const asked: number[] = [];
+    const label = this.clusterStepUp(cluster);
+    if (label !== undefined) asked.push(label);
+    for (const role of this.rolesOf(principal))
+      if (role.stepUpMinutes !== undefined && rolesReachCluster([role], cluster)) asked.push(role.stepUpMinutes);
+    return asked.length > 0 ? Math.min(...asked) : undefined;
+  }
+
+  /**
+   * Throws 401 SecondFactorRequired when the access is guarded (a delete, a terminal, exec or
+   * attach) on a cluster or by a role that asks for a fresh second factor and the caller's last proof
+   * is older than that (or there is none). Its details say how fresh and how to prove one.
+   */
+  requireFreshFactor(principal: Principal, access: Pick<AccessRequest, 'cluster' | 'resource' | 'verb'>): void {
+    if (!guardedByStepUp(access)) return;
+    const minutes = this.stepUpMinutes(principal, access.cluster);
+    if (minutes === undefined) return;
+    const provedAt = principal.secondFactorAt;
+    if (provedAt !== undefined && nowSeconds() - provedAt <= minutes * 60) return;
+    throw new SecondFactorRequiredError(
+      `${access.verb === 'delete' ? `delete of ${access.resource}` : access.resource} on cluster ${access.cluster} ` +
+        `needs a second factor proved in the last ${minutes} minutes` +
+        (principal.kind === 'apikey' && principal.tokenAudience === undefined
+          ? ': an API key has none, use a signed-in session'
+          : principal.kind === 'apikey'
+            ? ': prove one in the web UI (POST /api/auth/step-up), then mint a new token'
+            : ': POST /api/auth/step-up'),
+      {
+        maxAgeSeconds: minutes * 60,
+        cluster: access.cluster,
+        ...(provedAt !== undefined ? { secondFactorAt: provedAt } : {}),
+      },
+    );
+  }
+
+  /**
    * An AI agent's limits beyond the rules (the roles' mcp blocks, docs/mcp.md), read from the roles
    * as they are at each question.
    */
@@ -390,7 +474,7 @@ export class AuthService {
    * refreshed, which passes its `startedAt`: `iat` stays the login time, so the absolute lifetime
    * holds however often a cookie is refreshed).
    */
-  issueSession(user: UserResource, startedAt = nowSeconds()): string {
+  issueSession(user: UserResource, startedAt = nowSeconds(), proof: SessionProof = {}): string {
     const credential = this.credentialOf(user);
     if (!credential) throw new ServiceUnavailableError('the password of this user is not stored yet; try again');
     return signSession(this.sessionKey.current(), {
@@ -398,13 +482,15 @@ export class AuthService {
       st: this.stampOf(user, credential),
       iat: startedAt,
       exp: nowSeconds() + this.sessionMaxAge(startedAt),
+      ...(proof.secondFactorAt !== undefined ? { mf: proof.secondFactorAt } : {}),
+      ...(proof.enrolmentOnly ? { en: 1 as const } : {}),
     });
   }
 
   /** The Set-Cookie value of a session: a new one, or the refresh of one that started at `startedAt`. */
-  sessionSetCookie(user: UserResource, secure: boolean, startedAt?: number): string {
+  sessionSetCookie(user: UserResource, secure: boolean, startedAt?: number, proof?: SessionProof): string {
     return sessionCookie(
-      this.issueSession(user, startedAt),
+      this.issueSession(user, startedAt, proof),
       this.sessionMaxAge(startedAt),
       secure,
       this.config.basePath,

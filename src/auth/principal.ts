@@ -15,6 +15,13 @@ export interface Principal {
   /** A session's start (login time, seconds since the epoch): refreshes keep it. */
   sessionStartedAt?: number;
   /**
+   * When the caller last proved a second factor (seconds since the epoch): a session's TOTP code or
+   * passkey, or for a token minted for a user, that of the session it was minted from.
+   */
+  secondFactorAt?: number;
+  /** A session that may only enrol a second factor (the admins require one and the user has none). */
+  enrolmentOnly?: boolean;
+  /**
    * A token minted for a user (an API key it owns) is for one door only, never kiteline's own API
    * (the authenticate plugin): `kubernetes` (a kubeconfig token) under /k8s/clusters/, `mcp` on /mcp,
    * `console` (a kubectl console's) under /k8s/clusters/ of the clusters in `tokenClusters`.

@@ -1,7 +1,8 @@
 // Session tokens (the auth_token cookie): "v1.<payload>.<signature>", base64url, signed with
 // HMAC-SHA256 under the shared session key. The payload holds the user id, issue and expiry times,
-// and a stamp derived from the user's password hash and session epoch: resetting the password or
-// bumping the epoch (disable) changes the stamp, which ends every session of that user at once.
+// when a second factor was last proved, whether the session may only enrol one, and a stamp derived
+// from the user's password hash and session epoch: resetting the password or bumping the epoch
+// (disable) changes the stamp, which ends every session of that user at once.
 import { createHmac } from 'node:crypto';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
 
@@ -13,6 +14,10 @@ export interface SessionClaims {
   /** Issued at and expires at, in seconds since the epoch. */
   iat: number;
   exp: number;
+  /** When the session last proved a second factor (seconds since the epoch): a TOTP code or a passkey. */
+  mf?: number;
+  /** 1: a password sign-in that still has to enrol a second factor (the admins require one): nothing else opens. */
+  en?: 1;
 }
 
 const PREFIX = 'v1';
@@ -45,7 +50,9 @@ export function verifySession(key: Buffer, token: string, nowSeconds: number): S
     claims.uid > 0 &&
     typeof claims.st === 'string' &&
     Number.isFinite(claims.exp) &&
-    Number.isFinite(claims.iat);
+    Number.isFinite(claims.iat) &&
+    (claims.mf === undefined || Number.isFinite(claims.mf)) &&
+    (claims.en === undefined || claims.en === 1);
   if (!valid || claims.exp <= nowSeconds) return undefined;
   return claims;
 }

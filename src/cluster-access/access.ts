@@ -8,6 +8,8 @@ import { ALL_NAMESPACES } from './segments.js';
 
 export interface Authorizer {
   authorize(principal: Principal, access: AccessRequest): boolean;
+  /** 401 SecondFactorRequired when a step-up rule guards the access and the caller's proof is too old. */
+  requireFreshFactor(principal: Principal, access: Pick<AccessRequest, 'cluster' | 'resource' | 'verb'>): void;
 }
 
 /** GET object get, GET collection list, watch=true watch, POST create, PUT update, PATCH patch, DELETE delete. */
@@ -47,10 +49,16 @@ export function callerLabel(principal: Pick<Principal, 'kind' | 'name'>): string
   return `${principal.kind === 'apikey' ? 'API key' : 'user'} ${principal.name}`;
 }
 
-/** Throws 403 unless one of the principal's roles allows the access. */
+/**
+ * Throws 403 unless one of the principal's roles allows the access, then 401 SecondFactorRequired
+ * when a step-up rule guards it (a delete, exec, attach) and the caller's second factor is too old.
+ */
 export function requireAccess(...args: Parameters<typeof mayAccess>): void {
-  if (mayAccess(...args)) return;
-  const [, principal, cluster, resource, namespace, verb] = args;
+  const [auth, principal, cluster, resource, namespace, verb] = args;
+  if (mayAccess(...args)) {
+    auth.requireFreshFactor(principal, { cluster, resource, verb });
+    return;
+  }
   const where = namespace === undefined ? 'across all namespaces' : `in namespace ${namespace}`;
   const who = callerLabel(principal);
   throw new ForbiddenError(`${who} may not ${verb} ${resource} ${where} on cluster ${cluster}`);

@@ -51,6 +51,7 @@ export type ConnectionMeta = Pick<
   | 'source'
   | 'prometheusURL'
   | 'production'
+  | 'stepUpMinutes'
 >;
 
 export interface ConnectionOptions {
@@ -235,6 +236,9 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
 
   get production(): boolean {
     return this.meta.production;
+  }
+  get stepUpMinutes(): number | undefined {
+    return this.meta.stepUpMinutes;
   }
   get ready(): boolean {
     return this.health.ready;

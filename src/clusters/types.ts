@@ -79,6 +79,8 @@ export interface ClusterConnection {
   readonly prometheusURL: string;
   /** Labelled production (kiteline.io/production=true): an agent's writes there always ask a human. */
   readonly production: boolean;
+  /** Labelled kiteline.io/step-up-minutes: dangerous actions need a second factor proved within these minutes. */
+  readonly stepUpMinutes?: number;
   /**
    * Sends one request on the keep-alive pool with the cluster's credentials and resolves with
    * the response head (the body streams). Fails with BadGatewayError within the connect timeout

@@ -37,6 +37,7 @@ import relatedRoutes from './routes/related.js';
 import resourceRoutes from './routes/resources.js';
 import roleRoutes from './routes/roles.js';
 import searchRoutes from './routes/search.js';
+import secondFactorRoutes from './routes/second-factors.js';
 import settingRoutes from './routes/settings.js';
 import terminalRoutes from './routes/terminal.js';
 import templateRoutes from './routes/templates.js';
@@ -113,6 +114,7 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(metricsRoutes);
   await app.register(initRoutes);
   await app.register(authRoutes);
+  await app.register(secondFactorRoutes);
   await app.register(oauthProviderRoutes);
   await app.register(ldapSettingRoutes);
   await app.register(userRoutes);

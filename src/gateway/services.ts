@@ -7,6 +7,7 @@ import type { ClusterStore } from '../host/clusters.js';
 import type { AuthService } from '../auth/auth-service.js';
 import type { OidcSignIn } from '../auth/oidc.js';
 import type { OpenStreams } from '../auth/open-streams.js';
+import type { SecondFactors } from '../auth/second-factors.js';
 import type { Config } from '../config.js';
 import type { APIKeyStore } from '../host/apikeys.js';
 import type { GeneralSettingStore } from '../host/general-setting.js';
@@ -50,6 +51,8 @@ export interface Services {
   chartRepositories: ChartRepositoryStore;
   /** Helm release writes and chart reads through the real helm (src/helm/, docs/helm.md). */
   helm: HelmOperations;
+  /** TOTP and passkeys: enrolment, sign-in and step-up (auth/second-factors.ts, docs/second-factors.md). */
+  secondFactors: SecondFactors;
   /** Sign-in with an OpenID Connect provider: the authorization URL, the callback (auth/oidc.ts). */
   oidc: OidcSignIn;
   /** This replica's warm cluster connections (kept current by the reconciler): resource routes. */

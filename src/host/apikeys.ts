@@ -42,6 +42,8 @@ export interface TokenCaller {
   name: string;
   /** The roles the token gets. */
   roles: readonly string[];
+  /** When the caller's session last proved a second factor (seconds since the epoch): the token inherits it. */
+  secondFactorAt?: number;
 }
 
 /**
@@ -210,6 +212,7 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
       owner: user,
       ...(audience === 'kubernetes' ? {} : { audience }),
       ...(clusters ? { clusters } : {}),
+      ...(caller.secondFactorAt !== undefined ? { secondFactorAt: isoSeconds(caller.secondFactorAt * 1000) } : {}),
     });
     if (tokenAudience(created.resource) !== audience) {
       // The installed APIKey CRD predates `audience` (or this value of it) and pruned it: the key would open another
@@ -223,7 +226,7 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
   }
 
   private async insert(
-    input: NewApiKey & { owner?: UserResource; audience?: TokenAudience; clusters?: string[] },
+    input: NewApiKey & { owner?: UserResource; audience?: TokenAudience; clusters?: string[]; secondFactorAt?: string },
   ): Promise<{ resource: APIKeyResource; key: string }> {
     const name = objectNameFor('apikey', input.name);
     const secretName = `${name}-key`;
@@ -242,6 +245,7 @@ export class APIKeyStore extends KindStore<APIKeyResource> {
           ...(owner ? { owner: { username: owner.spec.username, id: resourceId(owner)! } } : {}),
           ...(input.audience ? { audience: input.audience } : {}),
           ...(input.clusters ? { clusters: input.clusters } : {}),
+          ...(input.secondFactorAt ? { secondFactorAt: input.secondFactorAt } : {}),
           secretRef: { name: secretName },
         },
       }),

@@ -60,6 +60,19 @@ export const SOURCE_LABEL = 'kiteline.io/source';
  * human's confirmation, whatever its roles say (docs/mcp.md).
  */
 export const PRODUCTION_LABEL = 'kiteline.io/production';
+/**
+ * Label of a Cluster whose node terminals, exec and attach, kubectl console and deletes need a second
+ * factor proved at most this many minutes ago (1 to 1440; docs/second-factors.md).
+ */
+export const STEP_UP_LABEL = 'kiteline.io/step-up-minutes';
+
+/** The minutes a Cluster's step-up label asks for; undefined when it has none (or not a number in range). */
+export function stepUpMinutesOf(labels: Record<string, string> | undefined): number | undefined {
+  const raw = labels?.[STEP_UP_LABEL];
+  if (raw === undefined || !/^\d{1,4}$/.test(raw)) return undefined;
+  const minutes = Number(raw);
+  return minutes >= 1 && minutes <= 1440 ? minutes : undefined;
+}
 /** Annotation naming a sourced Cluster's source object: <namespace>/<name>. */
 export const SOURCE_OBJECT_ANNOTATION = 'kiteline.io/source-object';
 /** Annotation holding why a sourced Cluster's source cannot be used (its status shows it). */
@@ -114,6 +127,8 @@ export interface Cluster {
   impersonate: boolean;
   /** Labelled kiteline.io/production=true (PRODUCTION_LABEL). */
   production: boolean;
+  /** Labelled kiteline.io/step-up-minutes (STEP_UP_LABEL): a fresh second factor guards its dangerous actions. */
+  stepUpMinutes?: number;
   /** Where a cluster materialised from a source comes from; absent for REST and kubectl clusters. */
   source?: ClusterSourceRef;
   /** The GitOps engine's object that applies it from Git (gitops.ts); absent otherwise. */
@@ -211,6 +226,7 @@ export function clusterOf(cr: ClusterResource): Cluster {
     enabled: spec.enabled !== false,
     impersonate: spec.impersonate === true,
     production: cr.metadata.labels?.[PRODUCTION_LABEL] === 'true',
+    stepUpMinutes: stepUpMinutesOf(cr.metadata.labels),
   };
 }
 
@@ -278,7 +294,7 @@ function sanitizedConfig(config: string): string {
 
 /** A cluster to create, checked: every member decided, the kubeconfig sanitized. */
 /** A cluster the admin API creates (production is a label, set with kubectl or GitOps). */
-interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince' | 'production'> {
+interface NewCluster extends Omit<Cluster, 'objectName' | 'id' | 'defaultSince' | 'production' | 'stepUpMinutes'> {
   /** Sanitized single-context kubeconfig; absent for inCluster. */
   kubeconfig?: string;
 }

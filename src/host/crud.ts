@@ -13,7 +13,9 @@ export type Plural =
   | 'oauthproviders'
   | 'generalsettings'
   | 'ldapsettings'
-  | 'chartrepositories';
+  | 'chartrepositories'
+  | 'passkeys'
+  | 'usedchallenges';
 
 const MERGE_PATCH = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
 

@@ -39,6 +39,7 @@ export interface GeneralSettings {
   enableAnalytics: boolean;
   enableVersionCheck: boolean;
   passwordLoginDisabled: boolean;
+  requireMFA: boolean;
 }
 
 /** A change: the members given; `aiApiKey` absent or "" keeps the stored key. */
@@ -56,6 +57,7 @@ const BOOLEANS = [
   'enableAnalytics',
   'enableVersionCheck',
   'passwordLoginDisabled',
+  'requireMFA',
 ] as const;
 
 /**
@@ -78,6 +80,7 @@ function settingsOf(spec: GeneralSettingSpec, aiApiKeyConfigured: boolean): Gene
     enableAnalytics: spec.enableAnalytics ?? false,
     enableVersionCheck: spec.enableVersionCheck ?? false,
     passwordLoginDisabled: spec.passwordLoginDisabled ?? false,
+    requireMFA: spec.requireMFA ?? false,
   };
 }
 
@@ -115,6 +118,11 @@ export class GeneralSettingStore extends SettingStore<GeneralSettingSpec, Genera
     return s.aiAgentEnabled && s.aiApiKeyConfigured
       ? { enabled: true, provider: s.aiProvider, model: s.aiModel }
       : { enabled: false };
+  }
+
+  /** Password users must sign in with a second factor (docs/second-factors.md). */
+  requireMFA(): boolean {
+    return this.object()?.spec?.requireMFA === true;
   }
 
   passwordLoginDisabled(): boolean {

@@ -1,8 +1,9 @@
 // The identity stores of a replica, assembled in one place: users, roles and API keys (one store
-// per kind), the session signing key, and their background reconcilers (id back-fill for objects
-// applied with kubectl, hashing plain passwords applied with kubectl, deleting long-expired API
-// keys). server.ts builds it on the HostStore and starts it once the host caches are synced; the
-// routes use the stores through Services (services.users, services.roles, services.apiKeys) and
+// per kind), the session signing key, second factors (TOTP Secrets, passkeys, used challenges), and
+// their background reconcilers (id back-fill for objects applied with kubectl, hashing plain
+// passwords applied with kubectl, deleting long-expired API keys, deleting expired used
+// challenges). server.ts builds it on the HostStore and starts it once the host caches are synced;
+// the routes use the stores through Services (services.users, services.roles, services.apiKeys) and
 // authentication (auth/auth-service.ts) only reads them.
 import type { KubernetesObject } from '@kubernetes/client-node';
 import type { Config } from '../config.js';
@@ -18,6 +19,7 @@ import { LdapSettingStore } from './ldap-setting.js';
 import { OAuthProviderStore, providerName } from './oauth-providers.js';
 import { secretValue } from './owned-secrets.js';
 import { PlainPasswordHasher } from './password-hasher.js';
+import { PasskeyStore, TotpSecrets, UsedChallenges } from './second-factors.js';
 import { ADMIN_ROLE, RoleStore } from './roles.js';
 import { SessionKey } from './session-key.js';
 import type { WatchedCache } from './informer.js';
@@ -31,6 +33,11 @@ export class IdentityStores {
   readonly roles: RoleStore;
   readonly apiKeys: APIKeyStore;
   readonly sessionKey: SessionKey;
+  /** Second factors (docs/second-factors.md): TOTP in a Secret per user, Passkey CRs, UsedChallenge CRs. */
+  readonly totp: TotpSecrets;
+  readonly passkeys: PasskeyStore;
+  readonly usedChallenges: UsedChallenges;
+  private readonly log: Logger;
   /** OpenID Connect providers users sign in with (their client secrets in owned Secrets). */
   readonly oauthProviders: OAuthProviderStore;
   /** Kite's general settings (password login among them) and the global sidebar layout. */
@@ -62,6 +69,10 @@ export class IdentityStores {
     this.roles = roles;
     this.apiKeys = apiKeys;
     this.sessionKey = new SessionKey(host);
+    this.totp = new TotpSecrets(host);
+    this.passkeys = new PasskeyStore(host);
+    this.usedChallenges = new UsedChallenges(host);
+    this.log = log;
     this.oauthProviders = new OAuthProviderStore(host, ids);
     this.generalSettings = new GeneralSettingStore(host, () => this.signInWithoutPassword());
     this.ldapSettings = new LdapSettingStore(
@@ -127,11 +138,13 @@ export class IdentityStores {
     this.backfill.start();
     this.hasher.start();
     this.expiredKeys.start();
+    this.usedChallenges.start((err) => this.log.warn({ err }, 'deleting expired used challenges failed'));
   }
 
   stop(): void {
     this.backfill.stop();
     this.hasher.stop();
     this.expiredKeys.stop();
+    this.usedChallenges.stop();
   }
 }

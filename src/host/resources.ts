@@ -75,6 +75,11 @@ export interface RoleSpec {
   namespaces?: string[];
   resources?: string[];
   verbs?: string[];
+  /**
+   * A holder needs a second factor proved at most this many minutes ago for the actions a fresh
+   * factor guards, on the clusters this role reaches (docs/second-factors.md).
+   */
+  stepUpMinutes?: number;
   /** What the role lets an AI agent do through /mcp beyond its rules (docs/mcp.md). */
   mcp?: RoleMcpRules;
 }
@@ -107,6 +112,11 @@ export interface APIKeySpec {
    * other cluster); a console token without them opens nothing.
    */
   clusters?: string[];
+  /**
+   * With an owner: when the session it was minted from last proved a second factor (RFC 3339);
+   * fresh-factor rules count from it (docs/second-factors.md).
+   */
+  secondFactorAt?: string;
   secretRef: { name: string };
 }
 /**
@@ -165,6 +175,8 @@ export interface GeneralSettingSpec {
   enableAnalytics?: boolean;
   enableVersionCheck?: boolean;
   passwordLoginDisabled?: boolean;
+  /** Password users must sign in with a second factor (docs/second-factors.md). */
+  requireMFA?: boolean;
   /** Kite UI's sidebar layout for everyone (JSON text), "" or absent: none. */
   globalSidebarPreference?: string;
 }
@@ -192,3 +204,22 @@ export interface LdapSettingSpec {
   groupNameAttribute?: string;
 }
 export type LdapSettingResource = Resource<LdapSettingSpec, { conditions?: Condition[] }>;
+
+/** A user's passkey (crds/passkeys.kiteline.io.yaml): the public half of a WebAuthn credential. */
+export interface PasskeySpec {
+  userId: number;
+  username: string;
+  name: string;
+  /** base64url */
+  credentialId: string;
+  /** COSE public key, base64url. */
+  publicKey: string;
+  counter?: number;
+  transports?: string[];
+  deviceType?: 'singleDevice' | 'multiDevice';
+  backedUp?: boolean;
+}
+export type PasskeyResource = Resource<PasskeySpec, { counter?: number; lastUsedAt?: string }>;
+
+/** A challenge that was answered (crds/usedchallenges.kiteline.io.yaml), kept until it would expire. */
+export type UsedChallengeResource = Resource<{ purpose: string; userId?: number; expiresAt: string }, never>;

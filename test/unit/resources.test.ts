@@ -4,7 +4,7 @@ import t from 'tap';
 import type { Principal } from '../../src/auth/principal.js';
 import type { ClusterConnection, ClusterDirectory, ResolvedResource } from '../../src/clusters/types.js';
 import type { HttpError } from '../../src/errors.js';
-import { BadRequestError, ForbiddenError } from '../../src/errors.js';
+import { BadRequestError, ForbiddenError, SecondFactorRequiredError } from '../../src/errors.js';
 import { requireAccess, verbFor } from '../../src/cluster-access/access.js';
 import { parseJsonBody, parseYamlBody } from '../../src/cluster-access/body-parsers.js';
 import { cookieValue, requestedClusterName, selectCluster } from '../../src/cluster-access/cluster-select.js';
@@ -528,7 +528,10 @@ t.test('verbs, authorization message and impersonation headers', async (t) => {
     groups: ['kiteline:authenticated', 'kiteline:role:viewer'],
   };
   const seen: unknown[] = [];
-  const denyAll = { authorize: (_p: Principal, a: unknown) => (seen.push(a), false) };
+  const denyAll = {
+    authorize: (_p: Principal, a: unknown) => (seen.push(a), false),
+    requireFreshFactor: () => undefined,
+  };
   t.throws(() => requireAccess(denyAll, alice, 'prod', 'secrets', 'shop', 'get'), ForbiddenError);
   try {
     requireAccess(denyAll, alice, 'prod', 'pods', undefined, 'list');
@@ -540,7 +543,23 @@ t.test('verbs, authorization message and impersonation headers', async (t) => {
     { cluster: 'prod', namespace: '_all', resource: 'pods', verb: 'list' },
     'all namespaces are authorized as _all',
   );
-  t.doesNotThrow(() => requireAccess({ authorize: () => true }, alice, 'prod', 'pods', 'x', 'get'));
+  t.doesNotThrow(() =>
+    requireAccess({ authorize: () => true, requireFreshFactor: () => undefined }, alice, 'prod', 'pods', 'x', 'get'),
+  );
+  const asked: unknown[] = [];
+  const stale = {
+    authorize: () => true,
+    requireFreshFactor: (_p: Principal, a: unknown) => {
+      asked.push(a);
+      throw new SecondFactorRequiredError('too old', { maxAgeSeconds: 60 });
+    },
+  };
+  t.throws(
+    () => requireAccess(stale, alice, 'prod', 'pods/exec', 'shop', 'create'),
+    SecondFactorRequiredError,
+    'an allowed access still asks for a fresh second factor',
+  );
+  t.same(asked, [{ cluster: 'prod', resource: 'pods/exec', verb: 'create' }], 'with what it is');
 
   t.same(impersonationHeaders({ impersonate: false }, alice), {});
   t.same(impersonationHeaders({ impersonate: true }, alice), {

@@ -50,6 +50,24 @@ export const ADMIN_PREFIX = '/api/v1/admin/';
 /** The MCP endpoint (routes/mcp.ts). */
 export const MCP_PATH = '/mcp';
 
+/**
+ * What an enrolment-only session (the admins require a second factor; the user has none yet) may
+ * reach: who it is, signing out, and enrolling TOTP or a passkey. Anywhere else it authenticates
+ * nobody (403 where a user is required).
+ */
+const ENROLMENT_ROUTES: ReadonlySet<string> = new Set([
+  '/api/auth/user',
+  '/api/v1/bootstrap',
+  '/api/auth/logout',
+  '/api/auth/refresh',
+  '/api/users/me/mfa',
+  '/api/users/me/mfa/setup',
+  '/api/users/me/mfa/enable',
+  '/api/users/me/passkeys',
+  '/api/users/me/passkeys/register/begin',
+  '/api/users/me/passkeys/register/finish',
+]);
+
 /** The door a routed request came in by (auth/principal.ts tokenRefusal): the route it matched decides. */
 function doorOf(routeUrl: string | undefined): TokenDoor {
   // The Kubernetes API proxy (routes/k8s-proxy.ts, registered under PROXY_PREFIX); the MCP endpoint.
@@ -80,6 +98,17 @@ export default fp(
         if (!token) return;
         result = auth.authenticateSession(token);
         if ('failure' in result) request.staleSessionCookie = true;
+      }
+      if (
+        'principal' in result &&
+        result.principal.enrolmentOnly &&
+        !ENROLMENT_ROUTES.has(request.routeOptions.url ?? '')
+      ) {
+        request.authFailure =
+          'the admins require a second factor: enrol one first (POST /api/users/me/mfa/setup or a passkey)';
+        request.tokenOutOfScope = true;
+        request.actor = result.principal.name;
+        return;
       }
       if ('principal' in result) {
         request.principal = result.principal;

@@ -29,6 +29,7 @@ import {
 } from '../schemas.js';
 import { apiKeyCallerView, userView } from '../views/identity.js';
 import { setupState } from './init.js';
+import { finishPasswordSignIn, SecondStep } from './second-factors.js';
 import { kubectlConsoleAvailable } from './terminal.js';
 
 const schema = schemaOf('auth');
@@ -53,7 +54,10 @@ const CallbackQuery = Type.Object({
 const passwordLogin = {
   security: PUBLIC,
   body: LoginBody,
-  response: { 204: noContent('logged in: the auth_token cookie is set') },
+  response: {
+    200: SecondStep,
+    204: noContent('logged in: the auth_token cookie is set'),
+  },
 };
 const LogoutQuery = Type.Object({
   all: Type.Optional(Type.Boolean({ description: "end every session of the caller's user (needs a session)" })),
@@ -63,11 +67,6 @@ export default async function authRoutes(app: App) {
   const { auth, users, roles, apiKeys, oauthProviders, generalSettings, oidc, config } = app.services;
   // Kite's UI posts refresh and logout with a JSON content type and no body.
   acceptEmptyJsonBody(app);
-
-  /** Sets the session cookie: a new session, or the refreshed one that started at `startedAt`. */
-  function setSession(request: FastifyRequest, reply: FastifyReply, user: UserResource, startedAt?: number): void {
-    reply.header('set-cookie', auth.sessionSetCookie(user, wantsSecureCookie(app, request), startedAt));
-  }
 
   /**
    * A sign-in with a username and a password, checked by `login` (the user store, or the LDAP
@@ -82,8 +81,7 @@ export default async function authRoutes(app: App) {
     if (username === '' || password === '') throw new BadRequestError('username and password are required');
     const user = await login(username, password, request.ip);
     request.actor = user.spec.username;
-    setSession(request, reply, user);
-    return reply.code(204).send();
+    return finishPasswordSignIn(app, request, reply, user);
   }
 
   const loginSchema = schema('Log in with a password', {
@@ -167,7 +165,13 @@ export default async function authRoutes(app: App) {
     }
     const user = users.byId(principal.id);
     if (!user) throw new UnauthorizedError('user not found');
-    setSession(request, reply, user, principal.sessionStartedAt);
+    reply.header(
+      'set-cookie',
+      auth.sessionSetCookie(user, wantsSecureCookie(app, request), principal.sessionStartedAt, {
+        ...(principal.secondFactorAt !== undefined ? { secondFactorAt: principal.secondFactorAt } : {}),
+        ...(principal.enrolmentOnly ? { enrolmentOnly: true } : {}),
+      }),
+    );
     return reply.code(204).send();
   });
 

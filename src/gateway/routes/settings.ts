@@ -35,6 +35,10 @@ const GeneralSetting = Type.Object(
     enableAnalytics: Type.Boolean({ description: "stored for Kite's UI; kiteline sends no analytics" }),
     enableVersionCheck: Type.Boolean({ description: "stored for Kite's UI; kiteline never looks for new versions" }),
     passwordLoginDisabled: Type.Boolean({ description: 'POST /api/auth/login/password answers 403' }),
+    requireMFA: Type.Boolean({
+      description:
+        'password users must sign in with a second factor; one without enrols first (docs/second-factors.md)',
+    }),
   },
   { description: "Kite's general settings (never the AI API key)" },
 );
@@ -64,6 +68,7 @@ const GeneralSettingBody = Type.Object(
     passwordLoginDisabled: Type.Optional(
       Type.Boolean({ description: 'refused while no OAuth provider is enabled and no LDAP directory is configured' }),
     ),
+    requireMFA: Type.Optional(Type.Boolean()),
     // Kite's UI sends back the object it read: its read-only member is accepted and ignored.
     aiApiKeyConfigured: Type.Optional(Type.Unknown({ description: 'read-only: ignored' })),
   },

@@ -535,6 +535,11 @@ export default async function terminalRoutes(app: App) {
             throw new ForbiddenError(
               `the kubectl console on cluster ${conn.name} needs a role that grants create on ${CONSOLE_RESOURCE}`,
             );
+          services.auth.requireFreshFactor(principal, {
+            cluster: conn.name,
+            resource: CONSOLE_RESOURCE,
+            verb: 'create',
+          });
           // A shell on the pod network of kiteline's own host cluster reaches kiteline's pods directly.
           if (await services.hostGuard.reachesHost(conn))
             throw new ForbiddenError(`no kubectl console on cluster ${conn.name}: it is kiteline's own host cluster`);
