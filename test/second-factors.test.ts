@@ -346,10 +346,12 @@ t.test('a role can ask for a step-up too; clusters without rules need none', asy
 
 /** In-page helpers (the page's own fetch and WebAuthn; the test's TypeScript has no DOM types). */
 const PAGE_HELPERS = `
-  window.api = async (method, path, body) => {
+  window.api = async (method, path, body, requestId) => {
+    const headers = requestId ? { 'x-request-id': requestId } : {};
     const res = await fetch(path, {
       method,
-      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
     let json;
@@ -402,11 +404,18 @@ t.test(
     const created = await inPage(`createPasskey(${JSON.stringify(begun.body.options)})`);
     const registered = await inPage(
       `api('POST', '/api/users/me/passkeys/register/finish', ` +
-        `{ name: 'laptop', credential: ${JSON.stringify(created)} })`,
+        `{ name: 'laptop', credential: ${JSON.stringify(created)} }, 'mfa-passkey-create')`,
     );
     t.equal(registered.status, 201, `a passkey registered (${JSON.stringify(registered.body)})`);
     t.match(registered.body, { name: 'laptop', id: /^pk-[0-9a-f]{40}$/ });
     const passkeyId = registered.body.id as string;
+    t.match(await eventually('audited', () => auditRecordOf(LOG, 'mfa-passkey-create'), 10_000, 100), {
+      verb: 'create',
+      resource: 'passkeys',
+      name: 'laptop',
+      who: 'bob',
+      status: 201,
+    });
     t.equal(
       kubectl(host.kubeconfigPath, ['-n', namespace, 'get', `passkeys.kiteline.io/${passkeyId}`]).status,
       0,
@@ -487,8 +496,16 @@ t.test(
     t.equal(stepped.status, 204, 'proved with the passkey');
     t.equal((await inPage(`api('DELETE', '${doomed}')`)).status, 200, 'the delete runs');
 
-    const deleted = await inPage(`api('DELETE', '/api/users/me/passkeys/${passkeyId}')`);
+    const deleted = await inPage(
+      `api('DELETE', '/api/users/me/passkeys/${passkeyId}', undefined, 'mfa-passkey-delete')`,
+    );
     t.equal(deleted.status, 200, 'with a fresh proof, the passkey is deleted');
+    t.match(await eventually('audited', () => auditRecordOf(LOG, 'mfa-passkey-delete'), 10_000, 100), {
+      verb: 'delete',
+      resource: 'passkeys',
+      name: passkeyId,
+      who: 'bob',
+    });
     const passkeys = await call(a.url, 'GET', '/api/users/me/passkeys', { headers: { cookie: bobPassword } });
     t.same(passkeys.body, { passkeys: [] }, 'none left');
   },

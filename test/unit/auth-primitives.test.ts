@@ -15,6 +15,8 @@ import { checkPassword, checkUsername, parseId } from '../../src/gateway/input-r
 import { sessionStamp, signSession, verifySession } from '../../src/auth/session-token.js';
 import { BadRequestError } from '../../src/errors.js';
 import { tokenRefusal } from '../../src/auth/principal.js';
+import { guardedByStepUp } from '../../src/auth/auth-service.js';
+import { STEP_UP_LABEL, stepUpMinutesOf } from '../../src/host/clusters.js';
 import { tokenAudience } from '../../src/host/apikeys.js';
 import type { APIKeyResource } from '../../src/host/resources.js';
 
@@ -163,4 +165,33 @@ t.test('a token minted for a user opens its own door only; an audience this rele
   t.equal(tokenRefusal(as('mcp'), 'mcp'), undefined);
   t.match(tokenRefusal(as('mcp'), 'kubernetes'), /an MCP token is accepted only on \/mcp/);
   t.match(tokenRefusal(as('mcp'), 'kiteline'), /an MCP token/);
+});
+
+t.test('step-up: what it guards, what a cluster label asks, what a session cookie carries', async (t) => {
+  t.ok(guardedByStepUp({ resource: 'configmaps', verb: 'delete' }), 'every delete');
+  t.ok(guardedByStepUp({ resource: 'pods/exec', verb: 'create' }), 'exec');
+  t.ok(guardedByStepUp({ resource: 'pods/attach', verb: 'get' }), 'attach');
+  t.ok(guardedByStepUp({ resource: 'kubectl-terminal', verb: 'create' }), 'the kubectl console');
+  t.notOk(guardedByStepUp({ resource: 'pods', verb: 'create' }), 'not a create');
+  t.notOk(guardedByStepUp({ resource: 'pods/log', verb: 'get' }), 'not a read');
+  t.equal(stepUpMinutesOf({ [STEP_UP_LABEL]: '15' }), 15);
+  for (const bad of ['0', '1441', '-5', '1e3', ' 5', '5m', ''])
+    t.equal(stepUpMinutesOf({ [STEP_UP_LABEL]: bad }), undefined, `"${bad}" asks nothing`);
+  t.equal(stepUpMinutesOf(undefined), undefined);
+
+  const key = Buffer.alloc(32, 7);
+  const now = Math.floor(Date.now() / 1000);
+  const claims = { uid: 3, st: 'stamp', iat: now, exp: now + 60, mf: now - 10, en: 1 as const };
+  t.same(
+    verifySession(key, signSession(key, claims), now),
+    claims,
+    'proof time and enrolment ride in the signed token',
+  );
+  const forged = signSession(key, { ...claims, mf: 'soon' as unknown as number });
+  t.equal(verifySession(key, forged, now), undefined, 'a proof time that is not a number: no session');
+  const tampered = signSession(key, claims).replace(/^v1\.[^.]+/, () => {
+    const payload = Buffer.from(JSON.stringify({ ...claims, mf: now + 3600 })).toString('base64url');
+    return `v1.${payload}`;
+  });
+  t.equal(verifySession(key, tampered, now), undefined, 'a later proof time written in by hand: no session');
 });
