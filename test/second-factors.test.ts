@@ -33,6 +33,8 @@ const b = await startGateway(t, { namespace, logName: `${LOG}-b`, env });
 const admin = await bootstrapAdmin(a);
 await addReadyCluster(a, admin, { name: 'prod', config: testKubeconfig('target-a'), isDefault: true });
 const PASSWORD = 'correct-horse-battery';
+/** A request id of this run (the log files are kept across runs). */
+const rid = (what: string) => `${what}-${namespace}`;
 const ns = uniqueName('mfa');
 kubectl(target.kubeconfigPath, ['create', 'namespace', ns]);
 t.teardown(() => kubectl(target.kubeconfigPath, ['delete', 'namespace', ns, '--wait=false']));
@@ -183,10 +185,10 @@ t.test('TOTP: failures are rate-limited per user', async (t) => {
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After');
 
   const reset = await call(a.url, 'DELETE', `/api/v1/admin/users/${await userId('carol')}/mfa`, {
-    headers: { ...admin.headers, 'x-request-id': 'mfa-reset-carol' },
+    headers: { ...admin.headers, 'x-request-id': rid('mfa-reset-carol') },
   });
   t.same(reset.body, { totp: true, passkeys: 0 }, "an admin resets carol's factor");
-  const audited = await eventually('the reset audited', () => auditRecordOf(LOG, 'mfa-reset-carol'), 10_000, 100);
+  const audited = await eventually('the reset audited', () => auditRecordOf(LOG, rid('mfa-reset-carol')), 10_000, 100);
   t.match(audited, { verb: 'reset', resource: 'second-factors', name: 'carol', status: 200 }, 'audited');
   await eventually(
     'carol signs in with the password alone',
@@ -263,14 +265,14 @@ t.test('step-up: a node terminal and a delete on a production cluster ask for a 
   // A code of a step after every one used so far.
   await stepAfter(lastStep);
   const up = await call(b.url, 'POST', '/api/auth/step-up', {
-    headers: { cookie: adminCookie, 'x-request-id': 'mfa-step-up' },
+    headers: { cookie: adminCookie, 'x-request-id': rid('mfa-step-up') },
     body: { code: await codeAt(adminSecret) },
   });
   t.equal(up.status, 204, 'a TOTP code proves a factor now (on the other replica)');
   lastStep = stepNow();
   const proved = cookiesOf(up);
   t.ok(proved, 'the session cookie is renewed');
-  t.match(await eventually('step-up audited', () => auditRecordOf(`${LOG}-b`, 'mfa-step-up'), 10_000, 100), {
+  t.match(await eventually('step-up audited', () => auditRecordOf(`${LOG}-b`, rid('mfa-step-up')), 10_000, 100), {
     verb: 'step-up',
     who: 'admin',
   });
@@ -404,12 +406,12 @@ t.test(
     const created = await inPage(`createPasskey(${JSON.stringify(begun.body.options)})`);
     const registered = await inPage(
       `api('POST', '/api/users/me/passkeys/register/finish', ` +
-        `{ name: 'laptop', credential: ${JSON.stringify(created)} }, 'mfa-passkey-create')`,
+        `{ name: 'laptop', credential: ${JSON.stringify(created)} }, '${rid('mfa-passkey-create')}')`,
     );
     t.equal(registered.status, 201, `a passkey registered (${JSON.stringify(registered.body)})`);
     t.match(registered.body, { name: 'laptop', id: /^pk-[0-9a-f]{40}$/ });
     const passkeyId = registered.body.id as string;
-    t.match(await eventually('audited', () => auditRecordOf(LOG, 'mfa-passkey-create'), 10_000, 100), {
+    t.match(await eventually('audited', () => auditRecordOf(LOG, rid('mfa-passkey-create')), 10_000, 100), {
       verb: 'create',
       resource: 'passkeys',
       name: 'laptop',
@@ -497,10 +499,10 @@ t.test(
     t.equal((await inPage(`api('DELETE', '${doomed}')`)).status, 200, 'the delete runs');
 
     const deleted = await inPage(
-      `api('DELETE', '/api/users/me/passkeys/${passkeyId}', undefined, 'mfa-passkey-delete')`,
+      `api('DELETE', '/api/users/me/passkeys/${passkeyId}', undefined, '${rid('mfa-passkey-delete')}')`,
     );
     t.equal(deleted.status, 200, 'with a fresh proof, the passkey is deleted');
-    t.match(await eventually('audited', () => auditRecordOf(LOG, 'mfa-passkey-delete'), 10_000, 100), {
+    t.match(await eventually('audited', () => auditRecordOf(LOG, rid('mfa-passkey-delete')), 10_000, 100), {
       verb: 'delete',
       resource: 'passkeys',
       name: passkeyId,
@@ -533,7 +535,7 @@ t.test('admins can require a second factor: a password user without one may only
   t.match(mfa.body, { enrolmentOnly: true, required: true, totpEnabled: false });
   const setup = await call(b.url, 'POST', '/api/users/me/mfa/setup', { headers: { cookie: frank } });
   const enabled = await call(b.url, 'POST', '/api/users/me/mfa/enable', {
-    headers: { cookie: frank, 'x-request-id': 'mfa-enable-frank' },
+    headers: { cookie: frank, 'x-request-id': rid('mfa-enable-frank') },
     body: { code: await codeAt(setup.body.secret) },
   });
   t.equal(enabled.status, 200, 'enrolled');
@@ -544,7 +546,7 @@ t.test('admins can require a second factor: a password user without one may only
     200,
     'it opens the rest',
   );
-  t.match(await eventually('enable audited', () => auditRecordOf(`${LOG}-b`, 'mfa-enable-frank'), 10_000, 100), {
+  t.match(await eventually('enable audited', () => auditRecordOf(`${LOG}-b`, rid('mfa-enable-frank')), 10_000, 100), {
     verb: 'enable',
     resource: 'totp',
     who: 'frank',

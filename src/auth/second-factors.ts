@@ -111,18 +111,18 @@ export class SecondFactors {
     return this.totp.state(user).secret !== undefined;
   }
 
-  async status(user: UserResource): Promise<SecondFactorStatus> {
+  status(user: UserResource): SecondFactorStatus {
     const state = this.totp.state(user);
     return {
       totpEnabled: state.secret !== undefined,
       recoveryCodesLeft: state.secret ? state.recoveryCodes.length : 0,
-      passkeys: (await this.passkeys.ofUser(resourceId(user)!)).length,
+      passkeys: this.passkeys.ofUser(resourceId(user)!).length,
     };
   }
 
   /** The ways the user can prove a second factor now. */
-  async methods(user: UserResource): Promise<Array<'totp' | 'passkey'>> {
-    const status = await this.status(user);
+  methods(user: UserResource): Array<'totp' | 'passkey'> {
+    const status = this.status(user);
     return [...(status.totpEnabled ? (['totp'] as const) : []), ...(status.passkeys > 0 ? (['passkey'] as const) : [])];
   }
 
@@ -317,7 +317,7 @@ export class SecondFactors {
     principal: Principal,
     rp: RelyingParty,
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
-    const existing = await this.passkeys.ofUser(resourceId(user)!);
+    const existing = this.passkeys.ofUser(resourceId(user)!);
     const options = await generateRegistrationOptions({
       rpName: ISSUER,
       rpID: rp.id,
@@ -383,7 +383,7 @@ export class SecondFactors {
     rp: RelyingParty,
     principal?: Principal,
   ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; token: string }> {
-    const allow = principal ? await this.passkeys.ofUser(principal.id) : [];
+    const allow = principal ? this.passkeys.ofUser(principal.id) : [];
     if (principal && allow.length === 0) throw new BadRequestError('you have no passkey: register one first');
     const options = await generateAuthenticationOptions({
       rpID: rp.id,
@@ -411,12 +411,31 @@ export class SecondFactors {
   async verifyAssertion(
     token: string | undefined,
     response: AuthenticationResponseJSON,
+    address: string,
     principal?: Principal,
   ): Promise<UserResource> {
     const claims = principal ? this.openFor(token, 'passkey-step-up', principal) : this.open(token, 'passkey-login');
+    // Failed answers count per client address (and user) with the password sign-in's (429 past the limit).
+    const keys = [`addr:${address}`, ...(principal ? [`user:${principal.name}`] : [])];
+    const wait = this.auth.limiter.retryAfter(keys);
+    if (wait !== undefined)
+      throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+    try {
+      return await this.checkAssertion(claims, response, principal);
+    } catch (err) {
+      if (err instanceof UnauthorizedError) this.auth.limiter.record(keys);
+      throw err;
+    }
+  }
+
+  private async checkAssertion(
+    claims: ChallengeClaims,
+    response: AuthenticationResponseJSON,
+    principal: Principal | undefined,
+  ): Promise<UserResource> {
     const refused = new UnauthorizedError('this passkey is not accepted');
     if (typeof response?.id !== 'string') throw new BadRequestError('a passkey assertion is required');
-    const passkey = await this.passkeys.byCredentialId(response.id);
+    const passkey = this.passkeys.byCredentialId(response.id);
     if (!passkey || (principal && passkey.spec.userId !== principal.id)) throw refused;
     const user = this.users.byId(passkey.spec.userId);
     if (!user || user.spec.enabled === false || resourceId(user) !== passkey.spec.userId) throw refused;
@@ -447,16 +466,16 @@ export class SecondFactors {
   }
 
   /** The user's passkeys, as the owner sees them. */
-  list(user: UserResource): Promise<PasskeyResource[]> {
+  list(user: UserResource): PasskeyResource[] {
     return this.passkeys.ofUser(resourceId(user)!);
   }
 
   rename(user: UserResource, id: string, name: string): Promise<PasskeyResource> {
-    return this.passkeys.ofUserByName(resourceId(user)!, id).then((p) => this.passkeys.rename(p, name));
+    return this.passkeys.rename(this.passkeys.ofUserByName(resourceId(user)!, id), name);
   }
 
   async remove(user: UserResource, id: string): Promise<PasskeyResource> {
-    const passkey = await this.passkeys.ofUserByName(resourceId(user)!, id);
+    const passkey = this.passkeys.ofUserByName(resourceId(user)!, id);
     await this.passkeys.delete(passkey);
     return passkey;
   }

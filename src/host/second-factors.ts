@@ -4,10 +4,12 @@
 //     the last time step a code was accepted at. Every change is a compare-and-swap on the live
 //     Secret, so a code accepted on one replica is refused on every other (replay).
 //   - PasskeyStore: Passkey custom resources, the public half of each WebAuthn credential, named
-//     after the credential id (registered once) and labelled with the user's id.
+//     after the credential id (registered once) and labelled with the user's id; read from the
+//     watch-backed cache (sign-ins and status checks make no host call), written through the API.
 //   - UsedChallenges: UsedChallenge custom resources, one per challenge answered, created before
 //     the answer counts: the create is atomic, so a challenge is answered once across replicas.
-// None of them is on the per-request path: sign-in, enrolment and step-up read the host directly.
+// TOTP changes and used challenges read and write the host directly: they must be exact across
+// replicas, and only a code or an answer that was checked leads to one (rate-limited).
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import { ConflictError, NotFoundError } from '../errors.js';
@@ -161,49 +163,34 @@ export class PasskeyStore {
     this.crs = new CustomResources(host.customObjects, host.namespace, 'passkeys', 'Passkey');
   }
 
-  /** The user's passkeys, oldest first (read from the API server). */
-  async ofUser(userId: number): Promise<PasskeyResource[]> {
-    const list = (await this.host.customObjects.listNamespacedCustomObject({
-      group: 'kiteline.io',
-      version: 'v1alpha1',
-      namespace: this.host.namespace,
-      plural: 'passkeys',
-      labelSelector: `${PASSKEY_USER_LABEL}=${userId}`,
-    })) as { items: PasskeyResource[] };
-    return list.items
-      .filter((p) => p.spec?.userId === userId)
+  /** The user's passkeys, oldest first (from the cache). */
+  ofUser(userId: number): PasskeyResource[] {
+    return this.host.passkeys
+      .list()
+      .filter((p) => p.spec?.userId === userId && !p.metadata.deletionTimestamp)
       .sort((a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)));
   }
 
-  /** The passkey of a credential id, if one is registered. */
-  async byCredentialId(credentialId: string): Promise<PasskeyResource | undefined> {
-    try {
-      return await this.crs.read(passkeyObjectName(credentialId));
-    } catch (err) {
-      if (err instanceof NotFoundError) return undefined;
-      throw err;
-    }
+  /** The passkey of a credential id, if one is registered (from the cache). */
+  byCredentialId(credentialId: string): PasskeyResource | undefined {
+    return this.host.passkeys.get(passkeyObjectName(credentialId));
   }
 
   /** The user's passkey by object name; 404 when it is not theirs. */
-  async ofUserByName(userId: number, name: string): Promise<PasskeyResource> {
-    let found: PasskeyResource | undefined;
-    try {
-      found = await this.crs.read(name);
-    } catch (err) {
-      if (!(err instanceof NotFoundError)) throw err;
-    }
-    if (!found || found.spec.userId !== userId) throw new NotFoundError(`passkey not found: ${name.slice(0, 63)}`);
+  ofUserByName(userId: number, name: string): PasskeyResource {
+    const found = this.host.passkeys.get(name);
+    if (!found || found.spec?.userId !== userId) throw new NotFoundError(`passkey not found: ${name.slice(0, 63)}`);
     return found;
   }
 
   /** Registers a passkey for the user: 409 when the credential is registered already, or at the limit. */
   async create(user: UserResource, spec: Omit<PasskeySpec, 'userId' | 'username'>): Promise<PasskeyResource> {
     const userId = resourceId(user)!;
-    if ((await this.ofUser(userId)).length >= MAX_PASSKEYS_PER_USER)
+    if (this.ofUser(userId).length >= MAX_PASSKEYS_PER_USER)
       throw new ConflictError(`at most ${MAX_PASSKEYS_PER_USER} passkeys per user: delete one first`);
+    let created: PasskeyResource;
     try {
-      return await this.crs.create({
+      created = await this.crs.create({
         metadata: {
           name: passkeyObjectName(spec.credentialId),
           labels: { [PASSKEY_USER_LABEL]: String(userId), [MANAGED_BY_LABEL]: MANAGED_BY },
@@ -216,19 +203,27 @@ export class PasskeyStore {
         throw new ConflictError('this passkey is registered already', 'AlreadyExists');
       throw err;
     }
+    await this.host.passkeys.waitFor(created.metadata.name, (cached) => cached !== undefined);
+    return created;
   }
 
   async rename(passkey: PasskeyResource, name: string): Promise<PasskeyResource> {
-    return this.crs.patch(passkey.metadata.name, { spec: { name } });
+    const renamed = await this.crs.patch(passkey.metadata.name, { spec: { name } });
+    await this.host.passkeys.waitFor(
+      renamed.metadata.name,
+      (c) => c?.metadata.resourceVersion === renamed.metadata.resourceVersion,
+    );
+    return renamed;
   }
 
   async delete(passkey: PasskeyResource): Promise<void> {
     await this.crs.delete(passkey.metadata.name, passkey.metadata.uid);
+    await this.host.passkeys.waitFor(passkey.metadata.name, (cached) => cached === undefined);
   }
 
   /** Deletes every passkey of the user (an admin's reset); how many there were. */
   async deleteAllOf(userId: number): Promise<number> {
-    const all = await this.ofUser(userId);
+    const all = this.ofUser(userId);
     for (const passkey of all) {
       await this.delete(passkey).catch((err: unknown) => {
         if (!(err instanceof NotFoundError)) throw err;

@@ -12,6 +12,7 @@ import type {
   GeneralSettingResource,
   LdapSettingResource,
   OAuthProviderResource,
+  PasskeyResource,
   RoleResource,
   UserResource,
 } from './resources.js';
@@ -25,6 +26,8 @@ export class HostStore {
   /** The settings (one object each): Kite's general settings, the LDAP directory. */
   readonly generalSettings: WatchedCache<GeneralSettingResource>;
   readonly ldapSettings: WatchedCache<LdapSettingResource>;
+  /** Users' passkeys (second factors): read on every sign-in and step-up status, written rarely. */
+  readonly passkeys: WatchedCache<PasskeyResource>;
   readonly secrets: WatchedCache<k8s.V1Secret>;
   readonly customObjects: k8s.CustomObjectsApi;
   readonly core: k8s.CoreV1Api;
@@ -55,6 +58,7 @@ export class HostStore {
       customResourceSource<LdapSettingResource>(kc, namespace, 'ldapsettings'),
       log,
     );
+    this.passkeys = new WatchedCache(kc, customResourceSource<PasskeyResource>(kc, namespace, 'passkeys'), log);
     this.secrets = new WatchedCache(kc, secretSource(kc, namespace), log);
   }
 
@@ -67,6 +71,7 @@ export class HostStore {
       this.oauthProviders,
       this.generalSettings,
       this.ldapSettings,
+      this.passkeys,
       this.secrets,
     ];
   }

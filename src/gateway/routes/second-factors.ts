@@ -164,8 +164,7 @@ export async function finishPasswordSignIn(
     );
     return reply.code(200).send({ mfaRequired: true, methods: ['totp'] });
   }
-  const enrol =
-    generalSettings.requireMFA() && isPasswordUser(user) && (await secondFactors.methods(user)).length === 0;
+  const enrol = generalSettings.requireMFA() && isPasswordUser(user) && secondFactors.methods(user).length === 0;
   reply.header('set-cookie', auth.sessionSetCookie(user, secure, undefined, enrol ? { enrolmentOnly: true } : {}));
   return enrol ? reply.code(200).send({ mfaSetupRequired: true }) : reply.code(204).send();
 }
@@ -230,8 +229,8 @@ export default async function secondFactorRoutes(app: App) {
   }
 
   /** A user who has a factor adds or removes one only with a factor proved in the last 10 minutes. */
-  async function requireRecentProof(principal: Principal, user: UserResource): Promise<void> {
-    if ((await secondFactors.methods(user)).length === 0) return;
+  function requireRecentProof(principal: Principal, user: UserResource): void {
+    if (secondFactors.methods(user).length === 0) return;
     const at = principal.secondFactorAt;
     if (at !== undefined && nowSeconds() - at <= CHANGE_PROOF_SECONDS) return;
     throw new SecondFactorRequiredError(
@@ -252,10 +251,10 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request) => {
       const { principal, user } = signedIn(request);
-      const status = await secondFactors.status(user);
+      const status = secondFactors.status(user);
       return {
         ...status,
-        methods: await secondFactors.methods(user),
+        methods: secondFactors.methods(user),
         required: generalSettings.requireMFA() && isPasswordUser(user),
         enrolmentOnly: principal.enrolmentOnly === true,
         secondFactorAt: principal.secondFactorAt ?? null,
@@ -278,7 +277,7 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request) => {
       const { principal, user } = signedIn(request);
-      await requireRecentProof(principal, user);
+      requireRecentProof(principal, user);
       return secondFactors.setupTotp(user);
     },
   );
@@ -318,7 +317,7 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request) => {
       const { user } = signedIn(request);
-      if (generalSettings.requireMFA() && isPasswordUser(user) && (await secondFactors.status(user)).passkeys === 0)
+      if (generalSettings.requireMFA() && isPasswordUser(user) && secondFactors.status(user).passkeys === 0)
         throw new ConflictError('the admins require a second factor: register a passkey before turning TOTP off');
       await secondFactors.disableTotp(user, request.body.code, request.ip);
       return { message: 'TOTP is off' };
@@ -396,7 +395,7 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request) => {
       const { user } = signedIn(request);
-      return { passkeys: (await secondFactors.list(user)).map(passkeyView) };
+      return { passkeys: secondFactors.list(user).map(passkeyView) };
     },
   );
 
@@ -414,7 +413,7 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request, reply) => {
       const { principal, user } = signedIn(request);
-      await requireRecentProof(principal, user);
+      requireRecentProof(principal, user);
       const { options, token } = await secondFactors.registrationOptions(user, principal, relyingParty(request));
       reply.header('set-cookie', challengeCookie(request, WEBAUTHN_COOKIE, token, CHALLENGE_SECONDS));
       return { options: options as unknown as Record<string, unknown> };
@@ -478,7 +477,7 @@ export default async function secondFactorRoutes(app: App) {
     },
     async (request) => {
       const { principal, user } = signedIn(request);
-      await requireRecentProof(principal, user);
+      requireRecentProof(principal, user);
       const removed = await secondFactors.remove(user, request.params.id);
       return { message: `passkey ${removed.spec.name} deleted` };
     },
@@ -516,6 +515,7 @@ export default async function secondFactorRoutes(app: App) {
       const user = await secondFactors.verifyAssertion(
         readCookie(request.headers.cookie, WEBAUTHN_COOKIE),
         request.body.credential as never,
+        request.ip,
       );
       return proved(request, reply, user, true, WEBAUTHN_COOKIE);
     },
@@ -548,7 +548,7 @@ export default async function secondFactorRoutes(app: App) {
         maxAgeSeconds: minutes === undefined ? null : minutes * 60,
         fresh: minutes === undefined || (at !== undefined && nowSeconds() - at <= minutes * 60),
         secondFactorAt: at ?? null,
-        methods: user ? await secondFactors.methods(user) : [],
+        methods: user ? secondFactors.methods(user) : [],
       };
     },
   );
@@ -607,6 +607,7 @@ export default async function secondFactorRoutes(app: App) {
       const user = await secondFactors.verifyAssertion(
         readCookie(request.headers.cookie, WEBAUTHN_COOKIE),
         request.body.credential as never,
+        request.ip,
         principal,
       );
       return proved(request, reply, user, false, WEBAUTHN_COOKIE);
