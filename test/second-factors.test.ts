@@ -19,7 +19,7 @@ const LOG = 'second-factors';
 const host = await testControlPlane('host');
 const target = await testControlPlane('target-a');
 const namespace = uniqueName('kl-mfa');
-const MAX_FAILURES = 10;
+const MAX_FAILURES = 15;
 const env = {
   KITELINE_LOGIN_MAX_FAILURES: String(MAX_FAILURES),
   KITELINE_LOGIN_WINDOW: '600',
@@ -84,7 +84,10 @@ async function stepAfter(step: number): Promise<void> {
 
 /** Enrols TOTP for the session: the secret and the step of the code that enabled it. */
 async function enrolTotp(cookie: string): Promise<{ secret: string; step: number; recoveryCodes: string[] }> {
-  const setup = await call(a.url, 'POST', '/api/users/me/mfa/setup', { headers: { cookie } });
+  const setup = await call(a.url, 'POST', '/api/users/me/mfa/setup', {
+    headers: { cookie },
+    body: { current_password: PASSWORD },
+  });
   const secret = setup.body.secret as string;
   const step = stepNow();
   const enabled = await call(a.url, 'POST', '/api/users/me/mfa/enable', {
@@ -100,10 +103,20 @@ let adminSecret = '';
 let lastStep = 0;
 
 t.test('TOTP: enrol with a QR code, sign in with a code on either replica, once', async (t) => {
-  const setup = await call(a.url, 'POST', '/api/users/me/mfa/setup', { headers: { cookie: adminCookie } });
+  const noPassword = await call(a.url, 'POST', '/api/users/me/mfa/setup', { headers: { cookie: adminCookie } });
+  t.equal(noPassword.status, 400, "setup asks for the current password (Kite's rule)");
+  const wrongPassword = await call(a.url, 'POST', '/api/users/me/mfa/setup', {
+    headers: { cookie: adminCookie },
+    body: { current_password: 'not-it' },
+  });
+  t.equal(wrongPassword.status, 400, 'a wrong one: 400');
+  const setup = await call(a.url, 'POST', '/api/users/me/mfa/setup', {
+    headers: { cookie: adminCookie },
+    body: { current_password: PASSWORD },
+  });
   t.equal(setup.status, 200, 'setup');
-  t.match(setup.body.otpauthUrl, /^otpauth:\/\/totp\/kiteline:admin\?.*secret=/, 'an otpauth:// URI');
-  t.match(setup.body.qrCode, /^data:image\/png;base64,/, 'and its QR code');
+  t.match(setup.body.otpauth_url, /^otpauth:\/\/totp\/kiteline:admin\?.*secret=/, 'an otpauth:// URI');
+  t.match(setup.body.qr_code, /^data:image\/png;base64,/, 'and its QR code');
   adminSecret = setup.body.secret;
   const wrong = await call(a.url, 'POST', '/api/users/me/mfa/enable', {
     headers: { cookie: adminCookie },
@@ -126,8 +139,20 @@ t.test('TOTP: enrol with a QR code, sign in with a code on either replica, once'
   t.match(status.body, { totpEnabled: true, recoveryCodesLeft: 10, methods: ['totp'] }, 'the other replica sees it');
 
   const pending = await passwordLogin(a.url, 'admin');
-  t.equal(pending.status, 200, 'the password alone does not sign in');
-  t.same(pending.body, { mfaRequired: true, methods: ['totp'] }, 'it asks for the code');
+  t.equal(pending.status, 401, 'the password alone does not sign in');
+  t.match(
+    pending.body,
+    { error: 'mfa_required', details: { methods: ['totp'] } },
+    "it asks for the code (Kite's answer)",
+  );
+  const kiteWrong = await call(a.url, 'POST', '/api/auth/login/password', {
+    body: {
+      username: 'admin',
+      password: PASSWORD,
+      mfa_code: '000000' === (await codeAt(adminSecret)) ? '111111' : '000000',
+    },
+  });
+  t.match(kiteWrong, { status: 401, body: { error: 'invalid_mfa_code' } }, 'a wrong mfa_code with the password: 401');
   t.equal(cookiesOf(pending), '', 'no session cookie yet');
   const mfa = cookiesOf(pending, 'kiteline_mfa');
   t.ok(mfa, 'the pending sign-in rides in its own cookie');
@@ -163,13 +188,22 @@ t.test('TOTP: enrol with a QR code, sign in with a code on either replica, once'
   t.equal(recoveryAgain.status, 401, 'once');
   const left = await call(a.url, 'GET', '/api/users/me/mfa', { headers: { cookie: cookiesOf(withRecovery) } });
   t.equal(left.body.recoveryCodesLeft, 9, 'nine left');
-  t.type(left.body.secondFactorAt, 'number', 'the session carries its proof time');
+  t.equal(left.body.secondFactorAt, null, 'a recovery code signs in but proves no fresh factor');
+  const signedInStatus = await call(a.url, 'GET', '/api/users/me/mfa', { headers: { cookie: cookiesOf(signedIn) } });
+  t.type(signedInStatus.body.secondFactorAt, 'number', 'a code does: the session carries its proof time');
+  const me = await call(a.url, 'GET', '/api/auth/user', { headers: { cookie: cookiesOf(signedIn) } });
+  t.equal(me.body.user.mfa_enabled, true, "the caller shows mfa_enabled (Kite's field)");
 });
 
 t.test('TOTP: failures are rate-limited per user', async (t) => {
   await createUser('carol', ['viewer']);
   const carol = cookiesOf(await passwordLogin(a.url, 'carol'));
   const { secret } = await enrolTotp(carol);
+  const kite = await call(a.url, 'POST', '/api/auth/login/password', {
+    body: { username: 'carol', password: PASSWORD, mfa_code: await codeAt(secret, 30) },
+  });
+  t.equal(kite.status, 204, "Kite's one-step sign-in: the password and a code");
+  t.ok(cookiesOf(kite), 'a session');
   const pending = cookiesOf(await passwordLogin(a.url, 'carol'), 'kiteline_mfa');
   // From an address of its own (through the trusted loopback proxy): the other tests' stays unlimited.
   const headers = { cookie: pending, 'x-forwarded-for': '192.0.2.7' };
@@ -179,7 +213,7 @@ t.test('TOTP: failures are rate-limited per user', async (t) => {
   t.same(new Set(statuses), new Set([401]), `${MAX_FAILURES} wrong codes: 401 each`);
   const limited = await call(a.url, 'POST', '/api/auth/login/mfa', {
     headers,
-    body: { code: await codeAt(secret, 30) },
+    body: { code: await codeAt(secret, 60) },
   });
   t.equal(limited.status, 429, 'past the limit even a right code waits');
   t.ok(Number(limited.headers.get('retry-after')) > 0, 'with Retry-After');
@@ -190,6 +224,10 @@ t.test('TOTP: failures are rate-limited per user', async (t) => {
   t.same(reset.body, { totp: true, passkeys: 0 }, "an admin resets carol's factor");
   const audited = await eventually('the reset audited', () => auditRecordOf(LOG, rid('mfa-reset-carol')), 10_000, 100);
   t.match(audited, { verb: 'reset', resource: 'second-factors', name: 'carol', status: 200 }, 'audited');
+  const own = await call(a.url, 'DELETE', `/api/v1/admin/users/${await userId('admin')}/mfa`, {
+    headers: { cookie: adminCookie },
+  });
+  t.equal(own.status, 409, "an admin's own factors are not reset by the admin route");
   await eventually(
     'carol signs in with the password alone',
     async () => (await passwordLogin(b.url, 'carol')).status === 204,
@@ -400,13 +438,16 @@ t.test(
     );
     t.equal(signIn.status, 204, 'bob signs in with his password in the browser');
 
-    const begun = await inPage(`api('POST', '/api/users/me/passkeys/register/begin')`);
+    const noPassword = await inPage(`api('POST', '/api/users/me/passkeys/begin', { name: 'laptop' })`);
+    t.equal(noPassword.status, 400, 'registration asks for the current password');
+    const begun = await inPage(
+      `api('POST', '/api/users/me/passkeys/begin', { name: 'laptop', current_password: '${PASSWORD}' })`,
+    );
     t.equal(begun.status, 200, 'registration begins');
-    t.match(begun.body.options.authenticatorSelection, { residentKey: 'required', userVerification: 'required' });
-    const created = await inPage(`createPasskey(${JSON.stringify(begun.body.options)})`);
+    t.match(begun.body.publicKey.authenticatorSelection, { residentKey: 'required', userVerification: 'required' });
+    const created = await inPage(`createPasskey(${JSON.stringify(begun.body.publicKey)})`);
     const registered = await inPage(
-      `api('POST', '/api/users/me/passkeys/register/finish', ` +
-        `{ name: 'laptop', credential: ${JSON.stringify(created)} }, '${rid('mfa-passkey-create')}')`,
+      `api('POST', '/api/users/me/passkeys/finish', ${JSON.stringify(created)}, '${rid('mfa-passkey-create')}')`,
     );
     t.equal(registered.status, 201, `a passkey registered (${JSON.stringify(registered.body)})`);
     t.match(registered.body, { name: 'laptop', id: /^pk-[0-9a-f]{40}$/ });
@@ -424,12 +465,11 @@ t.test(
       'stored as a Passkey object',
     );
     const again = await inPage(
-      `api('POST', '/api/users/me/passkeys/register/finish', ` +
-        `{ name: 'again', credential: ${JSON.stringify(created)} })`,
+      `api('POST', '/api/users/me/passkeys/finish', ${JSON.stringify({ ...created, name: 'again' })})`,
     );
     t.equal(again.status, 401, 'the registration cannot be finished twice');
 
-    const second = await inPage(`api('POST', '/api/users/me/passkeys/register/begin')`);
+    const second = await inPage(`api('POST', '/api/users/me/passkeys/begin', { current_password: '${PASSWORD}' })`);
     t.equal(second.status, 401, 'a second passkey needs a fresh factor first');
     t.equal(second.body.reason, 'SecondFactorRequired');
     const renamed = await inPage(`api('PUT', '/api/users/me/passkeys/${passkeyId}', { name: 'work laptop' })`);
@@ -439,8 +479,8 @@ t.test(
     await inPage(`api('POST', '/api/auth/logout')`);
     await page.goto(`${originB}/api/auth/providers`);
     const login = await inPage(`api('POST', '/api/auth/passkey/login/begin')`);
-    t.same(login.body.options.allowCredentials ?? [], [], 'the sign-in names no credential (usernameless)');
-    const assertion = await inPage(`getPasskey(${JSON.stringify(login.body.options)})`);
+    t.same(login.body.publicKey.allowCredentials ?? [], [], 'the sign-in names no credential (usernameless)');
+    const assertion = await inPage(`getPasskey(${JSON.stringify(login.body.publicKey)})`);
     const challenge = (await page.cookies(`${originB}/api/auth/passkey/login/finish`)).find(
       (c) => c.name === 'kiteline_webauthn',
     );
@@ -448,7 +488,7 @@ t.test(
     const finish = (gw: { url: string }) =>
       call(gw.url, 'POST', '/api/auth/passkey/login/finish', {
         headers: { cookie: `kiteline_webauthn=${challenge!.value}` },
-        body: { credential: assertion },
+        body: assertion,
       });
     const viaPasskey = await finish(b);
     t.equal(viaPasskey.status, 204, 'signed in with the passkey on replica B');
@@ -490,11 +530,9 @@ t.test(
     t.equal(before.status, 401, 'the delete is refused');
     t.equal(before.body.reason, 'SecondFactorRequired', 'asking for a fresh factor');
     const stepBegin = await inPage(`api('POST', '/api/auth/step-up/passkey/begin')`);
-    t.equal(stepBegin.body.options.allowCredentials.length, 1, "the step-up names bob's passkey");
-    const stepAssertion = await inPage(`getPasskey(${JSON.stringify(stepBegin.body.options)})`);
-    const stepped = await inPage(
-      `api('POST', '/api/auth/step-up/passkey/finish', { credential: ${JSON.stringify(stepAssertion)} })`,
-    );
+    t.equal(stepBegin.body.publicKey.allowCredentials.length, 1, "the step-up names bob's passkey");
+    const stepAssertion = await inPage(`getPasskey(${JSON.stringify(stepBegin.body.publicKey)})`);
+    const stepped = await inPage(`api('POST', '/api/auth/step-up/passkey/finish', ${JSON.stringify(stepAssertion)})`);
     t.equal(stepped.status, 204, 'proved with the passkey');
     t.equal((await inPage(`api('DELETE', '${doomed}')`)).status, 200, 'the delete runs');
 
@@ -533,7 +571,10 @@ t.test('admins can require a second factor: a password user without one may only
   t.match(clusters.body.error, /enrol/, 'saying why');
   const mfa = await call(b.url, 'GET', '/api/users/me/mfa', { headers: { cookie: frank } });
   t.match(mfa.body, { enrolmentOnly: true, required: true, totpEnabled: false });
-  const setup = await call(b.url, 'POST', '/api/users/me/mfa/setup', { headers: { cookie: frank } });
+  const setup = await call(b.url, 'POST', '/api/users/me/mfa/setup', {
+    headers: { cookie: frank },
+    body: { current_password: PASSWORD },
+  });
   const enabled = await call(b.url, 'POST', '/api/users/me/mfa/enable', {
     headers: { cookie: frank, 'x-request-id': rid('mfa-enable-frank') },
     body: { code: await codeAt(setup.body.secret) },
@@ -563,7 +604,7 @@ t.test('the weakest callers', async (t) => {
   for (const [method, path] of [
     ['GET', '/api/users/me/mfa'],
     ['POST', '/api/users/me/mfa/setup'],
-    ['POST', '/api/users/me/passkeys/register/begin'],
+    ['POST', '/api/users/me/passkeys/begin'],
     ['POST', '/api/auth/step-up'],
   ] as const) {
     const body = method === 'POST' ? { body: { code: '123456' } } : {};
@@ -579,10 +620,10 @@ t.test('the weakest callers', async (t) => {
     body: { code: '123456' },
   });
   t.equal(forged.status, 401, 'a forged pending sign-in: 401');
-  const garbage = await call(a.url, 'POST', '/api/auth/passkey/login/finish', { body: { credential: { id: 'x' } } });
+  const garbage = await call(a.url, 'POST', '/api/auth/passkey/login/finish', { body: { id: 'x' } });
   t.equal(garbage.status, 400, 'a malformed assertion: 400');
   const noCookie = await call(a.url, 'POST', '/api/auth/passkey/login/finish', {
-    body: { credential: { id: 'x', rawId: 'x', type: 'public-key', response: {} } },
+    body: { id: 'x', rawId: 'x', type: 'public-key', response: {} },
   });
   t.equal(noCookie.status, 401, 'an assertion without its challenge: 401');
   const begin = await call(a.url, 'POST', '/api/auth/passkey/login/begin');

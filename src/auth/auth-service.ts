@@ -93,13 +93,21 @@ export interface SessionProof {
 const STEP_UP_RESOURCES: ReadonlySet<string> = new Set([
   'pods/exec',
   'pods/attach',
+  'pods/portforward',
+  'pods/eviction',
+  'nodes/proxy',
   'nodes/terminal',
   'kubectl-terminal',
 ]);
 
-/** The access is one a step-up rule guards: a delete of anything, or a shell or session in a container. */
+/**
+ * The access is one a step-up rule guards: a delete of anything; a shell, session, port-forward or
+ * eviction of a pod, or the kubelet's API (nodes/proxy runs commands in containers); a write of a
+ * pod's ephemeral containers (a container added to a running pod).
+ */
 export function guardedByStepUp(access: Pick<AccessRequest, 'resource' | 'verb'>): boolean {
-  return access.verb === 'delete' || STEP_UP_RESOURCES.has(access.resource);
+  if (access.verb === 'delete' || STEP_UP_RESOURCES.has(access.resource)) return true;
+  return access.resource === 'pods/ephemeralcontainers' && ['create', 'update', 'patch'].includes(access.verb);
 }
 
 /** What an AI agent acting for a principal may do beyond the principal's rules (its roles' mcp blocks). */
@@ -405,7 +413,9 @@ export class AuthService {
     const minutes = this.stepUpMinutes(principal, access.cluster);
     if (minutes === undefined) return;
     const provedAt = principal.secondFactorAt;
-    if (provedAt !== undefined && nowSeconds() - provedAt <= minutes * 60) return;
+    // A proof time ahead of this clock (written by hand, or a replica's clock ahead) proves nothing.
+    const age = provedAt === undefined ? Infinity : nowSeconds() - provedAt;
+    if (age <= minutes * 60 && age >= -60) return;
     throw new SecondFactorRequiredError(
       `${access.verb === 'delete' ? `delete of ${access.resource}` : access.resource} on cluster ${access.cluster} ` +
         `needs a second factor proved in the last ${minutes} minutes` +

@@ -22,6 +22,8 @@ import {
 } from '@simplewebauthn/server';
 import { generateSecret, generateURI, verify as verifyTotp } from 'otplib';
 import QRCode from 'qrcode';
+import { verifyPassword } from '../credentials/passwords.js';
+import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import { BadRequestError, ConflictError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import { resourceId, type PasskeyResource, type UserResource } from '../host/resources.js';
@@ -59,6 +61,8 @@ interface ChallengeClaims {
   u?: number;
   /** The session's start, for a signed-in ceremony: it completes in that session only. */
   s?: number;
+  /** A new passkey's name, given when its registration began (Kite's shape). */
+  n?: string;
   /** The relying party the ceremony is bound to. */
   rp?: string;
   o?: string;
@@ -94,6 +98,8 @@ export class SecondFactors {
   private readonly totp: IdentityStores['totp'];
   private readonly passkeys: IdentityStores['passkeys'];
   private readonly used: IdentityStores['usedChallenges'];
+  /** The code check running (or last queued) per user on this replica: checks of one user take turns. */
+  private readonly checking = new Map<string, Promise<void>>();
 
   constructor(
     identity: Pick<IdentityStores, 'users' | 'totp' | 'passkeys' | 'usedChallenges'>,
@@ -124,6 +130,29 @@ export class SecondFactors {
   methods(user: UserResource): Array<'totp' | 'passkey'> {
     const status = this.status(user);
     return [...(status.totpEnabled ? (['totp'] as const) : []), ...(status.passkeys > 0 ? (['passkey'] as const) : [])];
+  }
+
+  /**
+   * Kite's check before a factor is added: a password user gives their current password (400 when
+   * it is wrong; failures count with the sign-in's). Users of an identity provider have none here.
+   */
+  async checkCurrentPassword(user: UserResource, password: string | undefined, address: string): Promise<void> {
+    if (!isPasswordUser(user)) return;
+    if (!password) throw new BadRequestError('current_password is required');
+    const keys = [`user:${user.spec.username}`, `addr:${address}`];
+    const wait = this.auth.limiter.retryAfter(keys);
+    if (wait !== undefined)
+      throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+    const hash = this.users.passwordHash(user);
+    const plain = hash === undefined ? this.users.plainPassword(user) : undefined;
+    const ok =
+      hash !== undefined
+        ? await verifyPassword(password, hash)
+        : plain !== undefined && constantTimeEqual(Buffer.from(password), Buffer.from(plain));
+    if (!ok) {
+      this.auth.limiter.record(keys);
+      throw new BadRequestError('current password is incorrect');
+    }
   }
 
   // ---- TOTP ----
@@ -222,26 +251,46 @@ export class SecondFactors {
   /** The time step of a valid code later than `after` (replay), or undefined. */
   private async acceptedStep(secret: string, code: string, after: number): Promise<number | undefined> {
     if (!TOTP_CODE.test(code)) return undefined;
-    const result = await verifyTotp({
-      secret,
-      token: code,
-      epochTolerance: TOTP_TOLERANCE_SECONDS,
-      ...(after > 0 ? { afterTimeStep: after } : {}),
-    });
-    return result.valid && 'timeStep' in result ? result.timeStep : undefined;
+    try {
+      const result = await verifyTotp({
+        secret,
+        token: code,
+        epochTolerance: TOTP_TOLERANCE_SECONDS,
+        ...(after > 0 ? { afterTimeStep: after } : {}),
+      });
+      return result.valid && 'timeStep' in result ? result.timeStep : undefined;
+    } catch {
+      // otplib refuses an afterTimeStep past this replica's window (another replica's clock ran
+      // ahead): no code of now can be newer, so none is accepted.
+      return undefined;
+    }
   }
 
-  /** Runs a check under the sign-in rate limit: `check` false counts a failure and is a 401. */
+  /**
+   * Runs a code check under a rate limit of its own per user (`mfa:`, which a right password never
+   * resets) and the client address's: `check` false counts a failure and is a 401. Checks of one
+   * user run one at a time on this replica, so parallel guesses cannot all pass the gate before the
+   * first failure is counted.
+   */
   private async withLimit(user: UserResource, address: string, check: () => Promise<boolean>): Promise<void> {
-    const keys = [`user:${user.spec.username}`, `addr:${address}`];
-    const wait = this.auth.limiter.retryAfter(keys);
-    if (wait !== undefined)
-      throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
-    if (!(await check())) {
-      this.auth.limiter.record(keys);
-      throw new UnauthorizedError('invalid or already used code');
-    }
-    this.auth.limiter.reset(keys[0]);
+    const keys = [`mfa:${user.spec.username}`, `addr:${address}`];
+    const previous = this.checking.get(keys[0]) ?? Promise.resolve();
+    const turn = previous.then(async () => {
+      const wait = this.auth.limiter.retryAfter(keys);
+      if (wait !== undefined)
+        throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+      if (!(await check())) {
+        this.auth.limiter.record(keys);
+        throw new UnauthorizedError('invalid or already used code');
+      }
+      this.auth.limiter.reset(keys[0]);
+    });
+    const settled = turn.catch(() => undefined);
+    this.checking.set(keys[0], settled);
+    void settled.then(() => {
+      if (this.checking.get(keys[0]) === settled) this.checking.delete(keys[0]);
+    });
+    return turn;
   }
 
   // ---- challenges ----
@@ -300,13 +349,17 @@ export class SecondFactors {
    * Completes a password sign-in with a TOTP or recovery code: the user (still enabled), once. A
    * wrong code keeps the sign-in pending (until the rate limit or expiry ends it).
    */
-  async finishSignIn(token: string | undefined, code: string, address: string): Promise<UserResource> {
+  async finishSignIn(
+    token: string | undefined,
+    code: string,
+    address: string,
+  ): Promise<{ user: UserResource; kind: 'totp' | 'recovery' }> {
     const claims = this.open(token, 'mfa-login');
     const user = this.users.byId(claims.u ?? 0);
     if (!user || user.spec.enabled === false) throw new UnauthorizedError('invalid username or password');
-    await this.proveTotp(user, code, address, true);
+    const kind = await this.proveTotp(user, code, address, true);
     await this.consume(claims);
-    return user;
+    return { user, kind };
   }
 
   // ---- passkeys ----
@@ -316,6 +369,7 @@ export class SecondFactors {
     user: UserResource,
     principal: Principal,
     rp: RelyingParty,
+    name?: string,
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
     const existing = this.passkeys.ofUser(resourceId(user)!);
     const options = await generateRegistrationOptions({
@@ -332,6 +386,7 @@ export class SecondFactors {
     const token = this.issue({
       p: 'passkey-register',
       c: options.challenge,
+      ...(name ? { n: name } : {}),
       u: principal.id,
       s: principal.sessionStartedAt,
       rp: rp.id,
@@ -346,7 +401,7 @@ export class SecondFactors {
     principal: Principal,
     token: string | undefined,
     response: RegistrationResponseJSON,
-    name: string,
+    name: string | undefined,
   ): Promise<PasskeyResource> {
     const claims = this.openFor(token, 'passkey-register', principal);
     let verified;
@@ -365,7 +420,7 @@ export class SecondFactors {
     await this.consume(claims);
     const info = verified.registrationInfo;
     return this.passkeys.create(user, {
-      name,
+      name: name ?? claims.n ?? 'Passkey',
       credentialId: info.credential.id,
       publicKey: Buffer.from(info.credential.publicKey).toString('base64url'),
       counter: info.credential.counter,

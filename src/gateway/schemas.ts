@@ -188,7 +188,11 @@ const userProperties = {
 export const User = Type.Object(userProperties, { $id: 'User', description: 'A user (never a password or hash)' });
 
 export const SessionUser = Type.Object(
-  { ...userProperties, createdAt: nullableTimestamp() },
+  {
+    ...userProperties,
+    createdAt: nullableTimestamp(),
+    mfa_enabled: Type.Optional(Type.Boolean({ description: 'the user has TOTP on (docs/second-factors.md)' })),
+  },
   { $id: 'SessionUser', description: 'The caller: a user, or an API key shown as a user with provider `api_key`' },
 );
 

@@ -64,8 +64,8 @@ const ENROLMENT_ROUTES: ReadonlySet<string> = new Set([
   '/api/users/me/mfa/setup',
   '/api/users/me/mfa/enable',
   '/api/users/me/passkeys',
-  '/api/users/me/passkeys/register/begin',
-  '/api/users/me/passkeys/register/finish',
+  '/api/users/me/passkeys/begin',
+  '/api/users/me/passkeys/finish',
 ]);
 
 /** The door a routed request came in by (auth/principal.ts tokenRefusal): the route it matched decides. */

@@ -38,6 +38,12 @@ const schema = schemaOf('auth');
 const LoginBody = Type.Object({
   username: Type.String({ maxLength: 256 }),
   password: Type.String({ maxLength: 1024 }),
+  mfa_code: Type.Optional(
+    Type.String({
+      maxLength: 32,
+      description: "Kite's second step: a TOTP (or recovery) code, sent again with the password after `mfa_required`",
+    }),
+  ),
 });
 const LoginQuery = Type.Object({
   provider: Type.String({ minLength: 1, maxLength: 256, description: "the OAuth provider's name" }),
@@ -64,7 +70,7 @@ const LogoutQuery = Type.Object({
 });
 
 export default async function authRoutes(app: App) {
-  const { auth, users, roles, apiKeys, oauthProviders, generalSettings, oidc, config } = app.services;
+  const { auth, users, roles, apiKeys, oauthProviders, generalSettings, oidc, config, secondFactors } = app.services;
   // Kite's UI posts refresh and logout with a JSON content type and no body.
   acceptEmptyJsonBody(app);
 
@@ -81,7 +87,7 @@ export default async function authRoutes(app: App) {
     if (username === '' || password === '') throw new BadRequestError('username and password are required');
     const user = await login(username, password, request.ip);
     request.actor = user.spec.username;
-    return finishPasswordSignIn(app, request, reply, user);
+    return finishPasswordSignIn(app, request, reply, user, request.body.mfa_code);
   }
 
   const loginSchema = schema('Log in with a password', {
@@ -126,7 +132,10 @@ export default async function authRoutes(app: App) {
     if (principal.kind === 'user') {
       const found = users.byId(principal.id);
       if (!found) throw new UnauthorizedError('user not found');
-      user = userView(found, (name) => roles.byName(name), auth.effectiveRoles(found));
+      user = {
+        ...userView(found, (name) => roles.byName(name), auth.effectiveRoles(found)),
+        mfa_enabled: secondFactors.totpEnabled(found),
+      };
     } else {
       // An API key: shown as a user-like record with provider "api_key" (as Kite does).
       user = apiKeyCallerView(principal, apiKeys.byId(principal.id), (name) => roles.byName(name));
@@ -229,6 +238,15 @@ export default async function authRoutes(app: App) {
         initialized: Type.Boolean({ description: 'as init_check' }),
         step: Type.Integer({ description: 'as init_check: 0 no user yet, 1 a user and no cluster, 2 both' }),
         providers: Providers,
+        auth: objectOf(
+          {
+            ...Providers.properties,
+            loginPrompt: Type.String(),
+            mfaEnabled: Type.Boolean({ description: 'users may enrol TOTP (always, here)' }),
+            passkeyLoginEnabled: Type.Boolean({ description: 'the login page offers passkeys (always, here)' }),
+          },
+          "Kite's newest login page reads its providers and second factors here",
+        ),
         user: Type.Union([CallerAnswer, Type.Null()]),
         capabilities: Type.Union([
           objectOf({
@@ -248,6 +266,7 @@ export default async function authRoutes(app: App) {
     return {
       ...setupState(app.services),
       providers: providersAnswer(),
+      auth: { ...providersAnswer(), loginPrompt: '', mfaEnabled: true, passkeyLoginEnabled: true },
       user: principal ? callerAnswer(principal) : null,
       capabilities: principal
         ? {

@@ -9,13 +9,22 @@ import { Type } from 'typebox';
 import { cookieAttributes, readCookie } from '../../auth/cookies.js';
 import type { Principal } from '../../auth/principal.js';
 import { CHALLENGE_SECONDS, type RelyingParty } from '../../auth/second-factors.js';
-import { ConflictError, ForbiddenError, NotFoundError, SecondFactorRequiredError } from '../../errors.js';
+import {
+  BadRequestError,
+  ConflictError,
+  ForbiddenError,
+  HttpError,
+  NotFoundError,
+  SecondFactorRequiredError,
+  UnauthorizedError,
+} from '../../errors.js';
 import { parseId } from '../input-rules.js';
 import type { PasskeyResource, UserResource } from '../../host/resources.js';
 import { isPasswordUser } from '../../host/users.js';
 import { publicUrl } from '../base-path.js';
 import { wantsSecureCookie } from '../plugins/authenticate.js';
 import {
+  nullable,
   idParams,
   noContent,
   objectOf,
@@ -46,24 +55,35 @@ const CodeBody = Type.Object(
   },
   { additionalProperties: false },
 );
-/** A PublicKeyCredential's JSON (its toJSON()), as the browser made it; checked by @simplewebauthn/server. */
-const Credential = Type.Object(
-  {
-    id: Type.String({ minLength: 1, maxLength: 1400 }),
-    rawId: Type.String({ maxLength: 1400 }),
-    type: Type.Literal('public-key'),
-    response: Type.Record(Type.String(), Type.Unknown()),
-    clientExtensionResults: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    authenticatorAttachment: Type.Optional(Type.Union([Type.String({ maxLength: 32 }), Type.Null()])),
-  },
-  { description: "the credential's toJSON() (PublicKeyCredential)" },
-);
+/**
+ * A PublicKeyCredential's JSON (its toJSON()), as the browser made it, sent as the body (Kite's
+ * shape); checked by @simplewebauthn/server.
+ */
+const credentialProperties = {
+  id: Type.String({ minLength: 1, maxLength: 1400 }),
+  rawId: Type.String({ maxLength: 1400 }),
+  type: Type.Literal('public-key'),
+  response: Type.Record(Type.String(), Type.Unknown()),
+  clientExtensionResults: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  authenticatorAttachment: Type.Optional(Type.Union([Type.String({ maxLength: 32 }), Type.Null()])),
+};
 const PasskeyName = Type.String({ minLength: 1, maxLength: 64, pattern: '^[^\\u0000-\\u001f\\u007f]+$' });
 const RegisterBody = Type.Object(
-  { name: Type.Optional(PasskeyName), credential: Credential },
-  { additionalProperties: false },
+  { ...credentialProperties, name: Type.Optional(PasskeyName) },
+  { additionalProperties: false, description: "the new credential's toJSON(), and optionally its name" },
 );
-const AssertionBody = Type.Object({ credential: Credential }, { additionalProperties: false });
+const AssertionBody = Type.Object(credentialProperties, {
+  additionalProperties: false,
+  description: "the assertion's toJSON() (PublicKeyCredential)",
+});
+/** Kite's check before a factor is added: the current password, and a code when TOTP is on. */
+const AddFactorBody = nullable(
+  Type.Object({
+    current_password: Type.Optional(Type.String({ maxLength: 1024, description: "a password user's password" })),
+    mfa_code: Type.Optional(Type.String({ maxLength: 32, description: 'a current TOTP code (a fresh proof)' })),
+    name: Type.Optional(PasskeyName),
+  }),
+);
 const RenameBody = Type.Object({ name: PasskeyName }, { additionalProperties: false });
 const PasskeyParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 63, pattern: '^pk-[0-9a-f]{40}$' }) });
 const StepUpQuery = Type.Object({
@@ -86,8 +106,8 @@ const Status = objectOf({
 });
 const Setup = objectOf({
   secret: Type.String({ description: 'base32, for typing into an authenticator app' }),
-  otpauthUrl: Type.String({ description: 'otpauth://totp/... (what the QR code holds)' }),
-  qrCode: Type.String({ description: 'the URL as a QR code: a data:image/png;base64 URL' }),
+  otpauth_url: Type.String({ description: 'otpauth://totp/... (what the QR code holds)' }),
+  qr_code: Type.String({ description: 'the URL as a QR code: a data:image/png;base64 URL' }),
 });
 const RecoveryCodes = objectOf({
   recoveryCodes: Type.Array(Type.String(), { description: 'shown this once; each signs in once instead of a code' }),
@@ -96,11 +116,12 @@ const PasskeyView = objectOf({
   id: Type.String(),
   name: Type.String(),
   createdAt: Type.String(),
-  lastUsedAt: Type.Union([Type.String(), Type.Null()]),
+  credential_id: Type.String({ description: 'base64url' }),
+  last_used_at: Type.Union([Type.String(), Type.Null()]),
   backedUp: Type.Boolean({ description: 'synced by its provider (a multi-device passkey)' }),
 });
 const Options = objectOf({
-  options: Type.Record(Type.String(), Type.Unknown(), {
+  publicKey: Type.Record(Type.String(), Type.Unknown(), {
     description:
       'for PublicKeyCredential.parseCreationOptionsFromJSON / parseRequestOptionsFromJSON; the challenge is also ' +
       `bound to the ${WEBAUTHN_COOKIE} cookie set now (valid ${CHALLENGE_SECONDS} s, once)`,
@@ -120,53 +141,69 @@ function passkeyView(passkey: PasskeyResource) {
     id: passkey.metadata.name,
     name: passkey.spec.name,
     createdAt: passkey.metadata.creationTimestamp ? new Date(passkey.metadata.creationTimestamp).toISOString() : '',
-    lastUsedAt: passkey.status?.lastUsedAt ?? null,
+    credential_id: passkey.spec.credentialId,
+    last_used_at: passkey.status?.lastUsedAt ?? null,
     backedUp: passkey.spec.backedUp === true,
   };
 }
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
-/** What a password sign-in answers when it needs a second step. */
+/** What a password sign-in answers when the admins require a factor the user has not enrolled. */
 export const SecondStep = objectOf({
-  mfaRequired: Type.Optional(
-    Type.Boolean({
-      description: `true: send a TOTP or recovery code to POST /api/auth/login/mfa (cookie ${MFA_COOKIE})`,
-    }),
-  ),
-  mfaSetupRequired: Type.Optional(
-    Type.Boolean({
-      description: 'true: the admins require a second factor and you have none: this session may only enrol one',
-    }),
-  ),
-  methods: Type.Optional(Methods),
+  mfaSetupRequired: Type.Boolean({
+    description: 'the admins require a second factor and you have none: this session may only enrol one',
+  }),
 });
 
 /**
- * Ends a password sign-in (password or LDAP form) whose password was right: a user with TOTP gets the
- * pending sign-in's cookie and `mfaRequired` (no session yet); a password user without any factor
- * while the admins require one gets an enrolment-only session and `mfaSetupRequired`; anyone else a
- * session (204).
+ * Ends a password sign-in (password or LDAP form) whose password was right, as Kite does:
+ * - a user with TOTP sends a code with the password (`mfa_code`): right, a session with the factor
+ *   proved (a recovery code signs in without counting as a proof); wrong, 401 `invalid_mfa_code`;
+ *   none, 401 `mfa_required`, and the pending sign-in's cookie for `POST /api/auth/login/mfa`;
+ * - while the admins require a factor (requireMFA), a password user with only passkeys signs in
+ *   with one (401 `passkey_required`), and one with none gets an enrolment-only session (200);
+ * - anyone else, a session (204).
  */
 export async function finishPasswordSignIn(
   app: App,
   request: FastifyRequest,
   reply: FastifyReply,
   user: UserResource,
+  mfaCode: string | undefined,
 ): Promise<FastifyReply> {
   const { auth, secondFactors, generalSettings, config } = app.services;
   const secure = wantsSecureCookie(app, request);
   if (secondFactors.totpEnabled(user)) {
+    if (mfaCode !== undefined && mfaCode.trim() !== '') {
+      let kind: 'totp' | 'recovery';
+      try {
+        kind = await secondFactors.proveTotp(user, mfaCode, request.ip, true);
+      } catch (err) {
+        if (err instanceof UnauthorizedError) throw new UnauthorizedError('invalid_mfa_code');
+        throw err;
+      }
+      const proof = kind === 'totp' ? { secondFactorAt: nowSeconds() } : {};
+      reply.header('set-cookie', auth.sessionSetCookie(user, secure, undefined, proof));
+      return reply.code(204).send();
+    }
     const pending = secondFactors.pendingSignIn(user);
     reply.header(
       'set-cookie',
       `${MFA_COOKIE}=${pending}; ${cookieAttributes(`${config.basePath}/api`, CHALLENGE_SECONDS, secure)}`,
     );
-    return reply.code(200).send({ mfaRequired: true, methods: ['totp'] });
+    return reply.code(401).send(
+      new HttpError(401, 'SecondFactorRequired', 'mfa_required', {
+        methods: ['totp'],
+        next: 'send mfa_code with the password, or {code} to POST /api/auth/login/mfa',
+      }).toBody(),
+    );
   }
-  const enrol = generalSettings.requireMFA() && isPasswordUser(user) && secondFactors.methods(user).length === 0;
-  reply.header('set-cookie', auth.sessionSetCookie(user, secure, undefined, enrol ? { enrolmentOnly: true } : {}));
-  return enrol ? reply.code(200).send({ mfaSetupRequired: true }) : reply.code(204).send();
+  const required = generalSettings.requireMFA() && isPasswordUser(user);
+  if (required && secondFactors.methods(user).length > 0)
+    throw new UnauthorizedError('passkey_required: the admins require a second factor; sign in with your passkey');
+  reply.header('set-cookie', auth.sessionSetCookie(user, secure, undefined, required ? { enrolmentOnly: true } : {}));
+  return required ? reply.code(200).send({ mfaSetupRequired: true }) : reply.code(204).send();
 }
 
 export default async function secondFactorRoutes(app: App) {
@@ -183,7 +220,12 @@ export default async function secondFactorRoutes(app: App) {
 
   /** Where passkeys are bound: kiteline's public address (KITELINE_EXTERNAL_URL, else this request's). */
   function relyingParty(request: FastifyRequest): RelyingParty {
-    const url = new URL(publicUrl(request, config));
+    let url: URL;
+    try {
+      url = new URL(publicUrl(request, config));
+    } catch {
+      throw new BadRequestError('the Host header does not name an address passkeys can be bound to');
+    }
     return { id: url.hostname, origin: url.origin };
   }
 
@@ -221,11 +263,31 @@ export default async function secondFactorRoutes(app: App) {
     user: UserResource,
     signIn: boolean,
     cookie?: string,
+    factor = true,
   ): FastifyReply {
     if (signIn) request.actor = user.spec.username;
     const cleared = cookie ? [challengeCookie(request, cookie, '', 0)] : [];
-    setSession(request, reply, user, { fresh: signIn, proved: true }, cleared);
+    setSession(request, reply, user, { fresh: signIn, proved: factor }, cleared);
     return reply.code(204).send();
+  }
+
+  /**
+   * Kite's check before a factor is added: a password user's current password; then, for a user who
+   * has a factor already, a fresh proof: a TOTP code given now (`mfa_code`) or one proved in the
+   * last 10 minutes.
+   */
+  async function mayAddFactor(
+    request: FastifyRequest,
+    principal: Principal,
+    user: UserResource,
+    body: { current_password?: string; mfa_code?: string } | null | undefined,
+  ): Promise<void> {
+    await secondFactors.checkCurrentPassword(user, body?.current_password, request.ip);
+    if (body?.mfa_code && secondFactors.totpEnabled(user)) {
+      await secondFactors.proveTotp(user, body.mfa_code, request.ip, false);
+      return;
+    }
+    requireRecentProof(principal, user);
   }
 
   /** A user who has a factor adds or removes one only with a factor proved in the last 10 minutes. */
@@ -269,16 +331,18 @@ export default async function secondFactorRoutes(app: App) {
       schema: schema('Start enrolling TOTP', {
         description:
           'A new secret, its otpauth:// URI and QR code, waiting (10 minutes) for its first code at `enable`. ' +
-          'TOTP on already: 409. With a passkey registered, a factor proved in the last 10 minutes is needed (401 ' +
-          'SecondFactorRequired).',
+          "A password user gives `current_password` (Kite's rule; wrong: 400). TOTP on already: 409. With a passkey " +
+          'registered, a factor proved in the last 10 minutes is needed (401 SecondFactorRequired).',
         security: SESSION_ONLY,
+        body: AddFactorBody,
         response: { 200: Setup },
       }),
     },
     async (request) => {
       const { principal, user } = signedIn(request);
-      requireRecentProof(principal, user);
-      return secondFactors.setupTotp(user);
+      await mayAddFactor(request, principal, user, request.body);
+      const setup = await secondFactors.setupTotp(user);
+      return { secret: setup.secret, otpauth_url: setup.otpauthUrl, qr_code: setup.qrCode };
     },
   );
 
@@ -353,6 +417,13 @@ export default async function secondFactorRoutes(app: App) {
     async (request) => {
       const user = users.byId(parseId(request.params.id));
       if (!user) throw new NotFoundError('user not found');
+      const caller = request.principal!;
+      // Taking away second factors is itself guarded: not your own (turn them off yourself), and a
+      // signed-in admin who has a factor proves one first (a stolen admin session alone resets nobody).
+      if (caller.kind === 'user' && caller.id === parseId(request.params.id))
+        throw new ConflictError('you cannot reset your own second factors: turn them off yourself');
+      const admin = caller.kind === 'user' ? users.byId(caller.id) : undefined;
+      if (admin) requireRecentProof(caller, admin);
       request.auditDetail = { name: user.spec.username };
       return secondFactors.reset(user);
     },
@@ -373,12 +444,13 @@ export default async function secondFactorRoutes(app: App) {
       }),
     },
     async (request, reply) => {
-      const user = await secondFactors.finishSignIn(
+      const { user, kind } = await secondFactors.finishSignIn(
         readCookie(request.headers.cookie, MFA_COOKIE),
         request.body.code,
         request.ip,
       );
-      return proved(request, reply, user, true, MFA_COOKIE);
+      // A recovery code signs in, but proves no fresh factor (step-up asks for a code or a passkey).
+      return proved(request, reply, user, true, MFA_COOKIE, kind === 'totp');
     },
   );
 
@@ -400,28 +472,31 @@ export default async function secondFactorRoutes(app: App) {
   );
 
   app.post(
-    '/api/users/me/passkeys/register/begin',
+    '/api/users/me/passkeys/begin',
     {
       ...signedInOnly,
       schema: schema('Start registering a passkey', {
         description:
           'Options for navigator.credentials.create() (a discoverable credential, user verification required). ' +
-          'A user with a factor already needs one proved in the last 10 minutes (401 SecondFactorRequired).',
+          "A password user gives `current_password` (Kite's rule; wrong: 400); a user with a factor already gives " +
+          '`mfa_code` or has proved one in the last 10 minutes (else 401 SecondFactorRequired).',
         security: SESSION_ONLY,
+        body: AddFactorBody,
         response: { 200: Options },
       }),
     },
     async (request, reply) => {
       const { principal, user } = signedIn(request);
-      requireRecentProof(principal, user);
-      const { options, token } = await secondFactors.registrationOptions(user, principal, relyingParty(request));
+      await mayAddFactor(request, principal, user, request.body);
+      const rp = relyingParty(request);
+      const { options, token } = await secondFactors.registrationOptions(user, principal, rp, request.body?.name);
       reply.header('set-cookie', challengeCookie(request, WEBAUTHN_COOKIE, token, CHALLENGE_SECONDS));
-      return { options: options as unknown as Record<string, unknown> };
+      return { publicKey: options as unknown as Record<string, unknown> };
     },
   );
 
   app.post(
-    '/api/users/me/passkeys/register/finish',
+    '/api/users/me/passkeys/finish',
     {
       ...signedInOnly,
       schema: schema('Register the passkey the browser made', {
@@ -437,9 +512,10 @@ export default async function secondFactorRoutes(app: App) {
         user,
         principal,
         readCookie(request.headers.cookie, WEBAUTHN_COOKIE),
-        request.body.credential as never,
-        request.body.name ?? 'Passkey',
+        request.body as never,
+        request.body.name,
       );
+      request.auditDetail = { name: passkey.spec.name };
       const cleared = challengeCookie(request, WEBAUTHN_COOKIE, '', 0);
       if (principal.enrolmentOnly) setSession(request, reply, user, { fresh: false, proved: false }, [cleared]);
       else reply.header('set-cookie', cleared);
@@ -472,14 +548,14 @@ export default async function secondFactorRoutes(app: App) {
         description: 'Needs a factor proved in the last 10 minutes (401 SecondFactorRequired).',
         security: SESSION_ONLY,
         params: PasskeyParams,
-        response: { 200: Message },
+        response: { 200: objectOf({ success: Type.Boolean(), message: Type.String() }) },
       }),
     },
     async (request) => {
       const { principal, user } = signedIn(request);
       requireRecentProof(principal, user);
       const removed = await secondFactors.remove(user, request.params.id);
-      return { message: `passkey ${removed.spec.name} deleted` };
+      return { success: true, message: `passkey ${removed.spec.name} deleted` };
     },
   );
 
@@ -495,7 +571,7 @@ export default async function secondFactorRoutes(app: App) {
     async (request, reply) => {
       const { options, token } = await secondFactors.assertionOptions(relyingParty(request));
       reply.header('set-cookie', challengeCookie(request, WEBAUTHN_COOKIE, token, CHALLENGE_SECONDS));
-      return { options: options as unknown as Record<string, unknown> };
+      return { publicKey: options as unknown as Record<string, unknown> };
     },
   );
 
@@ -514,7 +590,7 @@ export default async function secondFactorRoutes(app: App) {
     async (request, reply) => {
       const user = await secondFactors.verifyAssertion(
         readCookie(request.headers.cookie, WEBAUTHN_COOKIE),
-        request.body.credential as never,
+        request.body as never,
         request.ip,
       );
       return proved(request, reply, user, true, WEBAUTHN_COOKIE);
@@ -540,6 +616,9 @@ export default async function secondFactorRoutes(app: App) {
     async (request) => {
       const principal = request.principal!;
       const cluster = request.query.cluster;
+      // Only about a cluster the caller may use: step-up rules of others are not told (nor that they exist).
+      if (cluster !== undefined && !auth.canAccessCluster(principal, cluster))
+        throw new NotFoundError(`cluster not found: ${cluster.slice(0, 63)}`);
       const minutes = cluster === undefined ? undefined : auth.stepUpMinutes(principal, cluster);
       const at = principal.secondFactorAt;
       const user = principal.kind === 'user' ? users.byId(principal.id) : undefined;
@@ -587,7 +666,7 @@ export default async function secondFactorRoutes(app: App) {
       const { principal } = signedIn(request);
       const { options, token } = await secondFactors.assertionOptions(relyingParty(request), principal);
       reply.header('set-cookie', challengeCookie(request, WEBAUTHN_COOKIE, token, CHALLENGE_SECONDS));
-      return { options: options as unknown as Record<string, unknown> };
+      return { publicKey: options as unknown as Record<string, unknown> };
     },
   );
 
@@ -606,7 +685,7 @@ export default async function secondFactorRoutes(app: App) {
       const { principal } = signedIn(request);
       const user = await secondFactors.verifyAssertion(
         readCookie(request.headers.cookie, WEBAUTHN_COOKIE),
-        request.body.credential as never,
+        request.body as never,
         request.ip,
         principal,
       );
