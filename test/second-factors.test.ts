@@ -234,24 +234,26 @@ t.test('TOTP: failures are rate-limited per user', async (t) => {
   );
 });
 
+/** Sets (`key=value`) or removes (`key-`) labels of the cluster `prod`'s Cluster object. */
+function labelCluster(...labels: string[]): void {
+  const clusters = JSON.parse(
+    kubectl(host.kubeconfigPath, ['-n', namespace, 'get', 'clusters.kiteline.io', '-o', 'json']).stdout,
+  ) as { items: Array<{ metadata: { name: string }; spec: { name?: string } }> };
+  const prod = clusters.items.find((c) => c.spec.name === 'prod')!.metadata.name;
+  const res = kubectl(host.kubeconfigPath, [
+    ...['-n', namespace, 'label', '--overwrite', 'clusters.kiteline.io', prod],
+    ...labels,
+  ]);
+  if (res.status !== 0) throw new Error(`kubectl label: ${res.stderr}`);
+}
+
 async function userId(username: string): Promise<number> {
   const users = await call(a.url, 'GET', '/api/v1/admin/users/?size=100', { headers: admin.headers });
   return users.body.users.find((u: { username: string }) => u.username === username).id;
 }
 
 t.test('step-up: a node terminal and a delete on a production cluster ask for a fresh factor', async (t) => {
-  const cluster = JSON.parse(
-    kubectl(host.kubeconfigPath, ['-n', namespace, 'get', 'clusters.kiteline.io', '-o', 'json']).stdout,
-  ).items.find((c: { spec: { name?: string } }) => c.spec.name === 'prod').metadata.name;
-  kubectl(host.kubeconfigPath, [
-    '-n',
-    namespace,
-    'label',
-    'clusters.kiteline.io',
-    cluster,
-    'kiteline.io/production=true',
-    'kiteline.io/step-up-minutes=5',
-  ]);
+  labelCluster('kiteline.io/production=true', 'kiteline.io/step-up-minutes=5');
   // adminCookie signed in with the password before TOTP was on: it never proved a factor.
   await eventually('the label to reach both replicas', async () => {
     const [x, y] = await Promise.all(
@@ -346,17 +348,7 @@ t.test('step-up: a node terminal and a delete on a production cluster ask for a 
 });
 
 t.test('a role can ask for a step-up too; clusters without rules need none', async (t) => {
-  const cluster = JSON.parse(
-    kubectl(host.kubeconfigPath, ['-n', namespace, 'get', 'clusters.kiteline.io', '-o', 'json']).stdout,
-  ).items[0].metadata.name;
-  kubectl(host.kubeconfigPath, [
-    '-n',
-    namespace,
-    'label',
-    'clusters.kiteline.io',
-    cluster,
-    'kiteline.io/step-up-minutes-',
-  ]);
+  labelCluster('kiteline.io/step-up-minutes-');
   await createRole(a, admin, { name: 'careful', clusters: ['*'], namespaces: ['*'], resources: ['*'], verbs: ['*'] });
   const patched = kubectl(host.kubeconfigPath, [
     ...['-n', namespace, 'patch', 'roles.kiteline.io', 'role-careful', '--type=merge'],
@@ -500,18 +492,7 @@ t.test(
     t.equal((await finish(a)).status, 401, 'the same answer to the same challenge, on replica A: refused');
 
     // Step-up with the passkey before a delete on the production cluster (labelled again).
-    const cluster = JSON.parse(
-      kubectl(host.kubeconfigPath, ['-n', namespace, 'get', 'clusters.kiteline.io', '-o', 'json']).stdout,
-    ).items[0].metadata.name;
-    kubectl(host.kubeconfigPath, [
-      '-n',
-      namespace,
-      'label',
-      '--overwrite',
-      'clusters.kiteline.io',
-      cluster,
-      'kiteline.io/step-up-minutes=1',
-    ]);
+    labelCluster('kiteline.io/step-up-minutes=1');
     kubectl(target.kubeconfigPath, ['-n', ns, 'create', 'configmap', 'passkey-doomed']);
     const bobPassword = cookiesOf(await passwordLogin(a.url, 'bob'));
     await eventually('the label in force', async () => {

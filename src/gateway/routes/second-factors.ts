@@ -434,7 +434,7 @@ export default async function secondFactorRoutes(app: App) {
     {
       schema: schema("Finish a password sign-in with the second factor's code", {
         description:
-          `After a password sign-in answered \`mfaRequired\` (and set the ${MFA_COOKIE} cookie, valid ` +
+          `After a password sign-in answered \`mfa_required\` (and set the ${MFA_COOKIE} cookie, valid ` +
           `${CHALLENGE_SECONDS} s): a current TOTP code, or a recovery code (used up). Sets the session cookie. ` +
           'A wrong or already used code: 401 (the sign-in stays pending); failures count with the password ' +
           'logins (429).',
