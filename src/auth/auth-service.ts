@@ -14,7 +14,6 @@ import {
   NotFoundError,
   SecondFactorRequiredError,
   ServiceUnavailableError,
-  TooManyRequestsError,
   UnauthorizedError,
 } from '../errors.js';
 import { apiKeyName, isExpired, tokenAudience } from '../host/apikeys.js';
@@ -514,9 +513,7 @@ export class AuthService {
    */
   async login(username: string, password: string, address: string): Promise<UserResource> {
     const keys = [`user:${username}`, `addr:${address}`];
-    const wait = this.limiter.retryAfter(keys);
-    if (wait !== undefined)
-      throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
+    this.limiter.refuseWhenLimited(keys, 'too many failed logins');
 
     // A user of an identity provider has no password here: the same answer as an unknown user;
     // with a directory configured, a name that is no password user's is the directory's (so Kite's
@@ -565,9 +562,7 @@ export class AuthService {
   async loginLdap(username: string, password: string, address: string): Promise<UserResource> {
     if (!this.ldap.configured) throw new NotFoundError('LDAP sign-in is not configured');
     const keys = [`user:${username}`, `addr:${address}`];
-    const wait = this.limiter.retryAfter(keys);
-    if (wait !== undefined)
-      throw new TooManyRequestsError(`too many failed logins; try again in ${wait} seconds`, wait);
+    this.limiter.refuseWhenLimited(keys, 'too many failed logins');
     const identity = await this.ldap.authenticate(username, password);
     const existing = identity ? this.users.findExternal(identity) : undefined;
     if (!identity || existing?.spec.enabled === false) {

@@ -6,6 +6,7 @@
 // SHA-256, each key keeps at most maxEvents times, and at most maxEntries keys are kept (the
 // least recently failed go first; expired ones go as soon as they are the oldest).
 import { sha256 } from '../credentials/secrets-compare.js';
+import { TooManyRequestsError } from '../errors.js';
 
 const MAX_KEY_LENGTH = 128;
 const DEFAULT_MAX_ENTRIES = 50_000;
@@ -36,6 +37,12 @@ export class RateLimiter {
       }
     }
     return wait > 0 ? wait : undefined;
+  }
+
+  /** Throws 429 (`<what>; try again in N seconds`, with Retry-After) when any of the keys is over the limit. */
+  refuseWhenLimited(keys: string[], what: string): void {
+    const wait = this.retryAfter(keys);
+    if (wait !== undefined) throw new TooManyRequestsError(`${what}; try again in ${wait} seconds`, wait);
   }
 
   record(keys: string[]): void {

@@ -24,7 +24,7 @@ import { generateSecret, generateURI, verify as verifyTotp } from 'otplib';
 import QRCode from 'qrcode';
 import { verifyPassword } from '../credentials/passwords.js';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
-import { BadRequestError, ConflictError, TooManyRequestsError, UnauthorizedError } from '../errors.js';
+import { BadRequestError, ConflictError, UnauthorizedError } from '../errors.js';
 import type { IdentityStores } from '../host/identity-stores.js';
 import { resourceId, type PasskeyResource, type UserResource } from '../host/resources.js';
 import { isPasswordUser } from '../host/users.js';
@@ -140,9 +140,7 @@ export class SecondFactors {
     if (!isPasswordUser(user)) return;
     if (!password) throw new BadRequestError('current_password is required');
     const keys = [`user:${user.spec.username}`, `addr:${address}`];
-    const wait = this.auth.limiter.retryAfter(keys);
-    if (wait !== undefined)
-      throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+    this.auth.limiter.refuseWhenLimited(keys, 'too many failed attempts');
     const hash = this.users.passwordHash(user);
     const plain = hash === undefined ? this.users.plainPassword(user) : undefined;
     const ok =
@@ -276,9 +274,7 @@ export class SecondFactors {
     const keys = [`mfa:${user.spec.username}`, `addr:${address}`];
     const previous = this.checking.get(keys[0]) ?? Promise.resolve();
     const turn = previous.then(async () => {
-      const wait = this.auth.limiter.retryAfter(keys);
-      if (wait !== undefined)
-        throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+      this.auth.limiter.refuseWhenLimited(keys, 'too many failed attempts');
       if (!(await check())) {
         this.auth.limiter.record(keys);
         throw new UnauthorizedError('invalid or already used code');
@@ -472,9 +468,7 @@ export class SecondFactors {
     const claims = principal ? this.openFor(token, 'passkey-step-up', principal) : this.open(token, 'passkey-login');
     // Failed answers count per client address (and user) with the password sign-in's (429 past the limit).
     const keys = [`addr:${address}`, ...(principal ? [`user:${principal.name}`] : [])];
-    const wait = this.auth.limiter.retryAfter(keys);
-    if (wait !== undefined)
-      throw new TooManyRequestsError(`too many failed attempts; try again in ${wait} seconds`, wait);
+    this.auth.limiter.refuseWhenLimited(keys, 'too many failed attempts');
     try {
       return await this.checkAssertion(claims, response, principal);
     } catch (err) {
