@@ -3,7 +3,7 @@ SHELL := /bin/bash
 NODE_BIN := node_modules/.bin
 HOST_DIR := .kiteline/host
 
-.PHONY: deps node-deps build lint image ui-image kubectl-image run test test-only bench bench-search soak clean stop
+.PHONY: deps node-deps build lint image ui-image kubectl-image run test test-only bench bench-search bench-fleet soak clean stop
 
 # Everything the project needs on a fresh Debian machine: containerd, runc and the CNI plugins
 # (Debian's packages), etcd, the Kubernetes binaries of the current release and the API server and
@@ -77,6 +77,10 @@ bench: build
 # GET /api/v1/search on a cluster of 5,000 objects (docs/benchmarks.md, "Search").
 bench-search: build
 	node dist/bench/search.js
+
+# A thousand clusters on one replica, then shared by three (docs/fleet.md, "Sizing").
+bench-fleet: build
+	node dist/bench/fleet.js
 
 soak: build
 	node dist/bench/soak.js

@@ -69,8 +69,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     config.rolelessUserTtlSeconds * 1000,
     log,
   );
+  // The internal hop's signatures derive from the session key, which every replica reads.
+  clusterManager.fleet.useKey(() => identity.sessionKey.current());
   const oidc = new OidcSignIn(identity.oauthProviders, () => identity.sessionKey.current(), log);
-  const metrics = new Metrics(metricsSources(host, clusterManager.store));
+  const metrics = new Metrics(metricsSources(host, clusterManager.store, () => clusterManager.fleetSummary()));
   clusterManager.registry.observeUpstream(metrics.observeUpstream);
   // Open streams are checked again on every change of the identity caches (any writer, any replica).
   const openStreams = new OpenStreams(auth, log, (reason) => metrics.streamRevoked(reason));
@@ -130,9 +132,12 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   rolelessUsers.start();
   await audit.trail?.start();
   await recordings.start();
-  clusterManager.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
+  // Clusters are connected once this replica has joined the fleet: it connects only the ones it
+  // holds (docs/fleet.md). The others reach its hop at the peer URL (a pod's IP), else this address.
+  await clusterManager.joinFleet(config.peerUrl ?? url);
+  clusterManager.start();
   const https = config.tls ? httpsListener(app.server, config.tls, config.host) : undefined;
   if (https) {
     services.https = https.endpoint;
@@ -146,6 +151,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const close = async () => {
     if (closed) return;
     closed = true;
+    // First the fleet: the others take this replica's clusters while its requests finish.
+    await clusterManager.leaveFleet();
     // Requests in flight get STREAMS_CLOSED_AFTER_MS to finish; streams that never end by
     // themselves (watches, followed logs, live pod lists) are then cut, so a rollout never waits
     // out the pod's grace period. Their clients reconnect to another replica.

@@ -463,10 +463,13 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
     t.comment(
       `SIGKILL: lease to ${successor} after ${takeoverMs} ms, replacement Ready after ${readyMs} ms; ${result.account}`,
     );
-    t.ok(
-      result.failures.every((f) => f.status === 0),
-      'failures are only requests the killed process never answered',
-    );
+    // Never answered: the killed process's own requests (status 0), and a write the survivor had
+    // handed to it as the cluster's holder when it died (docs/fleet.md: reads are sent again).
+    const inFlight = (f: LoadSample) =>
+      f.status === 0 || (f.status === 502 && f.kind === 'write' && /went away during the request/.test(f.error ?? ''));
+    t.ok(result.failures.every(inFlight), 'failures are only requests the killed process never answered', {
+      failures: result.failures.filter((f) => !inFlight(f)),
+    });
     t.equal(window(load, from + readyMs).failures.length, 0, 'no failure once the replacement is Ready');
   });
 

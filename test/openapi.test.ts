@@ -53,7 +53,8 @@ function registeredRoutes(app: FastifyInstance): Set<string> {
     if (path === '/docs' || path.startsWith('/docs/')) continue;
     // The kubectl proxy (/k8s/clusters/*, which find-my-way prints as a bare `*`) is the clusters'
     // own Kubernetes API, documented by each cluster's /openapi/v2, not by kiteline's document.
-    if (path === '*' || path.startsWith('/k8s/clusters/')) continue;
+    // The replicas' internal hop (docs/fleet.md) is no API: only replicas can call it.
+    if (path === '*' || path.startsWith('/k8s/clusters/') || path.startsWith('/internal/fleet/')) continue;
     // Likewise the rest of the path of the pod and service proxies (`.../proxy/*`, printed `.../proxy*`):
     // the pod's own paths. Their `.../proxy` routes are documented.
     if (/^\/api\/v1\/namespaces\/:namespace\/(pods|services)\/:name\/proxy\/?\*$/.test(path)) continue;

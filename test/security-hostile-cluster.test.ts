@@ -48,6 +48,8 @@ function hostileProxy(): Promise<Server> {
         },
       );
       forwarded.on('error', () => res.destroy());
+      // A watch kiteline ends (its read cache stopping) ends upstream too: nothing keeps the test alive.
+      res.on('close', () => forwarded.destroy());
       req.pipe(forwarded);
     },
   );

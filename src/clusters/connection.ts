@@ -15,7 +15,7 @@ import { EventEmitter } from 'node:events';
 import type { LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import { createSecureContext, type SecureContext } from 'node:tls';
-import { Pool } from 'undici';
+import { Client, Pool, type Dispatcher } from 'undici';
 import { guardedLookup, REFUSED_WHY, refusedAddress } from '../credentials/refused-addresses.js';
 import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { Cluster } from '../host/clusters.js';
@@ -82,13 +82,6 @@ const DISCOVERY_MIN_INTERVAL_MS = 200;
 const DISCOVERY_MAX_AGE_MS = 5 * 60_000;
 /** How long a probe or discovery read may take in all. */
 const READ_TIMEOUT_MS = 15_000;
-/**
- * Connections of the probe and discovery per cluster: discovery reads this many group versions at
- * a time (without a cap, a cold pool opens one TLS connection per group version, and hundreds of
- * clusters starting together become thousands of handshakes); idle ones close after the pools'
- * keep-alive timeout, and the probe keeps one warm.
- */
-const DISCOVERY_PARALLELISM = 2;
 
 /**
  * Largest object answer read whole. The API server keeps objects below about 1.5 MiB (etcd's
@@ -108,6 +101,9 @@ function isWatch(path: string): boolean {
   return query >= 0 && WATCH_TRUE.has(new URLSearchParams(path.slice(query + 1)).get('watch') ?? '');
 }
 
+/** How long a replaced connection's long-running requests may go on (their clients then watch again). */
+const RETIRE_GRACE_MS = 30_000;
+
 /** Least time between two probes that requests for a not-ready cluster trigger. */
 const DEMAND_PROBE_SPACING_MS = 1000;
 
@@ -117,23 +113,60 @@ const DEMAND_PROBE_SPACING_MS = 1000;
  */
 export const FIRST_PROBE_GRACE_MS = 1000;
 
-export class WarmConnection extends EventEmitter implements ClusterConnection {
-  meta: ConnectionMeta;
+/**
+ * What every connection of the registry answers from its Cluster object (changed without a
+ * reconnect): this replica's warm ones, and remote-connection.ts's for clusters held elsewhere.
+ */
+export abstract class ConnectionOfCluster extends EventEmitter {
   /** Told response times and shared reads (metrics); the registry sets it. */
   upstreamObserver: UpstreamObserver | undefined;
+
+  constructor(public meta: ConnectionMeta) {
+    super();
+  }
+
+  get id(): number {
+    return this.meta.id;
+  }
+  get name(): string {
+    return this.meta.name;
+  }
+  get enabled(): boolean {
+    return this.meta.enabled;
+  }
+  get impersonate(): boolean {
+    return this.meta.impersonate;
+  }
+  get prometheusURL(): string {
+    return this.meta.prometheusURL;
+  }
+  get production(): boolean {
+    return this.meta.production;
+  }
+  get stepUpMinutes(): number | undefined {
+    return this.meta.stepUpMinutes;
+  }
+}
+
+export class WarmConnection extends ConnectionOfCluster implements ClusterConnection {
   private health: Health = { ready: false, version: '', error: 'not probed yet' };
   private readonly target: ConnectionTarget;
   private readonly server: URL;
   private readonly basePath: string;
-  /** Callers' requests that end by themselves (reads, lists, writes). */
-  private readonly pool: Pool;
-  /** Long-running requests (watches): as many connections as there are watches. */
-  private readonly watchPool: Pool;
+  /**
+   * Callers' requests that end by themselves (reads, lists, writes), and long-running ones
+   * (watches: as many connections as there are watches). Each made at its first request: an undici
+   * Pool holds a queue of 2,048 slots from the start, 16 KiB that a cluster nobody uses would keep.
+   */
+  private requestPool: Pool | undefined;
+  private longPool: Pool | undefined;
+  private readonly dispatcherOptions: Pool.Options;
   /**
    * The cluster's own bookkeeping, apart from callers' requests: the health probe and discovery,
-   * on at most DISCOVERY_PARALLELISM connections. An idle cluster keeps only the probe's one.
+   * on one connection of their own (so a busy cluster is not reported down). An idle cluster keeps
+   * only this one.
    */
-  private readonly controlPool: Pool;
+  private readonly control: Client;
   /** Resolves the server's name for every socket, refusing link-local and metadata addresses. */
   private readonly lookup: LookupFunction;
   /** The TLS options of every socket to the cluster (undefined over plain http). */
@@ -163,8 +196,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
 
   /** Throws when the TLS material is unusable (bad PEM). */
   constructor(meta: ConnectionMeta, options: ConnectionOptions) {
-    super();
-    this.meta = meta;
+    super(meta);
     this.target = options.target;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.probeIntervalMs = options.probeIntervalMs;
@@ -195,9 +227,24 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
         ...this.tls,
       },
     };
-    this.pool = new Pool(this.server.origin, { ...dispatcher, connections: REQUEST_CONNECTIONS });
-    this.watchPool = new Pool(this.server.origin, { ...dispatcher, connections: null });
-    this.controlPool = new Pool(this.server.origin, { ...dispatcher, connections: DISCOVERY_PARALLELISM });
+    this.dispatcherOptions = dispatcher;
+    this.control = new Client(this.server.origin, dispatcher);
+  }
+
+  private get pool(): Pool {
+    return (this.requestPool ??= new Pool(this.server.origin, {
+      ...this.dispatcherOptions,
+      connections: REQUEST_CONNECTIONS,
+    }));
+  }
+
+  private get watchPool(): Pool {
+    return (this.longPool ??= new Pool(this.server.origin, { ...this.dispatcherOptions, connections: null }));
+  }
+
+  /** The dispatchers made so far. */
+  private dispatchers(): Dispatcher[] {
+    return [this.requestPool, this.longPool, this.control].filter((d): d is Pool | Client => d !== undefined);
   }
 
   /**
@@ -218,28 +265,6 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     };
   }
 
-  get id(): number {
-    return this.meta.id;
-  }
-  get name(): string {
-    return this.meta.name;
-  }
-  get enabled(): boolean {
-    return this.meta.enabled;
-  }
-  get impersonate(): boolean {
-    return this.meta.impersonate;
-  }
-  get prometheusURL(): string {
-    return this.meta.prometheusURL;
-  }
-
-  get production(): boolean {
-    return this.meta.production;
-  }
-  get stepUpMinutes(): number | undefined {
-    return this.meta.stepUpMinutes;
-  }
   get ready(): boolean {
     return this.health.ready;
   }
@@ -251,6 +276,10 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
   get currentHealth(): Health {
     return { ...this.health };
+  }
+  /** The first probe has finished (until then the health says nothing about the cluster). */
+  get probed(): boolean {
+    return this.probedOnce;
   }
   /** The API server URL (no credentials), for status messages. */
   get serverUrl(): string {
@@ -270,7 +299,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   /** One request on the given pool or connection, with the cluster's credentials. */
-  private async send(dispatcher: Pool, req: UpstreamRequest): Promise<UpstreamResponse> {
+  private async send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
     if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
     const authorization = await this.target.authorization();
     const headers: Record<string, string | string[]> = {};
@@ -347,7 +376,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     path: string,
     headers: ObjectRead['headers'],
     signal: AbortSignal | undefined,
-    dispatcher: Pool = this.pool,
+    dispatcher: Dispatcher = this.pool,
   ): Promise<BufferedAnswer> {
     const res = await this.send(dispatcher, { method: 'GET', path, headers, signal });
     // Plain 'data' events rather than an async iterator: this runs for every object read, and the
@@ -380,13 +409,22 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
   }
 
   /** GET a path and parse its JSON; non-2xx answers and slow bodies become errors. */
-  private async getJson(path: string, dispatcher: Pool = this.pool): Promise<unknown> {
-    const answer = await this.readWhole(
-      path,
-      { accept: 'application/json' },
-      AbortSignal.timeout(READ_TIMEOUT_MS),
-      dispatcher,
-    );
+  private async getJson(
+    path: string,
+    dispatcher: Dispatcher = this.pool,
+    accept = 'application/json',
+  ): Promise<unknown> {
+    const text = await this.getText(path, dispatcher, accept);
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new BadGatewayError(`cluster "${this.name}" answered ${path} with something that is not JSON`);
+    }
+  }
+
+  /** GET a path and answer its body as text; non-2xx answers and slow bodies become errors. */
+  private async getText(path: string, dispatcher: Dispatcher, accept: string): Promise<string> {
+    const answer = await this.readWhole(path, { accept }, AbortSignal.timeout(READ_TIMEOUT_MS), dispatcher);
     const text = answer.body.toString('utf8');
     const status = answer.statusCode;
     if (status < 200 || status >= 300) {
@@ -398,11 +436,7 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       }
       throw new BadGatewayError(`cluster "${this.name}" answered ${status} on ${path}${message ? `: ${message}` : ''}`);
     }
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new BadGatewayError(`cluster "${this.name}" answered ${path} with something that is not JSON`);
-    }
+    return text;
   }
 
   async resolveResource(segment: string): Promise<ResolvedResource | undefined> {
@@ -425,7 +459,8 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
       try {
         if (wait > 0) await new Promise((r) => setTimeout(r, wait));
         this.discoveryAt = Date.now();
-        const snapshot = await loadDiscovery((path) => this.getJson(path, this.controlPool));
+        // As text: clusters that answer the same discovery share one snapshot (discovery.ts).
+        const snapshot = await loadDiscovery((path, accept) => this.getText(path, this.control, accept));
         if (this.closed) return;
         if (snapshot.failed.length > 0 && snapshot.failed.join() !== this.discovery?.failed.join()) {
           this.log.warn({ failedGroupVersions: snapshot.failed }, 'some API groups failed discovery; skipped');
@@ -496,10 +531,11 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     let next: Health;
     this.probeInFlight = true;
     try {
-      const info = (await this.getJson('/version', this.controlPool)) as { gitVersion?: unknown };
+      const info = (await this.getJson('/version', this.control)) as { gitVersion?: unknown };
       const version = typeof info?.gitVersion === 'string' ? info.gitVersion : '';
-      const versionChanged = version !== this.health.version;
-      if (!this.discovery || versionChanged) await this.refreshDiscovery();
+      // Discovery is read when a request first needs it (resolveResource), not here: an idle
+      // cluster holds none, and a thousand clusters starting take one request each.
+      if (version !== this.health.version) this.discovery = undefined;
       next = { ready: true, version, error: '' };
       this.failures = 0;
     } catch (err) {
@@ -524,12 +560,31 @@ export class WarmConnection extends EventEmitter implements ClusterConnection {
     return next;
   }
 
+  /**
+   * Replaced (its cluster moved to another replica, or its kubeconfig changed): no new requests;
+   * the ones in flight finish, and long-running ones (watches) are cut after RETIRE_GRACE_MS.
+   */
+  retire(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.endFirstProbe();
+    clearTimeout(this.probeTimer);
+    this.control.destroy().catch(() => undefined);
+    const callers = [this.requestPool, this.longPool].filter((d): d is Pool => d !== undefined);
+    for (const dispatcher of callers) dispatcher.close().catch(() => undefined);
+    const cut = setTimeout(() => {
+      for (const dispatcher of callers) dispatcher.destroy().catch(() => undefined);
+    }, RETIRE_GRACE_MS);
+    cut.unref();
+    this.removeAllListeners();
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.endFirstProbe();
     clearTimeout(this.probeTimer);
-    for (const dispatcher of [this.pool, this.watchPool, this.controlPool]) dispatcher.destroy().catch(() => undefined);
+    for (const dispatcher of this.dispatchers()) dispatcher.destroy().catch(() => undefined);
     this.removeAllListeners();
   }
 }

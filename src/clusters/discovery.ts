@@ -1,9 +1,11 @@
 // A target cluster's discovery: which resources it serves, in which group and version, namespaced
-// or not. Built from /api, /apis and each group-version's resource list; a group-version that
-// fails (an aggregated API whose backend is down) is skipped without breaking the others.
+// or not. Built from the aggregated /api and /apis documents, or on a server without them from
+// /api, /apis and each group-version's resource list; a group-version that fails (an aggregated
+// API whose backend is down) is skipped without breaking the others.
 // Resolution follows kubectl: a bare plural goes to the core group first, then built-in groups
 // (no '.' in the name, or *.k8s.io), then the rest, in the API server's priority order, and to
 // the group's preferred version; "<plural>.<group>" resolves within that group.
+import { createHash } from 'node:crypto';
 import type { ResolvedResource } from './types.js';
 
 /** One API group as /apis lists it: versions in priority order (preferred first). */
@@ -20,8 +22,38 @@ export interface DiscoveredResource {
   verbs?: string[];
 }
 
-/** Fetches a discovery path and returns its parsed JSON; throws on failure. */
-export type DiscoveryGetter = (path: string) => Promise<unknown>;
+/**
+ * Fetches a discovery path (with this Accept header) and returns its body, as text or already
+ * parsed; throws on failure. Text lets clusters with the same discovery share one snapshot.
+ */
+export type DiscoveryGetter = (path: string, accept: string) => Promise<unknown>;
+
+/**
+ * Snapshots by the sha256 of their two aggregated documents, held weakly: clusters of one version
+ * with the same CRDs (most of a fleet) share one index instead of one each, and a document seen
+ * before is not parsed again. A hostile cluster gains nothing: equal bytes give an equal index.
+ */
+const sharedSnapshots = new Map<string, WeakRef<DiscoverySnapshot>>();
+const forgetSnapshot = new FinalizationRegistry<string>((key) => {
+  if (sharedSnapshots.get(key)?.deref() === undefined) sharedSnapshots.delete(key);
+});
+
+function parsed(body: unknown): unknown {
+  if (typeof body !== 'string') return body;
+  try {
+    return JSON.parse(body);
+  } catch {
+    throw new Error('discovery answered something that is not JSON');
+  }
+}
+
+/**
+ * Aggregated discovery (KEP-3352, GA in 1.30): /api and /apis answer every group, version and
+ * resource in one document each, instead of one request per group-version. Older servers answer
+ * the plain APIVersions and APIGroupList to the same request, and the per-group-version lists
+ * are read as before.
+ */
+const AGGREGATED = 'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json';
 
 export interface DiscoverySnapshot {
   index: DiscoveryIndex;
@@ -107,9 +139,77 @@ function asObject(value: unknown): Record<string, unknown> {
   return typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
 }
 
+/** A resource entry's verbs, as strings, shared (internedVerbs). */
+function verbsOf(r: Record<string, unknown>): string[] {
+  return internedVerbs(
+    Array.isArray(r.verbs) ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string') : [],
+  );
+}
+
+/** The snapshot of two APIGroupDiscoveryList documents (/api and /apis); a stale group-version counts as failed. */
+function fromAggregated(core: unknown, apis: unknown): DiscoverySnapshot {
+  const groups: DiscoveredGroup[] = [];
+  const resources = new Map<string, DiscoveredResource[]>();
+  const failed: string[] = [];
+  for (const [document, isCore] of [
+    [core, true],
+    [apis, false],
+  ] as const) {
+    for (const raw of (asObject(document).items as unknown[] | undefined) ?? []) {
+      const g = asObject(raw);
+      // The core group's name is "" and so left out of its metadata.
+      const given = asObject(g.metadata).name;
+      const name = typeof given === 'string' ? given : '';
+      if ((name === '') !== isCore) continue;
+      const versions: string[] = [];
+      for (const rawVersion of (g.versions as unknown[] | undefined) ?? []) {
+        const v = asObject(rawVersion);
+        if (typeof v.version !== 'string') continue;
+        versions.push(v.version);
+        const key = name === '' ? v.version : `${name}/${v.version}`;
+        if (v.freshness === 'Stale') {
+          failed.push(key);
+          continue;
+        }
+        const list = ((v.resources as unknown[] | undefined) ?? []).map(asObject);
+        resources.set(
+          key,
+          list
+            .filter((r) => typeof r.resource === 'string' && typeof asObject(r.responseKind).kind === 'string')
+            .map((r) => ({
+              name: r.resource as string,
+              kind: asObject(r.responseKind).kind as string,
+              namespaced: r.scope === 'Namespaced',
+              verbs: verbsOf(r),
+            })),
+        );
+      }
+      groups.push({ name, versions });
+    }
+  }
+  if (!groups.some((g) => g.name === '')) groups.unshift({ name: '', versions: ['v1'] });
+  return { index: new DiscoveryIndex(groups, resources), failed: failed.sort() };
+}
+
 /** Reads a cluster's whole discovery through get(); only /api and /apis failing is fatal. */
 export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnapshot> {
-  const [core, apis] = await Promise.all([get('/api'), get('/apis')]);
+  const [coreBody, apisBody] = await Promise.all([get('/api', AGGREGATED), get('/apis', AGGREGATED)]);
+  const key =
+    typeof coreBody === 'string' && typeof apisBody === 'string'
+      ? createHash('sha256').update(coreBody).update('\0').update(apisBody).digest('base64url')
+      : undefined;
+  const known = key === undefined ? undefined : sharedSnapshots.get(key)?.deref();
+  if (known) return known;
+  const [core, apis] = [parsed(coreBody), parsed(apisBody)];
+  const aggregated = (doc: unknown) => asObject(doc).kind === 'APIGroupDiscoveryList';
+  if (aggregated(core) && aggregated(apis)) {
+    const snapshot = fromAggregated(core, apis);
+    if (key !== undefined) {
+      sharedSnapshots.set(key, new WeakRef(snapshot));
+      forgetSnapshot.register(snapshot, key);
+    }
+    return snapshot;
+  }
   const groups: DiscoveredGroup[] = [];
   const coreVersions = (asObject(core).versions as unknown[] | undefined)?.filter(
     (v): v is string => typeof v === 'string',
@@ -136,7 +236,7 @@ export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnap
   await Promise.all(
     paths.map(async ({ key, path }) => {
       try {
-        const list = asObject(await get(path));
+        const list = asObject(parsed(await get(path, 'application/json')));
         const items = ((list.resources as unknown[] | undefined) ?? []).map(asObject);
         resources.set(
           key,
@@ -146,9 +246,7 @@ export async function loadDiscovery(get: DiscoveryGetter): Promise<DiscoverySnap
               name: r.name as string,
               kind: r.kind as string,
               namespaced: r.namespaced === true,
-              verbs: internedVerbs(
-                Array.isArray(r.verbs) ? (r.verbs as unknown[]).filter((v): v is string => typeof v === 'string') : [],
-              ),
+              verbs: verbsOf(r),
             })),
         );
       } catch {

@@ -16,20 +16,28 @@ import {
 import { IdBackfill } from '../host/id-backfill.js';
 import { IdAllocator } from '../host/ids.js';
 import { LeaderElector } from '../host/lease.js';
+import { ReplicaLeases } from '../host/replicas.js';
 import type { ClusterResource } from '../host/resources.js';
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
-import { FIRST_PROBE_GRACE_MS, type WarmConnection } from './connection.js';
+import { FIRST_PROBE_GRACE_MS, WarmConnection } from './connection.js';
+import { Fleet } from './fleet.js';
 import { sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { ClusterReconciler, connectionFingerprint, type ReconcilerConfig } from './reconciler.js';
-import { ClusterRegistry } from './registry.js';
+import { ClusterRegistry, type RegisteredConnection } from './registry.js';
 import { ClusterProfilePublisher } from './profile-publisher.js';
 import { ClusterSources } from './sources.js';
+
+/** How long a leaving replica keeps serving its hop for the others to see it gone (their list interval, a margin). */
+const FLEET_HANDOVER_MS = 1_500;
 
 export class ClusterManager implements ClusterConnections {
   readonly registry = new ClusterRegistry();
   readonly store: ClusterStore;
   readonly lease: LeaderElector;
+  /** Which replica holds which cluster (the others reach it through the holder's hop). */
+  readonly fleet: Fleet;
+  private readonly replicas: ReplicaLeases;
   readonly reconciler: ClusterReconciler;
   /** Clusters read from Argo CD, Cluster API and ClusterProfile objects (off unless configured). */
   readonly sources: ClusterSources;
@@ -55,7 +63,9 @@ export class ClusterManager implements ClusterConnections {
     // Like client-go: the replica id plus a random suffix, so two processes never share an identity.
     const identity = `${config.replicaId}_${randomUUID().slice(0, 8)}`;
     this.lease = new LeaderElector(host.kc, host.namespace, identity, log, leaseOptions);
-    this.reconciler = new ClusterReconciler(host, this.registry, this.store, this.lease, config, log);
+    this.replicas = new ReplicaLeases(host.kc, host.namespace, identity, log);
+    this.fleet = new Fleet(this.replicas);
+    this.reconciler = new ClusterReconciler(host, this.registry, this.store, this.lease, this.fleet, config, log);
     this.sources = new ClusterSources(
       host.kc,
       config.clusterSources ?? { argocd: [], capi: [], clusterprofile: [] },
@@ -92,7 +102,7 @@ export class ClusterManager implements ClusterConnections {
    * with kubectl a moment ago, its watch event still on the way): its connection once built, within
    * the first-probe wait; undefined when the API server has no such cluster either.
    */
-  private async connectUnseen(name: string): Promise<WarmConnection | undefined> {
+  private async connectUnseen(name: string): Promise<RegisteredConnection | undefined> {
     const cr = (await this.freshClusterList()).find((c) => clusterDisplayName(c) === name);
     if (!cr || cr.spec?.enabled === false) return undefined;
     return this.reconciler.connectionFor(cr.metadata.name, undefined, this.firstProbeWaitMs);
@@ -117,7 +127,50 @@ export class ClusterManager implements ClusterConnections {
     return this.nextLiveList;
   }
 
-  /** Call after the host caches have synced. */
+  /**
+   * This replica's warm connection of a Cluster object (built from `fingerprint` when given), as
+   * the internal hop serves it: waits up to `waitMs` for the reconciler to take the cluster on (the
+   * sender saw the fleet change first); undefined when this replica does not hold it.
+   */
+  async heldConnection(
+    objectName: string,
+    fingerprint: string | undefined,
+    waitMs: number,
+  ): Promise<WarmConnection | undefined> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const conn = this.registry.forObject(objectName);
+      if (
+        conn instanceof WarmConnection &&
+        (fingerprint === undefined || this.reconciler.fingerprintOf(objectName) === fingerprint)
+      )
+        return conn;
+      if (Date.now() >= deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+
+  /** A hop's sender could not reach these replicas: pass them over here too (fleet.ts suspect). */
+  adoptSuspicions(header: string | string[] | undefined): void {
+    if (typeof header !== 'string') return;
+    for (const identity of header.split(',').slice(0, 16)) if (identity) this.fleet.suspect(identity);
+  }
+
+  /**
+   * Joins the fleet with this replica's internal address (its Lease) and learns the others, so
+   * start() connects only the clusters this replica holds.
+   */
+  async joinFleet(address: string): Promise<void> {
+    await this.replicas.join(address);
+  }
+
+  /** Live replicas as this one sees them, and how many clusters this one holds (metrics). */
+  fleetSummary(): { replicas: number; held: number } {
+    const held = this.registry.objects().filter((name) => this.registry.forObject(name) instanceof WarmConnection);
+    return { replicas: this.fleet.members().length, held: held.length };
+  }
+
+  /** Call after the host caches have synced (and joinFleet). */
   start(): void {
     this.idBackfill.start();
     this.reconciler.start();
@@ -125,7 +178,19 @@ export class ClusterManager implements ClusterConnections {
     this.publisher?.start();
   }
 
+  /**
+   * Leaves the fleet: the others take this replica's clusters at their next membership list;
+   * waits until they have had the time to (only when there are others).
+   */
+  async leaveFleet(): Promise<void> {
+    const others = this.replicas.members().some((m) => m.identity !== this.replicas.identity);
+    await this.replicas.leave();
+    if (others) await new Promise((resolve) => setTimeout(resolve, FLEET_HANDOVER_MS));
+  }
+
   async stop(): Promise<void> {
+    await this.replicas.leave();
+    this.fleet.close();
     this.idBackfill.stop();
     await this.sources.stop();
     await this.publisher?.stop();

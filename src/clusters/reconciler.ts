@@ -1,11 +1,13 @@
 // The cluster reconciler. Every replica watches Cluster objects and their kubeconfig Secrets
-// (through the host store's caches) and keeps one warm connection per enabled cluster in its
-// ClusterRegistry: a change to a Cluster or its Secret takes effect as soon as the watch event
-// arrives, without a restart. Only the elected leader writes: Cluster status (ready, version,
-// error, conditions, observedGeneration; only when something changed) and, after every change,
-// the store's housekeeping: settling the one default cluster (ClusterStore.settleDefaults) and
-// re-opening the import once no cluster is left. (Ids of Clusters applied with kubectl are
-// back-filled by IdBackfill, as for every kind: ClusterManager.)
+// (through the host store's caches) and keeps one connection per enabled cluster in its
+// ClusterRegistry: a warm one (WarmConnection) for the clusters the fleet gives this replica to
+// hold (fleet.ts), and for the others a RemoteConnection through their holder's internal hop. A
+// change to a Cluster, its Secret or the fleet's members takes effect as soon as the event
+// arrives, without a restart. A cluster's holder writes its status (ready, version, error,
+// conditions, observedGeneration; only when something changed), so each status is written once;
+// the elected leader runs the store's housekeeping after every change: settling the one default
+// cluster (ClusterStore.settleDefaults) and re-opening the import once no cluster is left. (Ids of
+// Clusters applied with kubectl are back-filled by IdBackfill, as for every kind: ClusterManager.)
 import { createHash } from 'node:crypto';
 import type * as k8s from '@kubernetes/client-node';
 import type { Config } from '../config.js';
@@ -24,9 +26,11 @@ import type { ClusterResource, ClusterStatus, Condition } from '../host/resource
 import type { HostStore } from '../host/store.js';
 import type { Logger } from '../log.js';
 import { WarmConnection, type ConnectionMeta } from './connection.js';
+import type { Fleet } from './fleet.js';
+import { RemoteConnection } from './remote-connection.js';
 import { KubeconfigError, sanitizeKubeconfig } from '../credentials/kubeconfig.js';
 import { targetFromCredentials, targetFromKubeConfig, type ConnectionTarget } from './target.js';
-import type { ClusterRegistry } from './registry.js';
+import type { ClusterRegistry, RegisteredConnection } from './registry.js';
 import { within } from '../within.js';
 
 /** Why a cluster has no connection, for its status. */
@@ -71,6 +75,8 @@ interface Served {
   insecure: boolean;
 }
 
+/** Status writes in flight at once. */
+const STATUS_WRITERS = 8;
 /** How long after the last Cluster event the leader's housekeeping runs. */
 const HOUSEKEEPING_DELAY_MS = 300;
 /** An import lock older than this, with no cluster left, is removed (so import opens again). */
@@ -84,6 +90,7 @@ export class ClusterReconciler {
   /** Objects waiting to be reconciled (sync), and whether a drain of them is scheduled. */
   private readonly pending = new Set<string>();
   private draining = false;
+  private nameConflictsScheduled = false;
   private started = false;
   /** The last sanitized kubeconfig per object, by the Secret version it came from (target). */
   private readonly sanitizedFrom = new Map<string, { secretVersion: string; result: Served | Unserved }>();
@@ -101,13 +108,14 @@ export class ClusterReconciler {
     private readonly registry: ClusterRegistry,
     private readonly store: ClusterStore,
     private readonly lease: LeaderElector,
+    private readonly fleet: Fleet,
     private readonly config: ReconcilerConfig,
     log: Logger,
   ) {
     this.log = log.child({ component: 'cluster-reconciler' });
     const onCluster = (cr: ClusterResource) => {
       this.sync(cr.metadata.name);
-      this.queueNameConflicts();
+      this.scheduleNameConflicts();
       this.scheduleHousekeeping();
     };
     host.clusters.on('add', onCluster);
@@ -121,9 +129,10 @@ export class ClusterReconciler {
     host.secrets.on('add', onSecret);
     host.secrets.on('update', onSecret);
     host.secrets.on('delete', onSecret);
-    lease.on('started', () => {
-      for (const cr of host.clusters.list()) this.queueStatus(cr.metadata.name);
-      this.scheduleHousekeeping();
+    lease.on('started', () => this.scheduleHousekeeping());
+    // Members came or went: clusters move to (or away from) this replica.
+    fleet.on('change', () => {
+      if (this.started) this.resyncAll();
     });
   }
 
@@ -254,7 +263,7 @@ export class ClusterReconciler {
     objectName: string,
     fingerprint: string | undefined,
     timeoutMs: number,
-  ): Promise<WarmConnection | undefined> {
+  ): Promise<RegisteredConnection | undefined> {
     const current = () => {
       const conn = this.registry.forObject(objectName);
       return conn && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint)
@@ -264,7 +273,7 @@ export class ClusterReconciler {
     const now = current();
     if (now) return now;
     let check: () => void = () => undefined;
-    const found = new Promise<WarmConnection>((resolve) => {
+    const found = new Promise<RegisteredConnection>((resolve) => {
       check = () => {
         const conn = current();
         if (conn) resolve(conn);
@@ -278,6 +287,29 @@ export class ClusterReconciler {
       waiters.delete(check);
       if (waiters.size === 0) this.syncWaiters.delete(objectName);
     }
+  }
+
+  /**
+   * The connection that replaces `previous` (a remote one whose holder was just suspected) once
+   * the reconciler has built it; undefined when none comes within the first-probe wait.
+   */
+  private async replacementOf(
+    objectName: string,
+    previous: RemoteConnection,
+  ): Promise<RegisteredConnection | undefined> {
+    this.sync(objectName);
+    const deadline = Date.now() + this.config.upstreamConnectTimeoutMs;
+    while (Date.now() < deadline && !this.stopped) {
+      const conn = this.registry.forObject(objectName);
+      if (conn && conn !== previous) return conn;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    return undefined;
+  }
+
+  /** The fingerprint of an object's current connection (what it was built from). */
+  fingerprintOf(objectName: string): string | undefined {
+    return this.fingerprints.get(objectName);
   }
 
   private reconcile(objectName: string): void {
@@ -312,7 +344,13 @@ export class ClusterReconciler {
     if (target.insecure) this.insecure.add(objectName);
     else this.insecure.delete(objectName);
 
-    if (existing && this.fingerprints.get(objectName) === target.fingerprint) {
+    const holder = this.fleet.holderOf(objectName);
+    const held = holder.identity === this.fleet.identity;
+    const sameHolder =
+      existing instanceof RemoteConnection
+        ? !held && existing.holder.identity === holder.identity && existing.holder.address === holder.address
+        : held;
+    if (existing && sameHolder && this.fingerprints.get(objectName) === target.fingerprint) {
       const renamed =
         existing.meta.name !== meta.name ||
         existing.meta.id !== meta.id ||
@@ -320,6 +358,23 @@ export class ClusterReconciler {
       existing.meta = meta;
       if (renamed) this.registry.reindex();
       this.queueStatus(objectName);
+      return;
+    }
+    if (!held) {
+      const remote: RemoteConnection = new RemoteConnection(meta, {
+        fleet: this.fleet,
+        holder,
+        fingerprint: target.fingerprint,
+        callerLimits: { watches: this.config.maxWatchesPerPrincipal, requests: this.config.maxRequestsPerPrincipal },
+        connectTimeoutMs: this.config.upstreamConnectTimeoutMs,
+        recorded: () => this.host.clusters.get(objectName, this.host.namespace)?.status,
+        rehome: (): Promise<RegisteredConnection | undefined> => this.replacementOf(objectName, remote),
+      });
+      this.fingerprints.set(objectName, target.fingerprint);
+      this.registry.set(remote);
+      retire(existing);
+      if (existing instanceof WarmConnection)
+        this.log.info({ cluster: meta.name, holder: holder.identity }, 'cluster handed to another replica');
       return;
     }
     let conn: WarmConnection;
@@ -344,23 +399,36 @@ export class ClusterReconciler {
     conn.on('health', () => this.queueStatus(objectName));
     this.fingerprints.set(objectName, target.fingerprint);
     this.registry.set(conn);
-    existing?.close();
+    retire(existing);
     conn.startProbing();
     this.log.info(
-      { cluster: meta.name, server: conn.serverUrl, replaced: !!existing },
-      existing ? 'cluster connection replaced' : 'cluster connected',
+      { cluster: meta.name, server: conn.serverUrl, replaced: existing instanceof WarmConnection },
+      existing instanceof WarmConnection
+        ? 'cluster connection replaced'
+        : existing
+          ? 'cluster taken over from another replica'
+          : 'cluster connected',
     );
-    this.queueStatus(objectName);
+    // Its status is written once its first probe has told something (the 'health' event).
   }
 
-  // ---- status (leader only) ----
+  // ---- status (the holder of each cluster) ----
 
   /**
    * Queues the status of every Cluster that shares its name with another, or whose status still
    * reports a NameConflict: a change to one claimant changes what the others' statuses say.
    */
+  /** Once per turn of the event loop, however many Cluster events arrived (a start-up brings thousands). */
+  private scheduleNameConflicts(): void {
+    if (this.nameConflictsScheduled) return;
+    this.nameConflictsScheduled = true;
+    setImmediate(() => {
+      this.nameConflictsScheduled = false;
+      if (!this.stopped) this.queueNameConflicts();
+    });
+  }
+
   private queueNameConflicts(): void {
-    if (!this.lease.isLeader) return;
     const claims = new Map<string, number>();
     const all = this.host.clusters.list();
     for (const cr of all) claims.set(clusterDisplayName(cr), (claims.get(clusterDisplayName(cr)) ?? 0) + 1);
@@ -398,7 +466,7 @@ export class ClusterReconciler {
   }
 
   private queueStatus(objectName: string): void {
-    if (this.stopped || !this.lease.isLeader) return;
+    if (this.stopped || !this.fleet.holds(objectName)) return;
     this.statusQueue.add(objectName);
     if (!this.statusTimer && !this.statusRunning) {
       this.statusTimer = setTimeout(() => void this.flushStatus(), 20);
@@ -412,16 +480,21 @@ export class ClusterReconciler {
     const names = [...this.statusQueue];
     this.statusQueue.clear();
     const retry: string[] = [];
-    await Promise.all(
-      names.map(async (name) => {
+    // A few at a time: a start-up with a thousand clusters writes a thousand statuses, and the
+    // host's API server (and its etcd) should not take them all at once while the probes run.
+    let next = 0;
+    const writer = async () => {
+      while (next < names.length && !this.stopped) {
+        const name = names[next++];
         try {
           if (!(await this.writeStatus(name))) retry.push(name);
         } catch (err) {
           this.log.warn({ object: name, err: describeApiError(err) }, 'could not write cluster status');
           retry.push(name);
         }
-      }),
-    );
+      }
+    };
+    await Promise.all(Array.from({ length: STATUS_WRITERS }, writer));
     this.statusRunning = false;
     if (this.stopped) return;
     if (retry.length > 0) {
@@ -507,9 +580,11 @@ export class ClusterReconciler {
 
   /** Writes the status when it differs; false when the write lost a race (retry later). */
   private async writeStatus(objectName: string): Promise<boolean> {
-    if (!this.lease.isLeader) return true;
+    if (!this.fleet.holds(objectName)) return true;
     const cr = this.host.clusters.get(objectName, this.host.namespace);
     if (!cr) return true;
+    const conn = this.registry.forObject(objectName);
+    if (conn instanceof WarmConnection && !conn.probed) return true; // its first probe queues it again
     const next = this.desiredStatus(cr);
     if (sameStatus(cr.status, next)) return true;
     next.lastProbeTime = new Date().toISOString();
@@ -537,6 +612,12 @@ export class ClusterReconciler {
     if (await this.store.reopenImportIfStale(STALE_IMPORT_LOCK_MS))
       this.log.info('no cluster left: import is open again');
   }
+}
+
+/** Ends a connection that was replaced: a warm one lets its requests in flight finish first. */
+function retire(conn: RegisteredConnection | undefined): void {
+  if (conn instanceof WarmConnection) conn.retire();
+  else conn?.close();
 }
 
 /** A condition with lastTransitionTime kept while its status stays the same. */

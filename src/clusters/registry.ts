@@ -1,4 +1,5 @@
-// The ClusterDirectory of this replica: its warm connections, indexed by the name clients use.
+// The ClusterDirectory of this replica: its connections (warm ones for the clusters it holds,
+// remote ones through their holder for the rest: fleet.ts), indexed by the name clients use.
 // Only enabled clusters with a usable kubeconfig have a connection. When two Cluster objects
 // claim one name (through kubectl, a rename race, or a cluster source), one serves it and the
 // other is reported as a name conflict in its status (both objects' statuses name the other): a
@@ -8,31 +9,35 @@
 // cluster is one the watch has not brought yet.
 import { pickDefault } from '../host/clusters.js';
 import type { WarmConnection } from './connection.js';
+import type { RemoteConnection } from './remote-connection.js';
 import type { ClusterDirectory, UpstreamObserver } from './types.js';
 import { within } from '../within.js';
+
+/** A cluster's connection on this replica: warm when it holds the cluster, else through the holder. */
+export type RegisteredConnection = WarmConnection | RemoteConnection;
 
 /** How long a lookup waits for a replica that just started to connect its clusters. */
 const STARTUP_WAIT_MS = 10_000;
 
 export class ClusterRegistry implements ClusterDirectory {
-  private readonly byObject = new Map<string, WarmConnection>();
-  private byName = new Map<string, WarmConnection>();
+  private readonly byObject = new Map<string, RegisteredConnection>();
+  private byName = new Map<string, RegisteredConnection>();
   private upstreamObserver: UpstreamObserver | undefined;
   private markCaughtUp: () => void = () => undefined;
   private readonly startup = new Promise<void>((resolve) => (this.markCaughtUp = resolve));
   /** Finds a cluster the host has under a name and this replica has not connected yet (ClusterManager). */
-  private unseen: ((name: string) => Promise<WarmConnection | undefined>) | undefined;
+  private unseen: ((name: string) => Promise<RegisteredConnection | undefined>) | undefined;
 
   /** The reconciler has built the connections of every Cluster the host cache held at start-up. */
   startupDone(): void {
     this.markCaughtUp();
   }
 
-  findUnseenWith(find: (name: string) => Promise<WarmConnection | undefined>): void {
+  findUnseenWith(find: (name: string) => Promise<RegisteredConnection | undefined>): void {
     this.unseen = find;
   }
 
-  async lookUp(name: string | undefined): Promise<WarmConnection | undefined> {
+  async lookUp(name: string | undefined): Promise<RegisteredConnection | undefined> {
     await within(this.startup, STARTUP_WAIT_MS);
     const known = name === undefined ? this.defaultCluster() : this.get(name);
     if (known || name === undefined) return known;
@@ -46,12 +51,12 @@ export class ClusterRegistry implements ClusterDirectory {
     for (const conn of this.byObject.values()) conn.upstreamObserver = observer;
   }
 
-  get(name: string): WarmConnection | undefined {
+  get(name: string): RegisteredConnection | undefined {
     return this.byName.get(name);
   }
 
   /** The connection of one Cluster object (its metadata.name), served or shadowed. */
-  forObject(objectName: string): WarmConnection | undefined {
+  forObject(objectName: string): RegisteredConnection | undefined {
     return this.byObject.get(objectName);
   }
 
@@ -62,24 +67,29 @@ export class ClusterRegistry implements ClusterDirectory {
   }
 
   /** The default cluster: when two claim it (for a moment), the one preferDefault picks. */
-  defaultCluster(): WarmConnection | undefined {
+  defaultCluster(): RegisteredConnection | undefined {
     return pickDefault(this.byName.values(), (conn) => conn.meta);
   }
 
-  list(): WarmConnection[] {
+  list(): RegisteredConnection[] {
     return [...this.byName.values()].sort((a, b) => a.name.localeCompare(b.name));
   }
 
   /** Adds or replaces the connection of an object; returns the one it replaced. */
-  set(conn: WarmConnection): WarmConnection | undefined {
+  set(conn: RegisteredConnection): RegisteredConnection | undefined {
     const previous = this.byObject.get(conn.meta.objectName);
     conn.upstreamObserver = this.upstreamObserver;
     this.byObject.set(conn.meta.objectName, conn);
-    this.reindex();
+    // Most often the name's only claimant (a new cluster, a connection replaced): no rebuild of the
+    // whole index, which a start-up with thousands of clusters would do thousands of times.
+    const serving = this.byName.get(conn.name);
+    if ((!previous || previous.name === conn.name) && (!serving || serving === previous))
+      this.byName.set(conn.name, conn);
+    else this.reindex();
     return previous === conn ? undefined : previous;
   }
 
-  remove(objectName: string): WarmConnection | undefined {
+  remove(objectName: string): RegisteredConnection | undefined {
     const previous = this.byObject.get(objectName);
     this.byObject.delete(objectName);
     this.reindex();
@@ -88,7 +98,7 @@ export class ClusterRegistry implements ClusterDirectory {
 
   /** Rebuilds the name index (after a connection's name or id changed). */
   reindex(): void {
-    const next = new Map<string, WarmConnection>();
+    const next = new Map<string, RegisteredConnection>();
     const ordered = [...this.byObject.values()].sort(servesFirst);
     for (const conn of ordered) {
       if (!next.has(conn.name)) next.set(conn.name, conn);

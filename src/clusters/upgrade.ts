@@ -90,10 +90,13 @@ function connected(endpoint: UpgradeEndpoint): Promise<Socket> {
     const fail = (err: Error) => {
       clearTimeout(timer);
       socket.destroy();
+      // The socket's error code stays readable (the fleet's hop tells a refused connection by it).
       reject(
         err instanceof BadGatewayError
-          ? err
-          : new BadGatewayError(`cluster "${endpoint.clusterName}" is unreachable: ${err.message}`),
+          ? Object.assign(err, { code: 'UND_ERR_CONNECT_TIMEOUT' })
+          : Object.assign(new BadGatewayError(`cluster "${endpoint.clusterName}" is unreachable: ${err.message}`), {
+              code: (err as NodeJS.ErrnoException).code,
+            }),
       );
     };
     socket.once('error', fail);

@@ -22,6 +22,7 @@ import healthRoutes from './routes/health.js';
 import imageTagRoutes from './routes/image-tags.js';
 import initRoutes from './routes/init.js';
 import k8sProxyRoutes from './routes/k8s-proxy.js';
+import fleetHopRoutes from './routes/fleet-hop.js';
 import kubeconfigRoutes from './routes/kubeconfig.js';
 import ldapSettingRoutes from './routes/ldap-setting.js';
 import logRoutes from './routes/logs.js';
@@ -151,6 +152,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
   await app.register(searchRoutes);
   // AI agents: the Model Context Protocol endpoint, acting as the caller (docs/mcp.md).
   await app.register(mcpRoutes);
+  // The replicas' internal hop to the clusters each holds (docs/fleet.md): signed, never a user's.
+  await app.register(fleetHopRoutes, { prefix: '/internal/fleet' });
   // Last: /api/v1/<resource>/... matches only what no route above claims.
   await app.register(resourceRoutes, { prefix: '/api/v1' });
   // Kite's web UI when KITELINE_UI_DIR names a build: any other GET is its (docs/ui.md).

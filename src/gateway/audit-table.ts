@@ -77,6 +77,18 @@ export const AUDIT_ROUTES: Readonly<Record<string, AuditRoute>> = {
   'POST /mcp': { verb: 'mcp', resource: 'mcp', auditedByRoute: true },
   // Only a 405 (no session to end): nothing happens to audit.
   'DELETE /mcp': { verb: 'mcp', resource: 'mcp', auditedByRoute: true },
+  // The replicas' internal hop (routes/fleet-hop.ts): the replica that took the caller's request
+  // audited it; the hop is that request's upstream leg, not another action.
+  ...Object.fromEntries(
+    ['POST', 'PUT', 'PATCH', 'DELETE'].flatMap((method) =>
+      ['/internal/fleet/:object/k8s/*', '/internal/fleet/:object/k8s'].map((url) => [
+        `${method} ${url}`,
+        { verb: 'hop', resource: 'fleet', auditedByRoute: true },
+      ]),
+    ),
+  ),
+  'POST /internal/fleet/:object/first-probe': { verb: 'hop', resource: 'fleet', auditedByRoute: true },
+  'POST /internal/fleet/:object/probe': { verb: 'hop', resource: 'fleet', auditedByRoute: true },
   [`POST ${USERS}`]: { verb: 'create', resource: 'users', name: 'body.username' },
   [`PUT ${USERS}/:id`]: { verb: 'update', resource: 'users' },
   [`DELETE ${USERS}/:id`]: { verb: 'delete', resource: 'users' },

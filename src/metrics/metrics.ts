@@ -19,6 +19,8 @@ export interface MetricsSources {
   clusters(): ClusterSample[];
   /** Object counts by cache name, e.g. { users: 3, secrets: 7 }. */
   cacheSizes(): Record<string, number>;
+  /** The fleet as this replica sees it: live replicas, and the clusters this one holds. */
+  fleet(): { replicas: number; held: number };
 }
 
 /** Why a login failed: wrong username or password, too many failures, or a disabled user. */
@@ -157,6 +159,22 @@ export class Metrics {
         },
       });
     }
+    new Gauge({
+      name: 'kiteline_fleet_replicas',
+      help: 'Live replicas of this install as this replica sees them (their Leases)',
+      registers,
+      collect() {
+        this.set(sources.fleet().replicas);
+      },
+    });
+    new Gauge({
+      name: 'kiteline_fleet_held_clusters',
+      help: 'Clusters this replica holds (warm connection, probe, status); the others it reaches through their holder',
+      registers,
+      collect() {
+        this.set(sources.fleet().held);
+      },
+    });
     new Gauge({
       name: 'kiteline_cache_objects',
       help: 'Objects held by a watch-backed host cache',

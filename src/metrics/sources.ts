@@ -4,8 +4,13 @@ import type { ClusterStore } from '../host/clusters.js';
 import type { HostStore } from '../host/store.js';
 import type { MetricsSources } from './metrics.js';
 
-export function metricsSources(host: HostStore, clusters: ClusterStore): MetricsSources {
+export function metricsSources(
+  host: HostStore,
+  clusters: ClusterStore,
+  fleet: MetricsSources['fleet'],
+): MetricsSources {
   return {
+    fleet,
     clusters: () => clusters.views().map(({ name, ready, enabled, version }) => ({ name, ready, enabled, version })),
     cacheSizes: () => ({
       users: host.users.list().length,

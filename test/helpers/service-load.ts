@@ -8,7 +8,7 @@ export interface LoadSample {
   /** When the request started (ms since the epoch). */
   t: number;
   kind: 'clusters' | 'read' | 'admin' | 'write';
-  /** The HTTP status, or 0 when the request failed without an answer (then `error`). */
+  /** The HTTP status, or 0 when the request failed without an answer (`error`: the cause; else the answer's start). */
   status: number;
   ms: number;
   error?: string;
@@ -29,8 +29,9 @@ async function timed(kind: LoadSample['kind'], path: string, init: RequestInit =
       headers: { ...headers, ...init.headers },
       signal: AbortSignal.timeout(15_000),
     });
-    await res.arrayBuffer();
+    const text = await res.text();
     sample = { t, kind, status: res.status, ms: Date.now() - t };
+    if (res.status >= 300) sample.error = text.slice(0, 300);
   } catch (err) {
     const cause = (err as { cause?: { code?: string; message?: string } }).cause;
     sample = { t, kind, status: 0, ms: Date.now() - t, error: cause?.code ?? cause?.message ?? String(err) };

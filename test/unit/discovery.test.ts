@@ -113,3 +113,75 @@ t.test('a cluster whose /apis fails is a failed discovery', async (t) => {
     }),
   );
 });
+
+/** The same cluster as aggregated discovery (APIGroupDiscoveryList at /api and /apis), as 1.30+ answers it. */
+function aggregatedDocs(): Record<string, unknown> {
+  const group = (name: string, versions: string[]) => ({
+    metadata: name === '' ? {} : { name }, // as the API server sends it: an empty name is left out
+    versions: versions.map((version) => {
+      const list = docs[name === '' ? `/api/${version}` : `/apis/${name}/${version}`] as
+        { resources: Array<{ name: string; kind: string; namespaced: boolean }> } | undefined;
+      if (!list) return { version, resources: [], freshness: 'Stale' };
+      return {
+        version,
+        freshness: 'Current',
+        resources: list.resources
+          .filter((r) => !r.name.includes('/'))
+          .map((r) => ({
+            resource: r.name,
+            responseKind: { group: name, version, kind: r.kind },
+            scope: r.namespaced ? 'Namespaced' : 'Cluster',
+            verbs: ['get', 'list'],
+          })),
+      };
+    }),
+  });
+  const apis = docs['/apis'] as {
+    groups: Array<{ name: string; versions: Array<{ version: string }>; preferredVersion: { version: string } }>;
+  };
+  return {
+    '/api': { kind: 'APIGroupDiscoveryList', items: [group('', ['v1'])] },
+    '/apis': {
+      kind: 'APIGroupDiscoveryList',
+      items: apis.groups.map((g) =>
+        group(g.name, [
+          g.preferredVersion.version,
+          ...g.versions.map((v) => v.version).filter((v) => v !== g.preferredVersion.version),
+        ]),
+      ),
+    },
+  };
+}
+
+t.test('aggregated discovery: two documents, the same answers', async (t) => {
+  const aggregated = aggregatedDocs();
+  const asked: string[] = [];
+  const { index, failed } = await loadDiscovery(async (path, accept) => {
+    asked.push(path);
+    t.match(accept, /g=apidiscovery\.k8s\.io;v=v2;as=APIGroupDiscoveryList/, 'asks for the aggregated form');
+    return aggregated[path];
+  });
+  t.same(asked.sort(), ['/api', '/apis'], 'no request per group-version');
+  t.same(failed, ['metrics.k8s.io/v1beta1'], 'a stale group-version is reported, not fatal');
+  t.match(index.resolve('deployments'), { group: 'apps', version: 'v1', kind: 'Deployment' });
+  t.match(index.resolve('events'), { group: '', version: 'v1' }, 'core wins over events.k8s.io');
+  t.match(index.resolve('widgets'), { group: 'example.com', version: 'v2' }, 'the preferred version');
+  t.match(index.resolve('cronjobs'), { group: 'batch', version: 'v1beta1' }, 'only in a non-preferred version');
+  t.match(index.resolve('gadgets.example.com'), { group: 'example.com', namespaced: false });
+  t.equal(index.resolve('pods/log'), undefined, 'subresources are not resources');
+});
+
+t.test('clusters that answer the same aggregated discovery share one snapshot', async (t) => {
+  const aggregated = aggregatedDocs();
+  const asText = (docs: Record<string, unknown>) => async (path: string) => JSON.stringify(docs[path]);
+  const first = await loadDiscovery(asText(aggregated));
+  const second = await loadDiscovery(asText(aggregated));
+  t.equal(second, first, 'the same bytes: the same snapshot, not parsed again');
+  const withCrd = structuredClone(aggregated) as { '/apis': { items: Array<{ metadata: { name: string } }> } };
+  withCrd['/apis'].items[0].metadata.name = 'other.example.com';
+  const third = await loadDiscovery(asText(withCrd));
+  t.not(third, first, 'other bytes: a snapshot of their own');
+  t.match(third.index.resolve('widgets.other.example.com') ?? third.index.resolve('deployments.other.example.com'), {
+    group: 'other.example.com',
+  });
+});

@@ -1,0 +1,201 @@
+// Who is in the fleet: each replica holds a Lease of its own in the install namespace (labelled
+// kiteline.io/replica, its internal address in an annotation) and renews it every RENEW_MS; every
+// replica lists those Leases every LIST_MS and counts as live the ones renewed within their
+// duration, measured on its own clock (as the leader election does: clock skew does not matter;
+// only a Lease first seen with a renewTime far in the past is taken as dead at once).
+// A replica that stops deletes its Lease, so the others see it gone at their next list; one that
+// dies is gone once its Lease has not moved for LEASE_SECONDS. clusters/fleet.ts decides from
+// these members which replica holds which cluster.
+import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import * as k8s from '@kubernetes/client-node';
+import type { Logger } from '../log.js';
+import { describeApiError, isAlreadyExists, isNotFound, isStale } from './host-errors.js';
+import { hostApiClient } from './kube.js';
+import { MANAGED_BY, MANAGED_BY_LABEL } from './resources.js';
+
+export const REPLICA_LABEL = 'kiteline.io/replica';
+export const ADDRESS_ANNOTATION = 'kiteline.io/internal-address';
+/** A Lease not renewed for this long is a replica gone. */
+export const LEASE_SECONDS = 6;
+const RENEW_MS = 2_000;
+const LIST_MS = 1_000;
+/** Clocks of two replicas differ by less than this (a Lease's renewTime is the writer's clock). */
+const MAX_CLOCK_SKEW_MS = 30_000;
+/** A dead replica's Lease is deleted this long after it expired. */
+const FORGET_DEAD_MS = 60_000;
+
+export interface Replica {
+  /** The replica's identity (its Lease's holder): unique per process. */
+  identity: string;
+  /** Where its internal hop listens, e.g. http://10.0.0.7:8080. */
+  address: string;
+}
+
+interface LeaseObject {
+  metadata: {
+    name: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: { holderIdentity?: string | null; leaseDurationSeconds?: number; renewTime?: string | null };
+}
+
+const microTime = (date = new Date()) => date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+
+/** The Lease name of a replica: its identity hashed to a valid name. */
+function leaseName(identity: string): string {
+  return `kiteline-replica-${createHash('sha256').update(identity).digest('hex').slice(0, 16)}`;
+}
+
+/** Emits 'change' (Replica[]) whenever the set of live replicas changes. */
+export class ReplicaLeases extends EventEmitter {
+  private readonly api: k8s.CustomObjectsApi;
+  private readonly log: Logger;
+  private readonly name: string;
+  private address = '';
+  private renewTimer: NodeJS.Timeout | undefined;
+  private listTimer: NodeJS.Timeout | undefined;
+  private running = false;
+  /** When (our clock) each Lease's resourceVersion last changed. */
+  private readonly seen = new Map<string, { resourceVersion: string; at: number }>();
+  private live: Replica[] = [];
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly namespace: string,
+    readonly identity: string,
+    log: Logger,
+  ) {
+    super();
+    this.api = hostApiClient(kc, k8s.CustomObjectsApi, log);
+    this.name = leaseName(identity);
+    this.log = log.child({ component: 'replicas', identity });
+  }
+
+  /** The live replicas as last listed, this one included once it has joined. */
+  members(): Replica[] {
+    return this.live;
+  }
+
+  /** Writes this replica's Lease and reads the others once; then keeps both current. */
+  async join(address: string): Promise<void> {
+    this.address = address;
+    this.running = true;
+    await this.renew().catch((err) => this.log.warn({ err: describeApiError(err) }, 'could not write replica lease'));
+    await this.list().catch((err) => this.log.warn({ err: describeApiError(err) }, 'could not list replicas'));
+    const renewLoop = () => {
+      this.renewTimer = setTimeout(() => {
+        void this.renew()
+          .catch((err) => this.log.warn({ err: describeApiError(err) }, 'replica lease renewal failed'))
+          .then(() => this.running && renewLoop());
+      }, RENEW_MS);
+      this.renewTimer.unref();
+    };
+    const listLoop = () => {
+      this.listTimer = setTimeout(() => {
+        void this.list()
+          .catch((err) => this.log.warn({ err: describeApiError(err) }, 'could not list replicas'))
+          .then(() => this.running && listLoop());
+      }, LIST_MS);
+      this.listTimer.unref();
+    };
+    renewLoop();
+    listLoop();
+  }
+
+  /** Deletes this replica's Lease: the others take its clusters at their next list. */
+  async leave(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    clearTimeout(this.renewTimer);
+    clearTimeout(this.listTimer);
+    try {
+      await this.api.deleteNamespacedCustomObject({ ...this.path(), name: this.name });
+    } catch (err) {
+      if (!isNotFound(err)) this.log.warn({ err: describeApiError(err) }, 'could not delete replica lease');
+    }
+  }
+
+  private path() {
+    return { group: 'coordination.k8s.io', version: 'v1', namespace: this.namespace, plural: 'leases' };
+  }
+
+  private body(resourceVersion?: string): LeaseObject & { apiVersion: string; kind: string } {
+    return {
+      apiVersion: 'coordination.k8s.io/v1',
+      kind: 'Lease',
+      metadata: {
+        name: this.name,
+        ...(resourceVersion ? { resourceVersion } : {}),
+        labels: { [REPLICA_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY },
+        annotations: { [ADDRESS_ANNOTATION]: this.address },
+      },
+      spec: { holderIdentity: this.identity, leaseDurationSeconds: LEASE_SECONDS, renewTime: microTime() },
+    };
+  }
+
+  private async renew(): Promise<void> {
+    if (!this.running) return;
+    let current: LeaseObject | undefined;
+    try {
+      current = (await this.api.getNamespacedCustomObject({ ...this.path(), name: this.name })) as LeaseObject;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    try {
+      if (!current) await this.api.createNamespacedCustomObject({ ...this.path(), body: this.body() });
+      else
+        await this.api.replaceNamespacedCustomObject({
+          ...this.path(),
+          name: this.name,
+          body: this.body(current.metadata.resourceVersion),
+        });
+    } catch (err) {
+      if (!isAlreadyExists(err) && !isStale(err)) throw err; // a race with ourselves: next renewal
+    }
+  }
+
+  private async list(): Promise<void> {
+    const answer = (await this.api.listNamespacedCustomObject({
+      ...this.path(),
+      labelSelector: `${REPLICA_LABEL}=true`,
+    })) as { items: LeaseObject[] };
+    if (!this.running) return;
+    const now = Date.now();
+    const live: Replica[] = [];
+    const names = new Set<string>();
+    for (const lease of answer.items) {
+      const { name, resourceVersion = '', annotations } = lease.metadata;
+      names.add(name);
+      const duration = (lease.spec?.leaseDurationSeconds ?? LEASE_SECONDS) * 1000;
+      const known = this.seen.get(name);
+      if (!known || known.resourceVersion !== resourceVersion) {
+        // First sight: a Lease renewed long ago by its own clock (beyond any plausible skew) is a
+        // replica that died, not one to wait LEASE_SECONDS for.
+        const renewed = Date.parse(lease.spec?.renewTime ?? '') || now;
+        const stale = !known && now - renewed > duration + MAX_CLOCK_SKEW_MS;
+        this.seen.set(name, { resourceVersion, at: stale ? renewed : now });
+      }
+      const at = this.seen.get(name)!.at;
+      const identity = lease.spec?.holderIdentity ?? '';
+      const address = annotations?.[ADDRESS_ANNOTATION] ?? '';
+      const mine = identity === this.identity;
+      if (mine || (identity && address && now - at <= duration)) {
+        live.push({ identity, address: mine ? this.address : address });
+      } else if (now - at > duration + FORGET_DEAD_MS) {
+        // A replica that died without deleting its Lease: any replica tidies it away.
+        this.api.deleteNamespacedCustomObject({ ...this.path(), name }).catch(() => undefined);
+      }
+    }
+    for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
+    if (!live.some((r) => r.identity === this.identity)) live.push({ identity: this.identity, address: this.address });
+    live.sort((a, b) => a.identity.localeCompare(b.identity));
+    const key = (list: Replica[]) => list.map((r) => `${r.identity}@${r.address}`).join(' ');
+    if (key(live) === key(this.live)) return;
+    this.log.info({ replicas: live.map((r) => r.identity) }, 'fleet membership changed');
+    this.live = live;
+    this.emit('change', live);
+  }
+}

@@ -1,0 +1,260 @@
+// The fleet (docs/fleet.md): three replicas on one install namespace share 300 clusters. Each holds
+// a warm connection for about a third of them, decided from the replicas' Leases with a stable
+// hash, and reaches the others through their holder's signed internal hop; a replica that joins
+// takes its share within seconds, and when one (a real `kiteline serve` process) is SIGKILLed
+// under load, its clusters are served by the survivors again within 10 s and no request fails
+// beyond those in flight. Statuses are written by each cluster's holder only. The hop refuses
+// anyone who is not a replica.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { clusterObjects } from '../bench/scale.js';
+import { WarmConnection } from '../src/clusters/connection.js';
+import { HOP_HEADER } from '../src/clusters/fleet.js';
+import { RemoteConnection } from '../src/clusters/remote-connection.js';
+import { login } from './helpers/auth-session.js';
+import {
+  kubectl,
+  kubectlInBackground,
+  TEST_DIR,
+  testControlPlane,
+  uniqueName,
+  type TestClusterName,
+} from './helpers/clusters.js';
+import { eventually } from './helpers/eventually.js';
+import { apiserverMetric, callWithin, sleep } from './helpers/faults.js';
+import { bootstrapAdmin, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import { call, spawnGatewayProcess, startGateway, type TestGateway } from './helpers/gateway.js';
+import { busyboxPod } from './helpers/workload-streams.js';
+
+const host = await testControlPlane('host');
+const namespace = uniqueName('kl-fleet');
+const CLUSTERS = 300;
+const FIRST_ID = 5000;
+const PLANES: TestClusterName[] = ['target-a', 'target-b', 'host'];
+const names = Array.from({ length: CLUSTERS }, (_, i) => `fleet-${String(i).padStart(3, '0')}`);
+const env = { KITELINE_PROBE_INTERVAL_MS: '2000' };
+
+/** A replica's gauge from its /metrics. */
+async function gauge(url: string, admin: Caller, name: string): Promise<number> {
+  const res = await callWithin(url, 'GET', '/metrics', { headers: admin.headers });
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(res.text)?.[1] ?? NaN);
+}
+
+/** How many of the clusters the admin API shows ready, through one replica. */
+async function readyCount(url: string, admin: Caller): Promise<number> {
+  const res = await callWithin(url, 'GET', '/api/v1/admin/clusters/', { headers: admin.headers }, 30_000);
+  const list = (Array.isArray(res.body) ? res.body : (res.body?.clusters ?? [])) as Array<{
+    name: string;
+    ready: boolean;
+  }>;
+  return list.filter((c) => c.name.startsWith('fleet-') && c.ready).length;
+}
+
+/** A GET through a replica of a ConfigMap list on one cluster: 200 when it was served. */
+async function served(url: string, admin: Caller, cluster: string): Promise<number> {
+  const res = await callWithin(url, 'GET', '/api/v1/namespaces', {
+    headers: { ...admin.headers, 'x-cluster-name': cluster },
+  });
+  return res.status;
+}
+
+const held = (gw: TestGateway) =>
+  names.filter((n) => gw.services.clusterManager.registry.get(n) instanceof WarmConnection);
+
+t.test('three replicas share 300 clusters and take over a dead one', async (t) => {
+  const a = await startGateway(t, { namespace, logName: 'fleet-a', env });
+  const admin = await bootstrapAdmin(a);
+  const objects = names.flatMap((name, i) =>
+    clusterObjects(namespace, name, testKubeconfig(PLANES[i % PLANES.length]), FIRST_ID + i),
+  );
+  const applied = kubectl(
+    host.kubeconfigPath,
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: objects }),
+  );
+  t.equal(applied.status, 0, `kubectl apply of ${CLUSTERS} Clusters: ${applied.stderr}`);
+  const child = await spawnGatewayProcess(t, {
+    kubeconfig: host.kubeconfigPath,
+    namespace,
+    logName: 'fleet-child',
+    env: { POD_NAME: 'fleet-child', ...env },
+  });
+  await eventually(
+    'two replicas holding all clusters',
+    async () => (await readyCount(a.url, admin)) === CLUSTERS,
+    60_000,
+    500,
+  );
+  const statusWritesBefore = await apiserverMetric(host, 'apiserver_request_total', {
+    resource: 'clusters',
+    subresource: 'status',
+  });
+
+  // A third replica joins: it takes about a third within seconds, from both others.
+  const heldBeforeJoin = held(a);
+  const joinedAt = Date.now();
+  // b also serves https, for kubectl's bearer token (the exec below).
+  const b = await startGateway(t, { namespace, logName: 'fleet-b', env: { ...env, KITELINE_TLS_PORT: '0' } });
+  const spread = await eventually(
+    'the third replica to take its share',
+    async () => {
+      const counts = [held(a).length, await gauge(child.url, admin, 'kiteline_fleet_held_clusters'), held(b).length];
+      return counts.every((c) => c >= CLUSTERS / 3 - 40 && c <= CLUSTERS / 3 + 40) &&
+        counts.reduce((x, y) => x + y, 0) === CLUSTERS
+        ? counts
+        : undefined;
+    },
+    20_000,
+    200,
+  );
+  t.pass(`held by a, the child and b: ${spread.join(', ')} (${Date.now() - joinedAt} ms after b started)`);
+  const moved = heldBeforeJoin.filter((n) => !held(a).includes(n));
+  t.ok(
+    moved.every((n) => held(b).includes(n)),
+    `the ${moved.length} clusters a gave up went to b, none to the child (a stable hash)`,
+  );
+  t.equal(await gauge(a.url, admin, 'kiteline_fleet_replicas'), 3, 'a sees three replicas');
+  await eventually(
+    'all clusters ready after the move',
+    async () => (await readyCount(b.url, admin)) === CLUSTERS,
+    30_000,
+    500,
+  );
+
+  // A replica reaches a cluster it does not hold through the holder, with no connection of its own.
+  const notHeldByA = names.find((n) => !held(a).includes(n))!;
+  t.ok(a.services.clusterManager.registry.get(notHeldByA) instanceof RemoteConnection, 'a has a remote connection');
+  t.equal(await served(a.url, admin, notHeldByA), 200, `a serves ${notHeldByA} through its holder`);
+  const sample = names.filter((_, i) => i % 10 === 0);
+  const statuses = await Promise.all(sample.map((n) => served(a.url, admin, n)));
+  t.same(
+    statuses.filter((s) => s !== 200),
+    [],
+    `${sample.length} clusters served through a, held anywhere`,
+  );
+
+  // Each status is written by the cluster's holder: the third replica's arrival moved the
+  // holders, but did not make every replica write every status.
+  const statusWrites =
+    (await apiserverMetric(host, 'apiserver_request_total', { resource: 'clusters', subresource: 'status' })) -
+    statusWritesBefore;
+  t.ok(statusWrites < CLUSTERS, `${statusWrites} status writes while 300 clusters moved between replicas`);
+
+  // The hop is for replicas only.
+  const hopPath = `/internal/fleet/${notHeldByA}/k8s/api/v1/namespaces`;
+  for (const [what, headers] of [
+    ['no signature', {}],
+    ['the admin key', admin.headers],
+    ['a forged signature', { [HOP_HEADER]: `${Buffer.from('x').toString('base64url')}.${Date.now() + 10_000}.AAAA` }],
+    [
+      'a signature for another path',
+      { [HOP_HEADER]: a.services.clusterManager.fleet.sign('GET', '/internal/fleet/x/k8s/api') },
+    ],
+  ] as const) {
+    const res = await call(a.url, 'GET', hopPath, { headers });
+    t.equal(res.status, 401, `the hop refuses ${what}`);
+  }
+
+  // Kill the child under load: its clusters are served by a and b within 10 s.
+  const childClusters = names.filter((n) => !held(a).includes(n) && !held(b).includes(n));
+  t.ok(childClusters.length > 50, `the child holds ${childClusters.length} clusters`);
+  let running = true;
+  const results: Array<{ at: number; status: number; cluster: string; text: string }> = [];
+  const worker = async (gw: TestGateway, offset: number) => {
+    for (let i = offset; running; i += 7) {
+      const cluster = childClusters[i % childClusters.length];
+      const res = await callWithin(gw.url, 'GET', '/api/v1/namespaces', {
+        headers: { ...admin.headers, 'x-cluster-name': cluster },
+      });
+      results.push({
+        at: Date.now(),
+        status: res.status,
+        cluster,
+        text: res.status === 200 ? '' : res.text.slice(0, 300),
+      });
+    }
+  };
+  const workers = [0, 1, 2, 3].map((i) => worker(i % 2 === 0 ? a : b, i));
+  await sleep(1000);
+  const killedAt = Date.now();
+  process.kill(child.pid, 'SIGKILL');
+  await child.exited;
+  const takenOver = await eventually(
+    "the survivors to hold the dead replica's clusters",
+    () => (held(a).length + held(b).length === CLUSTERS ? Date.now() : undefined),
+    20_000,
+    100,
+  );
+  t.ok(takenOver - killedAt <= 10_000, `the survivors hold all clusters ${takenOver - killedAt} ms after the kill`);
+  const everyOne = await Promise.all(childClusters.map((n) => served(b.url, admin, n)));
+  const servedAgainAt = Date.now();
+  running = false;
+  await Promise.all(workers);
+  t.same(
+    everyOne.filter((s) => s !== 200),
+    [],
+    `all ${childClusters.length} clusters of the dead one served again ${servedAgainAt - killedAt} ms after the kill`,
+  );
+  const failed = results.filter((r) => r.status !== 200);
+  t.ok(results.length > 20, `${results.length} requests to the dead replica's clusters during the kill`);
+  t.ok(failed.length <= workers.length, `${failed.length} failed: at most those in flight at the kill`, {
+    failed: failed.map((r) => ({ ...r, at: r.at - killedAt })),
+  });
+  await eventually(
+    'all clusters ready on the survivors',
+    async () => (await readyCount(a.url, admin)) === CLUSTERS,
+    30_000,
+    500,
+  );
+  t.equal(await gauge(b.url, admin, 'kiteline_fleet_replicas'), 2, 'b sees two replicas');
+
+  // exec through a replica that does not hold the cluster: the upgrade goes through the hop.
+  const onNode = names.find((n, i) => PLANES[i % PLANES.length] === 'target-a' && held(a).includes(n))!;
+  const podNamespace = uniqueName('fleet-exec');
+  const targetAdmin = join(TEST_DIR, 'target-a', 'kubeconfig');
+  t.teardown(() => kubectl(targetAdmin, ['delete', 'namespace', podNamespace, '--wait=false']));
+  const created = await kubectlInBackground(targetAdmin, ['create', 'namespace', podNamespace]);
+  t.equal(created.status, 0, 'a namespace for the pod');
+  const pod = await kubectlInBackground(
+    targetAdmin,
+    ['-n', podNamespace, 'apply', '-f', '-'],
+    JSON.stringify(busyboxPod('sleeper', {}, ['sleep', '3600'])),
+  );
+  t.equal(pod.status, 0, `a pod on target-a: ${pod.stderr}`);
+  const cookie = await login(b.url, 'admin', 'correct-horse-battery');
+  const kubeconfig = await call(b.url, 'POST', '/api/v1/kubeconfig', { headers: { cookie } });
+  t.equal(kubeconfig.status, 200, 'a kubeconfig from b');
+  const kubeconfigPath = join(TEST_DIR, `${uniqueName('fleet')}.kubeconfig`);
+  writeFileSync(kubeconfigPath, kubeconfig.text);
+  await eventually(
+    'the pod to run',
+    async () =>
+      (
+        await kubectlInBackground(targetAdmin, [
+          '-n',
+          podNamespace,
+          'get',
+          'pod',
+          'sleeper',
+          '-o',
+          'jsonpath={.status.phase}',
+        ])
+      ).stdout === 'Running',
+    60_000,
+    500,
+  );
+  t.ok(b.services.clusterManager.registry.get(onNode) instanceof RemoteConnection, `b does not hold ${onNode}`);
+  const exec = await kubectlInBackground(kubeconfigPath, [
+    '--context',
+    onNode,
+    '-n',
+    podNamespace,
+    'exec',
+    'sleeper',
+    '--',
+    'echo',
+    'through-the-hop',
+  ]);
+  t.equal(exec.stdout.trim(), 'through-the-hop', `kubectl exec through b, held by a: ${exec.stderr}`);
+});
