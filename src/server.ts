@@ -185,6 +185,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     close,
     async drainAndClose(delayMs) {
       draining = true;
+      // The others take this replica's clusters first, so no hop to it is cut when it closes.
+      await clusterManager.leaveFleet();
       await new Promise((resolve) => setTimeout(resolve, delayMs));
       await close();
     },

@@ -187,12 +187,12 @@ const configMapUpdates = () =>
   });
 
 /** Transactions the target's API server needed for `count` concurrent merge patches of the object. */
-async function transactionsFor(base: string, count: number): Promise<number> {
+async function transactionsFor(base: string, count: number, headers = H): Promise<number> {
   const before = await configMapUpdates();
   const answers = await Promise.all(
     Array.from({ length: count }, (_, i) =>
       call(base, 'PATCH', `${OBJECT}?patchType=merge`, {
-        headers: H,
+        headers,
         body: { data: { storm: `${base}-${i}-${Date.now()}` } },
       }),
     ),
@@ -207,9 +207,9 @@ const configMapGets = () =>
   apiserverMetric(targetCp, 'apiserver_request_total', { verb: 'GET', resource: 'configmaps', scope: 'resource' });
 
 /** Reads the target's API server served for `count` concurrent GETs of the object. */
-async function readsFor(base: string, count: number): Promise<number> {
+async function readsFor(base: string, count: number, headers = H): Promise<number> {
   const before = await configMapGets();
-  const answers = await Promise.all(Array.from({ length: count }, () => call(base, 'GET', OBJECT, { headers: H })));
+  const answers = await Promise.all(Array.from({ length: count }, () => call(base, 'GET', OBJECT, { headers })));
   if (answers.some((a) => a.status !== 200)) throw new Error(`a GET failed: ${answers.map((a) => a.status).join(',')}`);
   return (await configMapGets()) - before;
 }
@@ -217,16 +217,20 @@ async function readsFor(base: string, count: number): Promise<number> {
 t.test(
   'with coalescing, write turns and the read cache off (a second gateway) every GET is its own read, and writes storm',
   async (t) => {
+    // An install of its own: a replica of gw's would hand its requests to the cluster's holder
+    // (docs/fleet.md), whose coalescing and turns are on.
     const plain = await startGateway(t, {
-      namespace: gw.namespace,
       logName: 'hot-objects-plain',
       env: { KITELINE_COALESCE_READS: 'false', KITELINE_WRITE_TURNS: 'false', KITELINE_READ_CACHE: 'false' },
     });
+    const plainAdmin = await bootstrapAdmin(plain);
+    await addReadyCluster(plain, plainAdmin, { name: CLUSTER, config: testKubeconfig('target-a'), isDefault: true });
+    const PH = { ...plainAdmin.headers, 'x-cluster-name': CLUSTER };
     t.equal(plain.config.coalesceReads, false);
     t.equal(plain.config.writeTurns, false);
     await eventually(
       'the cluster to be ready on the second gateway',
-      async () => (await call(plain.url, 'GET', OBJECT, { headers: H })).status === 200,
+      async () => (await call(plain.url, 'GET', OBJECT, { headers: PH })).status === 200,
       60_000,
       200,
     );
@@ -235,7 +239,7 @@ t.test(
     // stale watch-cache copy (one retry); without, concurrent patches conflict and retry in a storm.
     // The target's own request counter (other test files may add a few GETs meanwhile).
     const shared = await readsFor(gw.url, 40);
-    const unshared = await readsFor(plain.url, 40);
+    const unshared = await readsFor(plain.url, 40, PH);
     t.ok(shared <= 30, `with coalescing, 40 concurrent GETs cost the target ${shared} reads`);
     t.ok(unshared >= 40, `without it, ${unshared} reads: one per GET`);
 
@@ -244,13 +248,16 @@ t.test(
     // Whether concurrent patches meet inside the API server depends on how the machine schedules
     // them (a busy machine can serialize a burst): a storm must show in one of up to five bursts.
     let withoutTurns = 0;
-    for (let burst = 1; burst <= 5 && withoutTurns <= 24; burst++) withoutTurns = await transactionsFor(plain.url, 24);
+    for (let burst = 1; burst <= 5 && withoutTurns <= 24; burst++)
+      withoutTurns = await transactionsFor(plain.url, 24, PH);
     t.ok(
       withoutTurns > 24,
       `without them 24 patches took ${withoutTurns} transactions: the conflict storm the turns avoid`,
     );
 
-    const answers = await Promise.all(Array.from({ length: 40 }, () => call(plain.url, 'GET', OBJECT, { headers: H })));
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, () => call(plain.url, 'GET', OBJECT, { headers: PH })),
+    );
     t.same(
       answers.map((a) => a.status),
       Array(40).fill(200),

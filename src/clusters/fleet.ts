@@ -19,6 +19,8 @@ export const HOP_HEADER = 'x-kiteline-hop';
 export const HOP_PREFIX = '/internal/fleet/';
 /** A signature is good for this long (it names the method and path it was made for). */
 const HOP_VALID_MS = 60_000;
+/** How long requests in flight to a replica that left may go on (a watch then ends; its client watches again). */
+const DEPARTED_POOL_GRACE_MS = 30_000;
 /** A peer whose hop refused a connection is passed over for this long, unless its Lease moves first. */
 const SUSPECT_MS = LEASE_SECONDS * 1000 + 2_000;
 
@@ -35,8 +37,10 @@ export class Fleet extends EventEmitter {
       const addresses = new Set(members.map((m) => m.address));
       for (const [address, pool] of this.pools) {
         if (addresses.has(address)) continue;
+        // A replica that left: its requests in flight finish (it serves them while it stops).
         this.pools.delete(address);
-        void pool.destroy().catch(() => undefined);
+        void pool.close().catch(() => undefined);
+        setTimeout(() => void pool.destroy().catch(() => undefined), DEPARTED_POOL_GRACE_MS).unref();
       }
       for (const identity of this.suspects.keys())
         if (!members.some((m) => m.identity === identity)) this.suspects.delete(identity);

@@ -184,8 +184,7 @@ export class ClusterManager implements ClusterConnections {
    */
   async leaveFleet(): Promise<void> {
     const others = this.replicas.members().some((m) => m.identity !== this.replicas.identity);
-    await this.replicas.leave();
-    if (others) await new Promise((resolve) => setTimeout(resolve, FLEET_HANDOVER_MS));
+    if ((await this.replicas.leave()) && others) await new Promise((resolve) => setTimeout(resolve, FLEET_HANDOVER_MS));
   }
 
   async stop(): Promise<void> {

@@ -105,9 +105,9 @@ export class ReplicaLeases extends EventEmitter {
     listLoop();
   }
 
-  /** Deletes this replica's Lease: the others take its clusters at their next list. */
-  async leave(): Promise<void> {
-    if (!this.running) return;
+  /** Deletes this replica's Lease: the others take its clusters at their next list. False when it had left already. */
+  async leave(): Promise<boolean> {
+    if (!this.running) return false;
     this.running = false;
     clearTimeout(this.renewTimer);
     clearTimeout(this.listTimer);
@@ -116,6 +116,7 @@ export class ReplicaLeases extends EventEmitter {
     } catch (err) {
       if (!isNotFound(err)) this.log.warn({ err: describeApiError(err) }, 'could not delete replica lease');
     }
+    return true;
   }
 
   private path() {
