@@ -86,6 +86,18 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
     60_000,
     500,
   );
+
+  // Two replicas share them (a may have held all of them until it saw the child's Lease).
+  await eventually(
+    'a and the child to hold about half each',
+    async () => {
+      const [mine, theirs] = [held(a).length, await gauge(child.url, admin, 'kiteline_fleet_held_clusters')];
+      return mine + theirs === CLUSTERS && Math.abs(mine - theirs) < CLUSTERS / 3 ? true : undefined;
+    },
+    20_000,
+    200,
+  );
+
   const statusWritesBefore = await apiserverMetric(host, 'apiserver_request_total', {
     resource: 'clusters',
     subresource: 'status',
