@@ -105,7 +105,7 @@ function isWatch(path: string): boolean {
 const RETIRE_GRACE_MS = 30_000;
 
 /** Least time between two probes that requests for a not-ready cluster trigger. */
-const DEMAND_PROBE_SPACING_MS = 1000;
+export const DEMAND_PROBE_SPACING_MS = 1000;
 
 /**
  * How much longer than the connect timeout a caller waits for a first probe: the time its

@@ -137,17 +137,9 @@ export class ClusterManager implements ClusterConnections {
     fingerprint: string | undefined,
     waitMs: number,
   ): Promise<WarmConnection | undefined> {
-    const deadline = Date.now() + waitMs;
-    for (;;) {
-      const conn = this.registry.forObject(objectName);
-      if (
-        conn instanceof WarmConnection &&
-        (fingerprint === undefined || this.reconciler.fingerprintOf(objectName) === fingerprint)
-      )
-        return conn;
-      if (Date.now() >= deadline) return undefined;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    const held = (conn: RegisteredConnection) => conn instanceof WarmConnection;
+    const conn = await this.reconciler.connectionFor(objectName, fingerprint, waitMs, held);
+    return conn instanceof WarmConnection ? conn : undefined;
   }
 
   /** A hop's sender could not reach these replicas: pass them over here too (fleet.ts suspect). */

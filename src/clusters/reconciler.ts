@@ -256,17 +256,18 @@ export class ClusterReconciler {
 
   /**
    * This replica's connection of an object once it is built from `fingerprint` (any connection when
-   * undefined), as soon as the watch events that bring it have been synced; undefined when that
-   * has not happened within `timeoutMs`.
+   * undefined) and is one `wanted` takes, as soon as the sync that builds it has run; undefined
+   * when that has not happened within `timeoutMs`.
    */
   async connectionFor(
     objectName: string,
     fingerprint: string | undefined,
     timeoutMs: number,
+    wanted: (conn: RegisteredConnection) => boolean = () => true,
   ): Promise<RegisteredConnection | undefined> {
     const current = () => {
       const conn = this.registry.forObject(objectName);
-      return conn && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint)
+      return conn && wanted(conn) && (fingerprint === undefined || this.fingerprints.get(objectName) === fingerprint)
         ? conn
         : undefined;
     };
@@ -298,18 +299,7 @@ export class ClusterReconciler {
     previous: RemoteConnection,
   ): Promise<RegisteredConnection | undefined> {
     this.sync(objectName);
-    const deadline = Date.now() + this.config.upstreamConnectTimeoutMs;
-    while (Date.now() < deadline && !this.stopped) {
-      const conn = this.registry.forObject(objectName);
-      if (conn && conn !== previous) return conn;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    return undefined;
-  }
-
-  /** The fingerprint of an object's current connection (what it was built from). */
-  fingerprintOf(objectName: string): string | undefined {
-    return this.fingerprints.get(objectName);
+    return this.connectionFor(objectName, undefined, this.config.upstreamConnectTimeoutMs, (c) => c !== previous);
   }
 
   private reconcile(objectName: string): void {

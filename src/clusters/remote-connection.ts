@@ -11,11 +11,11 @@
 import { lookup } from 'node:dns';
 import { Readable } from 'node:stream';
 import type { Pool } from 'undici';
-import { abortError, BadGatewayError, HttpError, TooManyRequestsError } from '../errors.js';
+import { abortError, BadGatewayError, HttpError } from '../errors.js';
 import type { ClusterStatus } from '../host/resources.js';
 import type { Replica } from '../host/replicas.js';
 import { CallerLimits, type CallerLimitOptions } from './caller-limits.js';
-import { ConnectionOfCluster, type ConnectionMeta, type Health } from './connection.js';
+import { ConnectionOfCluster, DEMAND_PROBE_SPACING_MS, type ConnectionMeta, type Health } from './connection.js';
 import { HOP_HEADER, HOP_PREFIX, type Fleet } from './fleet.js';
 import { openUpgrade, type UpgradeAnswer, type UpgradeRequest } from './upgrade.js';
 import type {
@@ -49,7 +49,6 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** How long a resolved resource is reused before the holder is asked again. */
 const RESOLVED_TTL_MS = 60_000;
-const DEMAND_PROBE_SPACING_MS = 1000;
 
 export interface RemoteOptions {
   fleet: Fleet;
@@ -173,8 +172,7 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA && replayable) {
       // Another process listens at the holder's address (it restarted): the request did not run.
       await answer.body.dump();
-      this.fleet.suspect(this.holder.identity);
-      const moved = await this.replacement();
+      const moved = await this.successor();
       if (moved) return elsewhere(moved, body);
       throw new BadGatewayError(`cluster "${this.name}": the replica holding it is gone; retry`);
     }
@@ -187,6 +185,12 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     if (err.name === 'AbortError' || !unreachable(err)) return false;
     this.fleet.suspect(this.holder.identity);
     return true;
+  }
+
+  /** Another process answered at the holder's address (it restarted): the holder is gone; its successor. */
+  private successor(): Promise<ClusterConnection | undefined> {
+    this.fleet.suspect(this.holder.identity);
+    return this.replacement();
   }
 
   /** The connection that replaced this one (closed: the cluster moved; or its holder suspected), once there is one. */
@@ -251,8 +255,7 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     }
     if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA) {
       answer.socket.destroy();
-      this.fleet.suspect(this.holder.identity);
-      const moved = await this.replacement();
+      const moved = await this.successor();
       if (moved) return moved.upgrade(req);
     }
     return answer;
@@ -316,8 +319,7 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     }
     if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA) {
       await answer.body.dump();
-      this.fleet.suspect(this.holder.identity);
-      const next = await this.replacement();
+      const next = await this.successor();
       if (next) return elsewhere(next);
       throw new BadGatewayError(`cluster "${this.name}": the replica holding it is gone; retry`);
     }
@@ -364,7 +366,7 @@ async function keptBody(body: Readable, limit: number): Promise<Buffer | Readabl
   }
 }
 
-/** The error of an answer the hop made itself: a 429 stays a 429, the rest is the cluster's 502. */
+/** The error of an answer the hop made itself (it admits nothing, so never a 429): the cluster's 502. */
 async function hopError(
   answer: {
     statusCode: number;
@@ -379,7 +381,6 @@ async function hopError(
   } catch {
     /* not ours */
   }
-  if (answer.statusCode === 429) return new TooManyRequestsError(message || 'too many requests', 1);
   return new BadGatewayError(message || `cluster "${cluster}": the replica holding it answered ${answer.statusCode}`);
 }
 
