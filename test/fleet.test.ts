@@ -3,8 +3,9 @@
 // hash, and reaches the others through their holder's signed internal hop; a replica that joins
 // takes its share within seconds, and when one (a real `kiteline serve` process) is SIGKILLed
 // under load, its clusters are served by the survivors again within 10 s and no request fails
-// beyond those in flight. Statuses are written by each cluster's holder only. The hop refuses
-// anyone who is not a replica.
+// beyond those in flight; restarted at its address (as the kubelet restarts a container), it takes
+// its share back and no request fails once it is ready. Statuses are written by each cluster's
+// holder only. The hop refuses anyone who is not a replica.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
@@ -61,6 +62,39 @@ async function served(url: string, admin: Caller, cluster: string): Promise<numb
 
 const held = (gw: TestGateway) =>
   names.filter((n) => gw.services.clusterManager.registry.get(n) instanceof WarmConnection);
+
+interface Served {
+  /** When the request started. */
+  at: number;
+  status: number;
+  cluster: string;
+  text: string;
+}
+
+/** Two workers per gateway reading the given clusters in turn until stop(), which gives every answer. */
+function loadOn(gateways: Array<{ url: string }>, admin: Caller, clusters: string[]) {
+  let running = true;
+  const results: Served[] = [];
+  const worker = async (gw: { url: string }, offset: number) => {
+    for (let i = offset; running; i += 7) {
+      const cluster = clusters[i % clusters.length];
+      const at = Date.now();
+      const res = await callWithin(gw.url, 'GET', '/api/v1/namespaces', {
+        headers: { ...admin.headers, 'x-cluster-name': cluster },
+      });
+      results.push({ at, status: res.status, cluster, text: res.status === 200 ? '' : res.text.slice(0, 300) });
+    }
+  };
+  const workers = gateways.flatMap((gw, g) => [0, 1].map((i) => worker(gw, g * 2 + i)));
+  return {
+    workers: workers.length,
+    stop: async () => {
+      running = false;
+      await Promise.all(workers);
+      return results;
+    },
+  };
+}
 
 t.test('three replicas share 300 clusters and take over a dead one', async (t) => {
   const a = await startGateway(t, { namespace, logName: 'fleet-a', env });
@@ -171,23 +205,7 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
   // Kill the child under load: its clusters are served by a and b within 10 s.
   const childClusters = names.filter((n) => !held(a).includes(n) && !held(b).includes(n));
   t.ok(childClusters.length > 50, `the child holds ${childClusters.length} clusters`);
-  let running = true;
-  const results: Array<{ at: number; status: number; cluster: string; text: string }> = [];
-  const worker = async (gw: TestGateway, offset: number) => {
-    for (let i = offset; running; i += 7) {
-      const cluster = childClusters[i % childClusters.length];
-      const res = await callWithin(gw.url, 'GET', '/api/v1/namespaces', {
-        headers: { ...admin.headers, 'x-cluster-name': cluster },
-      });
-      results.push({
-        at: Date.now(),
-        status: res.status,
-        cluster,
-        text: res.status === 200 ? '' : res.text.slice(0, 300),
-      });
-    }
-  };
-  const workers = [0, 1, 2, 3].map((i) => worker(i % 2 === 0 ? a : b, i));
+  const load = loadOn([a, b], admin, childClusters);
   await sleep(1000);
   const killedAt = Date.now();
   process.kill(child.pid, 'SIGKILL');
@@ -201,8 +219,7 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
   t.ok(takenOver - killedAt <= 10_000, `the survivors hold all clusters ${takenOver - killedAt} ms after the kill`);
   const everyOne = await Promise.all(childClusters.map((n) => served(b.url, admin, n)));
   const servedAgainAt = Date.now();
-  running = false;
-  await Promise.all(workers);
+  const results = await load.stop();
   t.same(
     everyOne.filter((s) => s !== 200),
     [],
@@ -210,7 +227,7 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
   );
   const failed = results.filter((r) => r.status !== 200);
   t.ok(results.length > 20, `${results.length} requests to the dead replica's clusters during the kill`);
-  t.ok(failed.length <= workers.length, `${failed.length} failed: at most those in flight at the kill`, {
+  t.ok(failed.length <= load.workers, `${failed.length} failed: at most those in flight at the kill`, {
     failed: failed.map((r) => ({ ...r, at: r.at - killedAt })),
   });
   await eventually(
@@ -269,4 +286,76 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
     'through-the-hop',
   ]);
   t.equal(exec.stdout.trim(), 'through-the-hop', `kubectl exec through b, held by a: ${exec.stderr}`);
+
+  // A container the kubelet restarts: a new process at the address of one SIGKILLed a while before
+  // (past the survivors' suspicion of it), whose Lease is still there. The newcomer counts that
+  // Lease dead at once, as the others do (it names the newcomer's own address, which deletes it,
+  // and it was renewed long ago), so they agree on who holds what: once ready, nothing fails. The
+  // load goes through the survivors only (as an in-cluster client's kept-alive connections do):
+  // the newcomer's own requests would tell it the truth through its own hop.
+  const spawnSecond = (logName: string, port?: number) =>
+    spawnGatewayProcess(t, {
+      kubeconfig: host.kubeconfigPath,
+      namespace,
+      logName,
+      env: { POD_NAME: 'fleet-second', ...env },
+      port,
+    });
+  const sharedWith = async (third: { url: string }) => {
+    const counts = [held(a).length, await gauge(third.url, admin, 'kiteline_fleet_held_clusters'), held(b).length];
+    return counts.every((c) => c > CLUSTERS / 6) && counts.reduce((x, y) => x + y, 0) === CLUSTERS ? counts : undefined;
+  };
+  const second = await spawnSecond('fleet-second');
+  await eventually('three replicas to share the clusters again', () => sharedWith(second), 20_000, 200);
+  const survivorsLoad = loadOn([a, b], admin, names);
+  await sleep(500);
+  const secondKilledAt = Date.now();
+  process.kill(second.pid, 'SIGKILL');
+  await second.exited;
+  await sleep(10_000);
+  const restarted = await spawnSecond('fleet-restarted', Number(new URL(second.url).port));
+  const readyAt = await eventually(
+    'the restarted replica to be ready',
+    async () => ((await callWithin(restarted.url, 'GET', '/readyz', {})).status === 200 ? Date.now() : undefined),
+    30_000,
+    100,
+  );
+  const shared = await eventually('the restarted replica to take its share', () => sharedWith(restarted), 20_000, 200);
+  await sleep(8_000);
+  const answers = await survivorsLoad.stop();
+  const afterReady = answers.filter((r) => r.at >= readyAt);
+  t.ok(
+    afterReady.length > 50,
+    `${afterReady.length} requests once the restarted replica was ready; held ${shared.join(', ')}`,
+  );
+  t.same(
+    afterReady.filter((r) => r.status !== 200).map((r) => ({ ...r, at: r.at - readyAt })),
+    [],
+    'no failure once the restarted replica is ready',
+  );
+  t.ok(
+    answers.filter((r) => r.at < readyAt && r.status !== 200).length <= survivorsLoad.workers,
+    `before: at most the requests in flight at the kill failed (${readyAt - secondKilledAt} ms from kill to ready)`,
+  );
+  const port = new URL(restarted.url).port;
+  const leases = kubectl(host.kubeconfigPath, [
+    '-n',
+    namespace,
+    'get',
+    'leases',
+    '-l',
+    'kiteline.io/replica=true',
+    '-o',
+    'json',
+  ]);
+  const atPort = (
+    JSON.parse(leases.stdout) as { items: Array<{ metadata: { annotations?: Record<string, string> } }> }
+  ).items
+    .map((l) => l.metadata.annotations?.['kiteline.io/internal-address'] ?? '')
+    .filter((address) => address.endsWith(`:${port}`));
+  t.same(
+    atPort,
+    [`http://127.0.0.1:${port}`],
+    "one Lease names the restarted replica's address: its predecessor's was deleted",
+  );
 });

@@ -39,6 +39,12 @@ export const HOP_OPTION = {
 } as const;
 /** The hop's answer (HOP_ANSWER) when the replica it reached is not the one the sender meant. */
 export const NOT_THIS_REPLICA = 'not-this-replica';
+/**
+ * The hop's answer when the replica does not hold the cluster (it waited for a while to): the two
+ * saw different members (one had not yet listed a replica that joined or left). The request did
+ * not run; by then the sender has caught up if it was the one behind, and sends it where it now goes.
+ */
+export const NOT_HELD = 'not-held';
 /** Set on an answer the holder made itself (an error of the hop), not the cluster's. */
 export const HOP_ANSWER = 'x-kiteline-hop-answer';
 
@@ -169,14 +175,15 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
       }
       throw this.failure(e, req.signal, req.method);
     }
-    if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA && replayable) {
-      // Another process listens at the holder's address (it restarted): the request did not run.
-      await answer.body.dump();
-      const moved = await this.successor();
-      if (moved) return elsewhere(moved, body);
-      throw new BadGatewayError(`cluster "${this.name}": the replica holding it is gone; retry`);
+    if (answer.headers[HOP_ANSWER] !== undefined) {
+      // The request did not run when the holder is not there (another process at its address) or does not hold it.
+      const moved = replayable ? await this.instead(answer.headers[HOP_ANSWER]) : undefined;
+      if (moved) {
+        await answer.body.dump();
+        return elsewhere(moved, body);
+      }
+      throw await hopError(answer, this.name);
     }
-    if (answer.headers[HOP_ANSWER] !== undefined) throw await hopError(answer, this.name);
     return Object.assign(answer.body as Readable, { statusCode: answer.statusCode, headers: answer.headers });
   }
 
@@ -187,10 +194,17 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     return true;
   }
 
-  /** Another process answered at the holder's address (it restarted): the holder is gone; its successor. */
-  private successor(): Promise<ClusterConnection | undefined> {
-    this.fleet.suspect(this.holder.identity);
-    return this.replacement();
+  /**
+   * Where a request the hop answered without running goes instead: for NOT_THIS_REPLICA (another
+   * process answered at the holder's address: it restarted) the holder's successor; for NOT_HELD,
+   * the connection that replaced this one if this replica's members changed meanwhile.
+   */
+  private async instead(answer: string | string[] | undefined): Promise<ClusterConnection | undefined> {
+    if (answer === NOT_THIS_REPLICA) {
+      this.fleet.suspect(this.holder.identity);
+      return this.replacement();
+    }
+    return answer === NOT_HELD && this.closed ? this.replacement() : undefined;
   }
 
   /** The connection that replaced this one (closed: the cluster moved; or its holder suspected), once there is one. */
@@ -253,10 +267,12 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
       if (moved) return moved.upgrade(req);
       throw err;
     }
-    if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA) {
-      answer.socket.destroy();
-      const moved = await this.successor();
-      if (moved) return moved.upgrade(req);
+    if (answer.headers[HOP_ANSWER] !== undefined) {
+      const moved = await this.instead(answer.headers[HOP_ANSWER]);
+      if (moved) {
+        answer.socket.destroy();
+        return moved.upgrade(req);
+      }
     }
     return answer;
   }
@@ -317,11 +333,12 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
       if (next) return elsewhere(next);
       throw this.failure(err as Error, undefined);
     }
-    if (answer.headers[HOP_ANSWER] === NOT_THIS_REPLICA) {
-      await answer.body.dump();
-      const next = await this.successor();
-      if (next) return elsewhere(next);
-      throw new BadGatewayError(`cluster "${this.name}": the replica holding it is gone; retry`);
+    if (answer.headers[HOP_ANSWER] !== undefined) {
+      const next = await this.instead(answer.headers[HOP_ANSWER]);
+      if (next) {
+        await answer.body.dump();
+        return elsewhere(next);
+      }
     }
     if (answer.headers[HOP_ANSWER] !== undefined || answer.statusCode !== 200) throw await hopError(answer, this.name);
     return answer.body.json();

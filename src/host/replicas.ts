@@ -1,10 +1,12 @@
 // Who is in the fleet: each replica holds a Lease of its own in the install namespace (labelled
 // kiteline.io/replica, its internal address in an annotation) and renews it every RENEW_MS; every
 // replica lists those Leases every LIST_MS and counts as live the ones renewed within their
-// duration, measured on its own clock (as the leader election does: clock skew does not matter;
-// only a Lease first seen with a renewTime far in the past is taken as dead at once).
+// duration, measured on its own clock (as the leader election does), from when it saw the Lease
+// move; a Lease seen for the first time counts from its renewTime.
 // A replica that stops deletes its Lease, so the others see it gone at their next list; one that
-// dies is gone once its Lease has not moved for LEASE_SECONDS. clusters/fleet.ts decides from
+// dies is gone once its Lease has not moved for LEASE_SECONDS, or at once when a newer Lease names
+// its address (one process listens at an address: a container restarted in its pod, or a pod IP
+// taken by a new pod, is the successor there). clusters/fleet.ts decides from
 // these members which replica holds which cluster.
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
@@ -20,8 +22,6 @@ export const ADDRESS_ANNOTATION = 'kiteline.io/internal-address';
 export const LEASE_SECONDS = 6;
 const RENEW_MS = 2_000;
 const LIST_MS = 1_000;
-/** Clocks of two replicas differ by less than this (a Lease's renewTime is the writer's clock). */
-const MAX_CLOCK_SKEW_MS = 30_000;
 /** A dead replica's Lease is deleted this long after it expired. */
 const FORGET_DEAD_MS = 60_000;
 
@@ -36,10 +36,16 @@ interface LeaseObject {
   metadata: {
     name: string;
     resourceVersion?: string;
+    creationTimestamp?: string | Date;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
-  spec?: { holderIdentity?: string | null; leaseDurationSeconds?: number; renewTime?: string | null };
+  spec?: {
+    holderIdentity?: string | null;
+    leaseDurationSeconds?: number;
+    renewTime?: string | null;
+    acquireTime?: string | null;
+  };
 }
 
 const microTime = (date = new Date()) => date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
@@ -55,6 +61,8 @@ export class ReplicaLeases extends EventEmitter {
   private readonly log: Logger;
   private readonly name: string;
   private address = '';
+  /** When this replica joined (its Lease's acquireTime). */
+  private acquired = '';
   private renewTimer: NodeJS.Timeout | undefined;
   private listTimer: NodeJS.Timeout | undefined;
   private running = false;
@@ -82,6 +90,7 @@ export class ReplicaLeases extends EventEmitter {
   /** Writes this replica's Lease and reads the others once; then keeps both current. */
   async join(address: string): Promise<void> {
     this.address = address;
+    this.acquired = microTime();
     this.running = true;
     await this.renew().catch((err) => this.log.warn({ err: describeApiError(err) }, 'could not write replica lease'));
     await this.list().catch((err) => this.log.warn({ err: describeApiError(err) }, 'could not list replicas'));
@@ -119,6 +128,10 @@ export class ReplicaLeases extends EventEmitter {
     return true;
   }
 
+  private forget(name: string): void {
+    this.api.deleteNamespacedCustomObject({ ...this.path(), name }).catch(() => undefined);
+  }
+
   private path() {
     return { group: 'coordination.k8s.io', version: 'v1', namespace: this.namespace, plural: 'leases' };
   }
@@ -133,7 +146,12 @@ export class ReplicaLeases extends EventEmitter {
         labels: { [REPLICA_LABEL]: 'true', [MANAGED_BY_LABEL]: MANAGED_BY },
         annotations: { [ADDRESS_ANNOTATION]: this.address },
       },
-      spec: { holderIdentity: this.identity, leaseDurationSeconds: LEASE_SECONDS, renewTime: microTime() },
+      spec: {
+        holderIdentity: this.identity,
+        leaseDurationSeconds: LEASE_SECONDS,
+        acquireTime: this.acquired,
+        renewTime: microTime(),
+      },
     };
   }
 
@@ -165,7 +183,8 @@ export class ReplicaLeases extends EventEmitter {
     })) as { items: LeaseObject[] };
     if (!this.running) return;
     const now = Date.now();
-    const live: Replica[] = [];
+    /** Live by their renewals, and when each was acquired; then one per address. */
+    const renewing: Array<Replica & { since: number }> = [];
     const names = new Set<string>();
     for (const lease of answer.items) {
       const { name, resourceVersion = '', annotations } = lease.metadata;
@@ -173,24 +192,37 @@ export class ReplicaLeases extends EventEmitter {
       const duration = (lease.spec?.leaseDurationSeconds ?? LEASE_SECONDS) * 1000;
       const known = this.seen.get(name);
       if (!known || known.resourceVersion !== resourceVersion) {
-        // First sight: a Lease renewed long ago by its own clock (beyond any plausible skew) is a
-        // replica that died, not one to wait LEASE_SECONDS for.
+        // A Lease moved: renewed now. On first sight it was renewed at its renewTime (the writer's
+        // clock), so a replica that joins agrees at once with the others on one that died a moment
+        // before; a live one renews within RENEW_MS and counts from then, so only a clock behind
+        // this one's by more than LEASE_SECONDS - RENEW_MS makes it look dead, for one renewal.
         const renewed = Date.parse(lease.spec?.renewTime ?? '') || now;
-        const stale = !known && now - renewed > duration + MAX_CLOCK_SKEW_MS;
-        this.seen.set(name, { resourceVersion, at: stale ? renewed : now });
+        this.seen.set(name, { resourceVersion, at: known ? now : Math.min(now, renewed) });
       }
       const at = this.seen.get(name)!.at;
       const identity = lease.spec?.holderIdentity ?? '';
       const address = annotations?.[ADDRESS_ANNOTATION] ?? '';
       const mine = identity === this.identity;
-      if (mine || (identity && address && now - at <= duration)) {
-        live.push({ identity, address: mine ? this.address : address });
+      if (!mine && address === this.address) {
+        // A process at this replica's address before it (a container restarted in its pod): gone.
+        this.forget(name);
+      } else if (mine || (identity && address && now - at <= duration)) {
+        const since = Date.parse(lease.spec?.acquireTime ?? '') || Date.parse(String(lease.metadata.creationTimestamp));
+        renewing.push({ identity, address: mine ? this.address : address, since: since || 0 });
       } else if (now - at > duration + FORGET_DEAD_MS) {
         // A replica that died without deleting its Lease: any replica tidies it away.
-        this.api.deleteNamespacedCustomObject({ ...this.path(), name }).catch(() => undefined);
+        this.forget(name);
       }
     }
     for (const name of this.seen.keys()) if (!names.has(name)) this.seen.delete(name);
+    // One process listens at an address: of the Leases naming one, the last acquired is the live
+    // one (the others were processes before it there, e.g. a container the kubelet restarted).
+    const atAddress = new Map<string, Replica & { since: number }>();
+    for (const replica of renewing) {
+      const other = atAddress.get(replica.address);
+      if (!other || replica.since > other.since) atAddress.set(replica.address, replica);
+    }
+    const live: Replica[] = [...atAddress.values()].map(({ identity, address }) => ({ identity, address }));
     if (!live.some((r) => r.identity === this.identity)) live.push({ identity: this.identity, address: this.address });
     live.sort((a, b) => a.identity.localeCompare(b.identity));
     const key = (list: Replica[]) => list.map((r) => `${r.identity}@${r.address}`).join(' ');

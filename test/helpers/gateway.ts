@@ -74,9 +74,16 @@ export interface GatewayProcess {
  */
 export async function spawnGatewayProcess(
   t: Teardown,
-  options: { kubeconfig: string; namespace: string; logName: string; env?: Record<string, string> },
+  options: {
+    kubeconfig: string;
+    namespace: string;
+    logName: string;
+    env?: Record<string, string>;
+    /** The port to listen on (the port of a process it replaces: a container restarted in its pod). */
+    port?: number;
+  },
 ): Promise<GatewayProcess> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
   const out = openSync(join(TEST_DIR, 'logs', `${options.logName}.log`), 'a');
   const child = spawn(

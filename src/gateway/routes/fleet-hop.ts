@@ -13,7 +13,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HOP_HEADER, HOP_PREFIX } from '../../clusters/fleet.js';
-import { HOP_ANSWER, HOP_OPTION, NOT_THIS_REPLICA } from '../../clusters/remote-connection.js';
+import { HOP_ANSWER, HOP_OPTION, NOT_HELD, NOT_THIS_REPLICA } from '../../clusters/remote-connection.js';
 import type { WarmConnection } from '../../clusters/connection.js';
 import { BadRequestError, ServiceUnavailableError, UnauthorizedError } from '../../errors.js';
 import { toHttpError } from '../plugins/errors.js';
@@ -25,8 +25,22 @@ class NotThisReplicaError extends ServiceUnavailableError {
   }
 }
 
+/** This replica does not hold the cluster (after HOLD_WAIT_MS): the sender and it see different members. */
+class NotHeldError extends ServiceUnavailableError {
+  constructor(objectName: string) {
+    super(`cluster object "${objectName}" is not held by this replica`);
+  }
+}
+
+/** The HOP_ANSWER of an error: whether the request ran, and why not. */
+function hopAnswer(err: unknown): string {
+  return err instanceof NotThisReplicaError ? NOT_THIS_REPLICA : err instanceof NotHeldError ? NOT_HELD : '1';
+}
+
 /** The longest the hop waits for this replica to hold a cluster its sender says it holds. */
 const HOLD_WAIT_MS = 2_000;
+/** Then, when it does hold it, the longest it waits for its connection to be built. */
+const BUILD_WAIT_MS = 8_000;
 /** Headers that never cross the hop onto the cluster request. */
 const NOT_FORWARDED = new Set(['host', 'connection', 'keep-alive', 'transfer-encoding', 'authorization', 'cookie']);
 
@@ -64,8 +78,11 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
   }
 
   async function held(objectName: string, fingerprint?: string): Promise<WarmConnection> {
-    const conn = await clusterManager.heldConnection(objectName, fingerprint, HOLD_WAIT_MS);
-    if (!conn) throw new ServiceUnavailableError(`cluster object "${objectName}" is not held by this replica`);
+    let conn = await clusterManager.heldConnection(objectName, fingerprint, HOLD_WAIT_MS);
+    // This replica holds it but has not built its connection yet (it has just joined, with many to build).
+    if (!conn && fleet.holds(objectName))
+      conn = await clusterManager.heldConnection(objectName, fingerprint, BUILD_WAIT_MS);
+    if (!conn) throw new NotHeldError(objectName);
     return conn;
   }
 
@@ -78,7 +95,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
     if (!known) request.log.error({ err }, 'unhandled error on the internal hop');
     return reply
       .code(known?.status ?? 500)
-      .header(HOP_ANSWER, err instanceof NotThisReplicaError ? NOT_THIS_REPLICA : '1')
+      .header(HOP_ANSWER, hopAnswer(err))
       .type('application/json')
       .send({ error: known?.message ?? 'internal error', reason: known?.reason ?? 'InternalError' });
   });
@@ -171,9 +188,8 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
         error: known?.message ?? (err as Error).message,
         reason: known?.reason ?? 'BadGateway',
       });
-      const answer = err instanceof NotThisReplicaError ? NOT_THIS_REPLICA : '1';
       socket.end(
-        `HTTP/1.1 ${status} Hop\r\n${HOP_ANSWER}: ${answer}\r\ncontent-type: application/json\r\n` +
+        `HTTP/1.1 ${status} Hop\r\n${HOP_ANSWER}: ${hopAnswer(err)}\r\ncontent-type: application/json\r\n` +
           `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     }
