@@ -24,7 +24,14 @@ import {
 } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { apiserverMetric, callWithin, sleep } from './helpers/faults.js';
-import { bootstrapAdmin, testKubeconfig, type Caller } from './helpers/fixtures.js';
+import {
+  addReadyCluster,
+  apiKeyWithRoles,
+  bootstrapAdmin,
+  createRole,
+  testKubeconfig,
+  type Caller,
+} from './helpers/fixtures.js';
 import { call, spawnGatewayProcess, startGateway, type TestGateway } from './helpers/gateway.js';
 import { busyboxPod } from './helpers/workload-streams.js';
 
@@ -180,6 +187,60 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
     `${sample.length} clusters served through a, held anywhere`,
   );
 
+  // Impersonation crosses the hop intact, one Impersonate-Group line per group: a key whose access
+  // on the target comes only from a binding to its kiteline role's group reads through a replica
+  // that does not hold the cluster.
+  const impersonating = uniqueName('imp');
+  const impersonatingId = await addReadyCluster(a, admin, {
+    name: impersonating,
+    config: testKubeconfig('target-a'),
+    impersonate: true,
+  });
+  const roleName = uniqueName('hop-reader');
+  await createRole(a, admin, {
+    name: roleName,
+    clusters: ['*'],
+    namespaces: ['*'],
+    resources: ['*'],
+    verbs: ['get', 'list'],
+  });
+  const reader = await apiKeyWithRoles(a, admin, roleName, [roleName]);
+  const targetAdmin = join(TEST_DIR, 'target-a', 'kubeconfig');
+  t.teardown(() => kubectl(targetAdmin, ['delete', 'clusterrolebinding', roleName]));
+  const bound = kubectl(targetAdmin, [
+    'create',
+    'clusterrolebinding',
+    roleName,
+    '--clusterrole=view',
+    `--group=kiteline:role:${roleName}`,
+  ]);
+  t.equal(bound.status, 0, `view for the group kiteline:role:${roleName} on target-a: ${bound.stderr}`);
+  const [remote] = await eventually(
+    `a replica reaching ${impersonating} through its holder`,
+    () => {
+      const found = [a, b].filter(
+        (gw) => gw.services.clusterManager.registry.get(impersonating) instanceof RemoteConnection,
+      );
+      return found.length > 0 ? found : undefined;
+    },
+    10_000,
+    100,
+  );
+  const throughHop = await eventually(
+    'the group binding to take effect',
+    async () => {
+      const res = await callWithin(remote.url, 'GET', '/api/v1/configmaps/kube-system', {
+        headers: { ...reader.headers, 'x-cluster-name': impersonating },
+      });
+      return res.status === 403 ? undefined : res;
+    },
+    10_000,
+    200,
+  ).catch(() => undefined);
+  t.equal(throughHop?.status, 200, 'a read allowed by the group binding, through the hop');
+  const removed = await call(a.url, 'DELETE', `/api/v1/admin/clusters/${impersonatingId}`, { headers: admin.headers });
+  t.equal(removed.status, 200, 'the impersonating cluster removed (the counts below are of the 300)');
+
   // Each status is written by the cluster's holder: the third replica's arrival moved the
   // holders, but did not make every replica write every status.
   const statusWrites =
@@ -187,18 +248,34 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
     statusWritesBefore;
   t.ok(statusWrites < CLUSTERS, `${statusWrites} status writes while 300 clusters moved between replicas`);
 
-  // The hop is for replicas only.
-  const hopPath = `/internal/fleet/${notHeldByA}/k8s/api/v1/namespaces`;
+  // The hop is for replicas only, and a signature is good for one request: its path, its
+  // Impersonate-* headers, once (one seen on the network cannot be used again, nor as another user).
+  const fleetOfA = a.services.clusterManager.fleet;
+  const hopPath = `/internal/fleet/${held(a)[0]}/k8s/api/v1/namespaces`;
+  const asAlice = { 'impersonate-user': 'kiteline:alice', 'impersonate-group': ['kiteline:authenticated'] };
+  const signed = fleetOfA.sign('GET', hopPath, {});
+  const first = await call(a.url, 'GET', hopPath, { headers: { [HOP_HEADER]: signed } });
+  t.equal(first.status, 200, 'a signed hop request is served');
+  const forAlice = fleetOfA.sign('GET', hopPath, asAlice);
   for (const [what, headers] of [
     ['no signature', {}],
     ['the admin key', admin.headers],
-    ['a forged signature', { [HOP_HEADER]: `${Buffer.from('x').toString('base64url')}.${Date.now() + 10_000}.AAAA` }],
     [
-      'a signature for another path',
-      { [HOP_HEADER]: a.services.clusterManager.fleet.sign('GET', '/internal/fleet/x/k8s/api') },
+      'a forged signature',
+      { [HOP_HEADER]: `${Buffer.from('x').toString('base64url')}.bm9uY2U.${Date.now() + 10_000}.AAAA` },
+    ],
+    ['a signature for another path', { [HOP_HEADER]: fleetOfA.sign('GET', '/internal/fleet/x/k8s/api', {}) }],
+    ['a signature used a second time', { [HOP_HEADER]: signed }],
+    [
+      'a signature for one user sent as another',
+      { ...asAlice, 'impersonate-user': 'kiteline:mallory', [HOP_HEADER]: forAlice },
+    ],
+    [
+      'a signature for a user sent with a group added',
+      { ...asAlice, 'impersonate-group': ['kiteline:authenticated', 'kiteline:role:admin'], [HOP_HEADER]: forAlice },
     ],
   ] as const) {
-    const res = await call(a.url, 'GET', hopPath, { headers });
+    const res = await call(a.url, 'GET', hopPath, { headers: headers as Record<string, string> });
     t.equal(res.status, 401, `the hop refuses ${what}`);
   }
 
@@ -241,7 +318,6 @@ t.test('three replicas share 300 clusters and take over a dead one', async (t) =
   // exec through a replica that does not hold the cluster: the upgrade goes through the hop.
   const onNode = names.find((n, i) => PLANES[i % PLANES.length] === 'target-a' && held(a).includes(n))!;
   const podNamespace = uniqueName('fleet-exec');
-  const targetAdmin = join(TEST_DIR, 'target-a', 'kubeconfig');
   t.teardown(() => kubectl(targetAdmin, ['delete', 'namespace', podNamespace, '--wait=false']));
   const created = await kubectlInBackground(targetAdmin, ['create', 'namespace', podNamespace]);
   t.equal(created.status, 0, 'a namespace for the pod');

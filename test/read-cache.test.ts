@@ -6,7 +6,7 @@
 // older minor (target-b), and a cluster's caches stay within their bound (evictions counted).
 import t from 'tap';
 import { Agent, request } from 'undici';
-import { kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
+import { installWidgetCrd, kubectl, testControlPlane, uniqueName } from './helpers/clusters.js';
 import { eventually } from './helpers/eventually.js';
 import { addReadyCluster, apiKeyWithRoles, bootstrapAdmin, createRole, testKubeconfig } from './helpers/fixtures.js';
 import { call, startGateway } from './helpers/gateway.js';
@@ -141,6 +141,45 @@ t.test('hot lists and objects are answered from the cache on both doors, as the 
   t.equal(notFound.status, 404);
   t.equal(notFound.body.kind, 'Status', 'a Kubernetes Status, as kubectl expects it');
   t.equal(notFound.body.reason, 'NotFound');
+});
+
+t.test("a custom resource's list has the kind its CRD names (listKind), as the cluster's", async (t) => {
+  const group = `${uniqueName('lk')}.example.com`;
+  installWidgetCrd(t, target.kubeconfigPath, group, 'WidgetCollection');
+  const role = `${reader}-widgets`;
+  const rbac = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: role },
+      rules: [{ apiGroups: [group], resources: ['widgets'], verbs: ['get', 'list', 'watch'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: role },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: `kiteline:apikey:${reader}` }],
+    },
+    ...['w1', 'w2'].map((name) => ({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name, namespace: ns } })),
+  ];
+  t.teardown(() => kubectl(target.kubeconfigPath, ['delete', 'clusterrole,clusterrolebinding', role]));
+  const applied = kubectl(
+    target.kubeconfigPath,
+    ['apply', '-f', '-'],
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: rbac }),
+  );
+  t.equal(applied.status, 0, applied.stderr);
+  const path = `${PROXY}/apis/${group}/v1/namespaces/${ns}/widgets`;
+  await untilCached(path, key.headers);
+  const cached = await call(gw.url, 'GET', path, { headers: key.headers });
+  t.equal(cached.headers.get('x-kiteline-cache'), 'hit');
+  t.equal(cached.body.kind, 'WidgetCollection', "the list's kind is the CRD's listKind");
+  t.equal(cached.body.apiVersion, `${group}/v1`);
+  t.same(
+    cached.body.items.map((o: any) => o.metadata.name),
+    ['w1', 'w2'],
+  );
 });
 
 t.test('what the cache cannot honour goes to the cluster', async (t) => {

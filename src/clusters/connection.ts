@@ -76,6 +76,13 @@ export interface Health {
   error: string;
 }
 
+/** A request reached a connection that was retired or closed before it left: it never reached the cluster. */
+export class ConnectionClosedError extends BadGatewayError {
+  constructor(cluster: string) {
+    super(`cluster "${cluster}" connection was closed; retry`);
+  }
+}
+
 /** Smallest gap between two discovery refreshes of one cluster (misses wait for the next slot). */
 const DISCOVERY_MIN_INTERVAL_MS = 200;
 /** A full discovery refresh at least this often even without misses. */
@@ -300,7 +307,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
 
   /** One request on the given pool or connection, with the cluster's credentials. */
   private async send(dispatcher: Dispatcher, req: UpstreamRequest): Promise<UpstreamResponse> {
-    if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
+    if (this.closed) throw new ConnectionClosedError(this.name);
     const authorization = await this.target.authorization();
     const headers: Record<string, string | string[]> = {};
     const given = req.headers;
@@ -345,7 +352,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
    * and credentials.
    */
   async upgrade(req: UpgradeRequest): Promise<UpgradeAnswer> {
-    if (this.closed) throw new BadGatewayError(`cluster "${this.name}" connection was closed; retry`);
+    if (this.closed) throw new ConnectionClosedError(this.name);
     const authorization = await this.target.authorization();
     return openUpgrade(
       {
@@ -400,6 +407,8 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
   private requestError(err: Error & { code?: string }, signal: AbortSignal | undefined): Error {
     if (err instanceof HttpError) return err;
     if (signal?.aborted || err.name === 'AbortError') return abortError('the upstream request was aborted', err);
+    // Retired while the request waited (for credentials, for its turn): the closed pool refused it.
+    if (this.closed && err.code === 'UND_ERR_CLOSED') return new ConnectionClosedError(this.name);
     if (err.code === 'UND_ERR_CONNECT_TIMEOUT') {
       return new BadGatewayError(
         `cluster "${this.name}" did not accept a connection within ${this.connectTimeoutMs} ms`,
@@ -569,8 +578,8 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
     this.closed = true;
     this.endFirstProbe();
     clearTimeout(this.probeTimer);
-    this.control.destroy().catch(() => undefined);
-    const callers = [this.requestPool, this.longPool].filter((d): d is Pool => d !== undefined);
+    // Discovery reads in flight on the control client finish too.
+    const callers = [this.requestPool, this.longPool, this.control].filter((d): d is Pool | Client => d !== undefined);
     for (const dispatcher of callers) dispatcher.close().catch(() => undefined);
     const cut = setTimeout(() => {
       for (const dispatcher of callers) dispatcher.destroy().catch(() => undefined);

@@ -7,7 +7,7 @@
 // every replica derives from the shared session key.
 // A replica that cannot reach a peer's hop suspects it: it hands that peer's clusters to the next
 // in line (as every replica will once the peer's Lease expires) until the peer renews again.
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { Pool } from 'undici';
 import type { Replica, ReplicaLeases } from '../host/replicas.js';
@@ -30,6 +30,8 @@ export class Fleet extends EventEmitter {
   private readonly suspects = new Map<string, number>();
   private key: (() => Buffer) | undefined;
   private hopKey: { from: Buffer; key: Buffer } | undefined;
+  private readonly usedNonces = new Map<string, number>();
+  private noncesPrunedAt = 0;
 
   constructor(private readonly leases: ReplicaLeases) {
     super();
@@ -117,34 +119,77 @@ export class Fleet extends EventEmitter {
     return this.hopKey.key;
   }
 
-  /** The hop header for one request: who sends it, until when, and a MAC over method and path. */
-  sign(method: string, path: string): string {
+  /**
+   * The hop header for one request: who sends it, a nonce, until when, and a MAC over those, the
+   * method, the path and the headers that say as whom and how it runs (Impersonate-*, the hop's
+   * options). A header captured on the network is good for no other request, and only once.
+   */
+  sign(method: string, path: string, headers: Record<string, string | string[] | undefined>): string {
     const expires = Date.now() + HOP_VALID_MS;
     const sender = Buffer.from(this.identity).toString('base64url');
-    return `${sender}.${expires}.${this.mac(sender, expires, method, path)}`;
+    const nonce = randomBytes(12).toString('base64url');
+    return `${sender}.${nonce}.${expires}.${this.mac([sender, nonce, expires, method, path], headers)}`;
   }
 
-  /** Whether a hop header is good for this method and path (made by a replica, not expired). */
-  verify(header: string | string[] | undefined, method: string, path: string): boolean {
+  /** Whether a hop header is good for this request (made by a replica for it, not expired, not seen before). */
+  verify(
+    header: string | string[] | undefined,
+    method: string,
+    path: string,
+    headers: Record<string, string | string[] | undefined>,
+  ): boolean {
     if (typeof header !== 'string') return false;
-    const [sender, expiresText, mac] = header.split('.');
+    const [sender, nonce, expiresText, mac] = header.split('.');
     const expires = Number(expiresText);
-    if (!sender || !mac || !Number.isSafeInteger(expires)) return false;
+    if (!sender || !nonce || !mac || !Number.isSafeInteger(expires)) return false;
     const now = Date.now();
     if (expires < now || expires > now + 2 * HOP_VALID_MS) return false;
-    const expected = Buffer.from(this.mac(sender, expires, method, path));
+    const expected = Buffer.from(this.mac([sender, nonce, expires, method, path], headers));
     const given = Buffer.from(mac);
-    return given.length === expected.length && timingSafeEqual(given, expected);
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
+    return this.firstUse(nonce, expires);
   }
 
-  private mac(sender: string, expires: number, method: string, path: string): string {
-    return createHmac('sha256', this.derivedKey())
-      .update(`${sender}\n${expires}\n${method.toUpperCase()}\n${path}`)
-      .digest('base64url');
+  /** A signature's nonce is taken once; kept until the signature expires. */
+  private firstUse(nonce: string, expires: number): boolean {
+    if (this.usedNonces.has(nonce)) return false;
+    const now = Date.now();
+    if (now - this.noncesPrunedAt > 1_000) {
+      this.noncesPrunedAt = now;
+      for (const [seen, until] of this.usedNonces) if (until < now) this.usedNonces.delete(seen);
+    }
+    this.usedNonces.set(nonce, expires);
+    return true;
+  }
+
+  private mac(
+    [sender, nonce, expires, method, path]: [string, string, number, string, string],
+    headers: Record<string, string | string[] | undefined>,
+  ): string {
+    const hmac = createHmac('sha256', this.derivedKey()).update(
+      `${sender}\n${nonce}\n${expires}\n${method.toUpperCase()}\n${path}`,
+    );
+    for (const [name, values] of boundHeaders(headers)) hmac.update(`\n${name}:${values.join('\0')}`);
+    return hmac.digest('base64url');
   }
 
   close(): void {
     for (const pool of this.pools.values()) void pool.destroy().catch(() => undefined);
     this.pools.clear();
   }
+}
+
+/**
+ * The headers a hop's signature covers, by name: Impersonate-* (as whom the cluster request runs)
+ * and the hop's own options (how it runs, whom the sender suspects), each with all its values.
+ */
+function boundHeaders(headers: Record<string, string | string[] | undefined>): Array<[string, string[]]> {
+  const bound: Array<[string, string[]]> = [];
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (value === undefined || lower === HOP_HEADER) continue;
+    if (lower.startsWith('impersonate-') || lower.startsWith('x-kiteline-hop-'))
+      bound.push([lower, (Array.isArray(value) ? value : [value]).map(String)]);
+  }
+  return bound.sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
 }

@@ -40,9 +40,9 @@ export const HOP_OPTION = {
 /** The hop's answer (HOP_ANSWER) when the replica it reached is not the one the sender meant. */
 export const NOT_THIS_REPLICA = 'not-this-replica';
 /**
- * The hop's answer when the replica does not hold the cluster (it waited for a while to): the two
- * saw different members (one had not yet listed a replica that joined or left). The request did
- * not run; by then the sender has caught up if it was the one behind, and sends it where it now goes.
+ * The hop's answer when the replica does not hold the cluster (it waited for a while to, or it has
+ * just handed it on): the two saw different members (one had not yet listed a replica that joined
+ * or left). The request did not run; the sender sends it where it goes once its own view catches up.
  */
 export const NOT_HELD = 'not-held';
 /** Set on an answer the holder made itself (an error of the hop), not the cluster's. */
@@ -118,10 +118,10 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
 
   /** Adds the hop's signature and the replicas this one suspects. */
   private signed(headers: Record<string, string | string[]>, method: string, path: string) {
-    headers[HOP_HEADER] = this.fleet.sign(method, path);
     headers[HOP_OPTION.holder] = this.holder.identity;
     const suspects = this.fleet.suspected();
     if (suspects.length > 0) headers[HOP_OPTION.suspects] = suspects.join(',');
+    headers[HOP_HEADER] = this.fleet.sign(method, path, headers);
     return headers;
   }
 
@@ -177,8 +177,8 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     }
     if (answer.headers[HOP_ANSWER] !== undefined) {
       // The request did not run when the holder is not there (another process at its address) or does not hold it.
-      const moved = replayable ? await this.instead(answer.headers[HOP_ANSWER]) : undefined;
-      if (moved) {
+      const moved = await this.instead(answer.headers[HOP_ANSWER]);
+      if (moved && replayable) {
         await answer.body.dump();
         return elsewhere(moved, body);
       }
@@ -197,14 +197,15 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
   /**
    * Where a request the hop answered without running goes instead: for NOT_THIS_REPLICA (another
    * process answered at the holder's address: it restarted) the holder's successor; for NOT_HELD,
-   * the connection that replaced this one if this replica's members changed meanwhile.
+   * the connection that replaces this one once this replica's members change.
    */
   private async instead(answer: string | string[] | undefined): Promise<ClusterConnection | undefined> {
     if (answer === NOT_THIS_REPLICA) {
       this.fleet.suspect(this.holder.identity);
       return this.replacement();
     }
-    return answer === NOT_HELD && this.closed ? this.replacement() : undefined;
+    // NOT_HELD: this replica's members catch up with the holder's within a list (if they ever do).
+    return answer === NOT_HELD ? this.replacement() : undefined;
   }
 
   /** The connection that replaced this one (closed: the cluster moved; or its holder suspected), once there is one. */

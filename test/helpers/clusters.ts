@@ -98,10 +98,10 @@ export function kitelineCli(args: string[], env: NodeJS.ProcessEnv = process.env
 }
 
 /**
- * Installs a throwaway namespaced CRD `widgets.<group>` (kind Widget, any fields allowed) on a test
- * cluster, waits until it is established, and deletes it when the test ends.
+ * Installs a throwaway namespaced CRD `widgets.<group>` (kind Widget, any fields allowed, lists of
+ * kind `listKind`) on a test cluster, waits until it is established, and deletes it when the test ends.
  */
-export function installWidgetCrd(t: Test, kubeconfig: string, group: string): string {
+export function installWidgetCrd(t: Test, kubeconfig: string, group: string, listKind = 'WidgetList'): string {
   const name = `widgets.${group}`;
   const crd = {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -110,7 +110,7 @@ export function installWidgetCrd(t: Test, kubeconfig: string, group: string): st
     spec: {
       group,
       scope: 'Namespaced',
-      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+      names: { plural: 'widgets', singular: 'widget', kind: 'Widget', listKind },
       versions: [
         {
           name: 'v1',

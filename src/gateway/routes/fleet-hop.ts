@@ -14,7 +14,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HOP_HEADER, HOP_PREFIX } from '../../clusters/fleet.js';
 import { HOP_ANSWER, HOP_OPTION, NOT_HELD, NOT_THIS_REPLICA } from '../../clusters/remote-connection.js';
-import type { WarmConnection } from '../../clusters/connection.js';
+import { ConnectionClosedError, type WarmConnection } from '../../clusters/connection.js';
 import { BadRequestError, ServiceUnavailableError, UnauthorizedError } from '../../errors.js';
 import { toHttpError } from '../plugins/errors.js';
 
@@ -32,9 +32,13 @@ class NotHeldError extends ServiceUnavailableError {
   }
 }
 
-/** The HOP_ANSWER of an error: whether the request ran, and why not. */
+/**
+ * The HOP_ANSWER of an error: whether the request ran, and why not. A connection retired while the
+ * request was on its way to it (the cluster was just handed on) is one this replica no longer holds.
+ */
 function hopAnswer(err: unknown): string {
-  return err instanceof NotThisReplicaError ? NOT_THIS_REPLICA : err instanceof NotHeldError ? NOT_HELD : '1';
+  if (err instanceof NotThisReplicaError) return NOT_THIS_REPLICA;
+  return err instanceof NotHeldError || err instanceof ConnectionClosedError ? NOT_HELD : '1';
 }
 
 /** The longest the hop waits for this replica to hold a cluster its sender says it holds. */
@@ -52,11 +56,15 @@ function parseHopUrl(url: string): { objectName: string; rest: string } {
   return { objectName: decodeURIComponent(tail.slice(0, slash)), rest: tail.slice(slash + 1) };
 }
 
-function upstreamHeaders(headers: IncomingHttpHeaders): Record<string, string | string[]> {
+/**
+ * The sender's headers for the cluster request, each with every value it had: node:http joins the
+ * lines of a repeated header with ", ", which would make two Impersonate-Group lines one group.
+ */
+function upstreamHeaders(req: IncomingMessage): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-kiteline-hop')) continue;
-    out[name] = value;
+  for (const [name, values] of Object.entries(req.headersDistinct)) {
+    if (values === undefined || NOT_FORWARDED.has(name) || name.startsWith('x-kiteline-hop')) continue;
+    out[name] = values.length === 1 ? values[0] : values;
   }
   return out;
 }
@@ -70,7 +78,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
    * before); then the sender's suspicions (replicas it could not reach).
    */
   function admitHop(req: IncomingMessage): void {
-    if (!fleet.verify(req.headers[HOP_HEADER], req.method ?? '', req.url ?? ''))
+    if (!fleet.verify(req.headers[HOP_HEADER], req.method ?? '', req.url ?? '', req.headersDistinct))
       throw new UnauthorizedError('the internal hop is for kiteline replicas only');
     const meant = req.headers[HOP_OPTION.holder];
     if (typeof meant === 'string' && meant !== fleet.identity) throw new NotThisReplicaError(meant, fleet.identity);
@@ -108,7 +116,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) controller.abort();
     });
-    const headers = upstreamHeaders(request.headers);
+    const headers = upstreamHeaders(request.raw);
     if (request.headers[HOP_OPTION.objectRead] === '1') {
       const answer = await conn.readObject({ path, headers, signal: controller.signal });
       return reply.code(answer.statusCode).headers(responseHeaders(answer.headers)).send(answer.body);
@@ -167,7 +175,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
       const answer = await conn.upgrade({
         method: req.method ?? 'GET',
         path: rest.slice('k8s'.length),
-        headers: { ...upstreamHeaders(req.headers), connection: 'Upgrade', upgrade: String(req.headers.upgrade ?? '') },
+        headers: { ...upstreamHeaders(req), connection: 'Upgrade', upgrade: String(req.headers.upgrade ?? '') },
       });
       const lines = [`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage}`];
       for (const [name, value] of Object.entries(answer.headers))

@@ -262,7 +262,7 @@ export class ReadCache {
     if (query.limit !== undefined && body.count > query.limit) return 'too_large';
     if (body.whole?.rv !== cache.rv) {
       const head = JSON.stringify({
-        kind: `${cache.resolved.kind}List`,
+        kind: cache.listKind,
         apiVersion: apiVersionOf(cache.resolved),
         metadata: { resourceVersion: String(cache.rv) },
       });

@@ -176,6 +176,8 @@ export class ResourceCache {
   private ticks = 0;
   private pendingTick: NodeJS.Timeout | undefined;
   private readonly apiVersion: string;
+  /** The kind of the cluster's lists of this resource, as its LIST said (a CRD may name its own listKind). */
+  listKind: string;
 
   constructor(
     readonly conn: ClusterConnection,
@@ -184,6 +186,7 @@ export class ResourceCache {
     private readonly log: Logger,
   ) {
     this.apiVersion = apiVersionOf(resolved);
+    this.listKind = `${resolved.kind}List`;
   }
 
   /** Read through a getter so that checks after an await are not narrowed away. */
@@ -284,6 +287,7 @@ export class ResourceCache {
     const fresh = new Store();
     let continueToken = '';
     let listRv: bigint | undefined;
+    let listKind: string | undefined;
     try {
       do {
         const search = new URLSearchParams({ limit: String(PAGE_SIZE) });
@@ -305,6 +309,7 @@ export class ResourceCache {
         }
         // The first page's resourceVersion is the list's (the continued pages keep it).
         listRv ??= parseResourceVersion(metadata.resourceVersion);
+        listKind ??= kindOf(page);
         continueToken = typeof metadata.continue === 'string' ? metadata.continue : '';
         if (this.stopped || epoch !== this.epoch) return false;
         if (fresh.size > this.observer.bounds.objects || fresh.bytes > this.observer.bounds.bytes) {
@@ -327,6 +332,7 @@ export class ResourceCache {
     this.store = fresh;
     this.version++;
     this.rv = listRv;
+    if (listKind) this.listKind = listKind;
     if (this.state === 'starting') this.state = 'ready';
     this.wake();
     return true;
@@ -479,6 +485,18 @@ function stringMap(value: unknown): Record<string, string> | undefined {
     map[key] = one;
   }
   return map;
+}
+
+/** A list's top-level kind, e.g. ConfigMapList (written first by the API server), read without its items. */
+function kindOf(page: string): string | undefined {
+  const start = topLevelField(page, 'kind');
+  if (start < 0) return undefined;
+  try {
+    const kind = JSON.parse(page.slice(start, endOfValue(page, start))) as unknown;
+    return typeof kind === 'string' && kind !== '' ? kind : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A list's metadata (resourceVersion, continue), read without its items. */
