@@ -68,6 +68,8 @@ export interface ConnectionOptions {
   /** Resolves the server's host name (DNS when absent; tests give their own). Always guarded. */
   lookup?: LookupFunction;
   log: Logger;
+  /** Once retired: the connection that replaced it (the reconciler's), for requests that arrive after. */
+  rehome?: () => Promise<ClusterConnection | undefined>;
 }
 
 export interface Health {
@@ -196,6 +198,9 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
   private probeInFlight = false;
   private lastDemandProbe = 0;
   private closed = false;
+  /** Replaced (retire()), as opposed to closed for good: requests go on to the replacement. */
+  private retired = false;
+  private readonly rehome: ConnectionOptions['rehome'];
   /** Settles when the first probe has finished (or the connection was closed before it did). */
   private readonly firstProbeDone: Promise<void>;
   private endFirstProbe!: () => void;
@@ -207,6 +212,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
     this.target = options.target;
     this.connectTimeoutMs = options.connectTimeoutMs;
     this.probeIntervalMs = options.probeIntervalMs;
+    this.rehome = options.rehome;
     this.log = options.log.child({ cluster: meta.name });
     this.firstProbeDone = new Promise((resolve) => (this.endFirstProbe = resolve));
     this.turns = options.writeTurns ? new WriteTurns() : undefined;
@@ -302,6 +308,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
   }
 
   request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    if (this.retired && !req.here) return this.onReplacement((next) => next.request(req));
     return this.send((req.longRunning ?? isWatch(req.path)) ? this.watchPool : this.pool, req);
   }
 
@@ -352,6 +359,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
    * and credentials.
    */
   async upgrade(req: UpgradeRequest): Promise<UpgradeAnswer> {
+    if (this.retired && !req.here) return this.onReplacement((next) => next.upgrade(req));
     if (this.closed) throw new ConnectionClosedError(this.name);
     const authorization = await this.target.authorization();
     return openUpgrade(
@@ -369,6 +377,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
   }
 
   async readObject(req: ObjectRead): Promise<BufferedAnswer> {
+    if (this.retired && !req.here) return this.onReplacement((next) => next.readObject(req));
     const { path, headers, signal } = req;
     if (!this.reads) return this.readWhole(path, headers, signal);
     const key = `${path}\n${JSON.stringify(headers)}`;
@@ -401,6 +410,16 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
       res.once('error', (err) => reject(this.requestError(err, signal)));
     });
     return { statusCode: res.statusCode, headers: res.headers, body };
+  }
+
+  /**
+   * A request that took this connection just before it was replaced (the cluster moved to another
+   * replica, or its kubeconfig changed) goes to the replacement: it never reached the cluster here.
+   */
+  private async onReplacement<T>(use: (next: ClusterConnection) => Promise<T>): Promise<T> {
+    const next = await this.rehome?.();
+    if (!next || next === this) throw new ConnectionClosedError(this.name);
+    return use(next);
   }
 
   /** The error a failed upstream request rejects with: aborts stay aborts, the rest is a 502. */
@@ -576,6 +595,7 @@ export class WarmConnection extends ConnectionOfCluster implements ClusterConnec
   retire(): void {
     if (this.closed) return;
     this.closed = true;
+    this.retired = true;
     this.endFirstProbe();
     clearTimeout(this.probeTimer);
     // Discovery reads in flight on the control client finish too.

@@ -296,7 +296,7 @@ export class ClusterReconciler {
    */
   private async replacementOf(
     objectName: string,
-    previous: RemoteConnection,
+    previous: RegisteredConnection,
   ): Promise<RegisteredConnection | undefined> {
     this.sync(objectName);
     return this.connectionFor(objectName, undefined, this.config.upstreamConnectTimeoutMs, (c) => c !== previous);
@@ -378,6 +378,7 @@ export class ClusterReconciler {
         callerLimits: { watches: this.config.maxWatchesPerPrincipal, requests: this.config.maxRequestsPerPrincipal },
         lookup: this.config.clusterLookup,
         log: this.log,
+        rehome: () => this.replacementOf(objectName, conn),
       });
     } catch (err) {
       if (existing) this.registry.remove(objectName)?.close();

@@ -31,6 +31,8 @@ export interface UpstreamRequest {
    * the watch pool. Undefined: a watch when the query says `watch=true`.
    */
   longRunning?: boolean;
+  /** Only on this connection, also once it is retired (the hop: its sender sends the request on). */
+  here?: boolean;
 }
 
 /**
@@ -61,6 +63,8 @@ export interface ObjectRead {
   headers: Record<string, string | string[]>;
   /** Aborts this caller's wait (and the upstream read once nobody else waits for it). */
   signal?: AbortSignal;
+  /** Only on this connection, also once it is retired (the hop: its sender sends the request on). */
+  here?: boolean;
 }
 
 /** One warm connection to a registered cluster (keep-alive pool, credentials, discovery, health). */

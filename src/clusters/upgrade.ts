@@ -14,6 +14,8 @@ export interface UpgradeRequest {
   path: string;
   /** The request's headers, Connection and Upgrade included (credentials are added here). */
   headers: Record<string, string | string[]>;
+  /** Only on this connection, also once it is retired (the hop: its sender sends the request on). */
+  here?: boolean;
 }
 
 /** The cluster's answer: its head, and the socket positioned after it. */

@@ -118,7 +118,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
     });
     const headers = upstreamHeaders(request.raw);
     if (request.headers[HOP_OPTION.objectRead] === '1') {
-      const answer = await conn.readObject({ path, headers, signal: controller.signal });
+      const answer = await conn.readObject({ path, headers, signal: controller.signal, here: true });
       return reply.code(answer.statusCode).headers(responseHeaders(answer.headers)).send(answer.body);
     }
     const longRunning = request.headers[HOP_OPTION.longRunning];
@@ -131,6 +131,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
       headers,
       body: hasBody ? request.raw : undefined,
       signal: controller.signal,
+      here: true,
       longRunning: longRunning === undefined ? undefined : longRunning === '1',
       turnKey: typeof turnKey === 'string' ? decodeURIComponent(turnKey) : undefined,
     });
@@ -176,6 +177,7 @@ export default async function fleetHopRoutes(app: FastifyInstance) {
         method: req.method ?? 'GET',
         path: rest.slice('k8s'.length),
         headers: { ...upstreamHeaders(req), connection: 'Upgrade', upgrade: String(req.headers.upgrade ?? '') },
+        here: true,
       });
       const lines = [`HTTP/1.1 ${answer.statusCode} ${answer.statusMessage}`];
       for (const [name, value] of Object.entries(answer.headers))
