@@ -177,8 +177,8 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
     }
     if (answer.headers[HOP_ANSWER] !== undefined) {
       // The request did not run when the holder is not there (another process at its address) or does not hold it.
-      const moved = await this.instead(answer.headers[HOP_ANSWER]);
-      if (moved && replayable) {
+      const moved = await this.instead(answer.headers[HOP_ANSWER], replayable);
+      if (moved) {
         await answer.body.dump();
         return elsewhere(moved, body);
       }
@@ -199,11 +199,14 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
    * process answered at the holder's address: it restarted) the holder's successor; for NOT_HELD,
    * the connection that replaces this one once this replica's members change.
    */
-  private async instead(answer: string | string[] | undefined): Promise<ClusterConnection | undefined> {
-    if (answer === NOT_THIS_REPLICA) {
-      this.fleet.suspect(this.holder.identity);
-      return this.replacement();
-    }
+  private async instead(
+    answer: string | string[] | undefined,
+    canResend = true,
+  ): Promise<ClusterConnection | undefined> {
+    if (answer === NOT_THIS_REPLICA) this.fleet.suspect(this.holder.identity);
+    // A body that streamed on cannot be sent again: no use waiting for a connection to send it on.
+    if (!canResend) return undefined;
+    if (answer === NOT_THIS_REPLICA) return this.replacement();
     // NOT_HELD: this replica's members catch up with the holder's within a list (if they ever do).
     return answer === NOT_HELD ? this.replacement() : undefined;
   }
