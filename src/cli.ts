@@ -25,6 +25,8 @@ async function serve(argv: string[]): Promise<void> {
   const config = loadConfig(argv);
   const { nextStepHint, startServer } = await import('./server.js');
   const server = await startServer(config);
+  // A route schema that does not compile stops the process, as it stopped Fastify's start before.
+  server.schemasCompiled.catch(() => process.exit(1));
   if (server.services.host.users.list().length === 0) process.stderr.write(nextStepHint(server.url) + '\n');
   const shutdown = (signal: string) => {
     server.services.log.info({ signal, drainDelayMs: SHUTDOWN_DRAIN_DELAY_MS }, 'shutting down: draining connections');

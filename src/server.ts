@@ -17,6 +17,7 @@ import { HelmOperations } from './helm/operations.js';
 import { ClusterManager } from './clusters/manager.js';
 import type { Config } from './config.js';
 import { buildApp } from './gateway/app.js';
+import { LazySchemas } from './gateway/lazy-schemas.js';
 import { httpsListener } from './gateway/https.js';
 import type { Services } from './gateway/services.js';
 import { ensureCrds } from './host/crds.js';
@@ -41,11 +42,19 @@ export interface RunningServer {
    * requests in flight finish and the leader lease is released.
    */
   drainAndClose(delayMs: number): Promise<void>;
+  /**
+   * Settles once every route's schema is compiled, after the server listens (gateway/lazy-schemas.ts);
+   * rejects with a schema that does not compile (it is also logged).
+   */
+  schemasCompiled: Promise<void>;
 }
 
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
   const kc = loadHostKubeConfig(config);
-  await ensureCrds(kc, config.crdDir, config.installCrds, log);
+  // The CRDs are checked (and installed) while the gateway is put together; the host caches wait
+  // for them. (The catch only keeps an early failure from counting as unhandled: it is awaited.)
+  const crdsReady = ensureCrds(kc, config.crdDir, config.installCrds, log);
+  crdsReady.catch(() => undefined);
   const host = new HostStore(kc, config.namespace, log);
   const clusterManager = new ClusterManager(host, config, log);
   const identity = new IdentityStores(host, config, log);
@@ -120,12 +129,14 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     searchIndexes: new SearchIndexes({ hostGuard, log }),
     openStreams,
   };
-  const app = await buildApp(services);
+  const schemas = new LazySchemas();
+  const app = await buildApp(services, schemas);
   let draining = false;
   app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close');
     done(null, payload);
   });
+  await crdsReady;
   await host.start();
   await identity.start();
   ldapRecheck.start();
@@ -134,6 +145,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   await recordings.start();
   const url = await app.listen({ host: config.host, port: config.port });
   log.info({ url, namespace: config.namespace, replica: config.replicaId }, 'kiteline gateway listening');
+  const schemasCompiled = schemas.compileRest();
+  schemasCompiled.catch((err: unknown) => log.fatal({ err }, 'a route schema does not compile'));
   // Clusters are connected once this replica has joined the fleet: it connects only the ones it
   // holds (docs/fleet.md). The others reach its hop at the peer URL (a pod's IP), else this address.
   await clusterManager.joinFleet(config.peerUrl ?? url);
@@ -183,6 +196,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     services,
     url,
     close,
+    schemasCompiled,
     async drainAndClose(delayMs) {
       draining = true;
       // The others take this replica's clusters first, so no hop to it is cut when it closes.

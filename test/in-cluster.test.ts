@@ -8,7 +8,7 @@
 // deploy/ applies are shared with every other test file's gateways, so the clean-up deletes
 // everything the overlay applied except them (a plain `kubectl delete -k` would remove them).
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { createInterface } from 'node:readline';
 import t, { type Test } from 'tap';
@@ -335,7 +335,7 @@ const failed = (s: LoadSample) => s.status < 200 || s.status >= 300;
 function window(load: Load, from: number): { total: number; failures: LoadSample[]; account: string } {
   const within = load.samples.filter((s) => s.t >= from);
   const failures = within.filter(failed);
-  const kinds = failures.map((f) => `${f.kind} ${f.status || f.error}`);
+  const kinds = failures.map((f) => `${f.kind} ${f.status}${f.error ? ` (${f.error.slice(0, 160)})` : ''}`);
   return {
     total: within.length,
     failures,
@@ -365,8 +365,58 @@ function clusterStatusReady(name: string): boolean {
   return res.stdout.trim() === 'true';
 }
 
+/**
+ * Follows the log of every kiteline container that starts (`kubectl logs -f`) into the test's logs
+ * directory, so that a replica's lines outlive its pod; `warnings(from)` are the warn and error
+ * lines written since then, each with its pod, for a failed assertion to show.
+ */
+function followPodLogs(t: Test): { warnings(from: number): string[] } {
+  mkdirSync(join(TEST_DIR, 'logs'), { recursive: true });
+  const files = new Map<string, string>();
+  const followers: Array<{ kill(): void }> = [];
+  const look = () => {
+    for (const pod of kitelinePods()) {
+      const id = pod.status.containerStatuses?.[0]?.containerID;
+      if (!id || files.has(id)) continue;
+      const file = join(TEST_DIR, 'logs', `in-cluster-${pod.metadata.name}-${id.slice(-8)}.log`);
+      files.set(id, file);
+      const out = openSync(file, 'a');
+      const args = ['--kubeconfig', kc, '-n', NS, 'logs', '-f', `pod/${pod.metadata.name}`];
+      followers.push(spawn(ensureBinaries().kubectl, args, { stdio: ['ignore', out, out] }));
+      closeSync(out);
+    }
+  };
+  look();
+  const timer = setInterval(look, 1000);
+  t.teardown(() => {
+    clearInterval(timer);
+    for (const follower of followers) follower.kill();
+  });
+  return {
+    warnings(from) {
+      const lines: string[] = [];
+      for (const file of files.values()) {
+        if (!existsSync(file)) continue;
+        for (const line of readFileSync(file, 'utf8').split('\n')) {
+          const entry = (() => {
+            try {
+              return JSON.parse(line) as { level?: number; time?: string; msg?: string };
+            } catch {
+              return undefined;
+            }
+          })();
+          if (!entry || (entry.level ?? 0) < 40 || Date.parse(entry.time ?? '') < from) continue;
+          lines.push(`${file.replace(/.*in-cluster-/, '')}: ${line.slice(0, 400)}`);
+        }
+      }
+      return lines.slice(-40);
+    },
+  };
+}
+
 t.test('under load through the Service: leader deleted, rolling restart, a replica SIGKILLed', async (t) => {
   const load = await startLoad(t);
+  const logs = followPodLogs(t);
 
   await t.test('the leader pod deleted: the other replica takes the lease and writes Cluster status', async (t) => {
     const leader = leaderPod();
@@ -407,7 +457,7 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
       `leader deleted: takeover ${takeoverMs} ms, ` +
         `first status write ${statusMs} ms after a new Cluster; ${result.account}`,
     );
-    t.equal(result.failures.length, 0, 'no failed request');
+    t.equal(result.failures.length, 0, 'no failed request', { failures: result.failures, logs: logs.warnings(from) });
   });
 
   await t.test('kubectl rollout restart: the draining replicas fail no request', async (t) => {
@@ -423,7 +473,7 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
     );
     const result = window(load, from);
     t.comment(`rollout restart: ${((Date.now() - from) / 1000).toFixed(1)} s, ${result.account}`);
-    t.equal(result.failures.length, 0, 'no failed request');
+    t.equal(result.failures.length, 0, 'no failed request', { failures: result.failures, logs: logs.warnings(from) });
   });
 
   await t.test('a replica SIGKILLed: its replacement serves', async (t) => {
@@ -469,8 +519,10 @@ t.test('under load through the Service: leader deleted, rolling restart, a repli
       f.status === 0 || (f.status === 502 && f.kind === 'write' && /went away during the request/.test(f.error ?? ''));
     t.ok(result.failures.every(inFlight), 'failures are only requests the killed process never answered', {
       failures: result.failures.filter((f) => !inFlight(f)),
+      logs: logs.warnings(from),
     });
-    t.equal(window(load, from + readyMs).failures.length, 0, 'no failure once the replacement is Ready');
+    const afterReady = window(load, from + readyMs).failures;
+    t.equal(afterReady.length, 0, 'no failure once the replacement is Ready', { failures: afterReady });
   });
 
   load.stop();

@@ -10,18 +10,12 @@
 // completes in the session that began it. TOTP codes are single use too: the time step of each
 // accepted code is written to the user's Secret with a compare-and-swap, and only later steps count.
 import { createHash, randomBytes } from 'node:crypto';
-import {
-  generateAuthenticationOptions,
-  generateRegistrationOptions,
-  verifyAuthenticationResponse,
-  verifyRegistrationResponse,
-  type AuthenticationResponseJSON,
-  type PublicKeyCredentialCreationOptionsJSON,
-  type PublicKeyCredentialRequestOptionsJSON,
-  type RegistrationResponseJSON,
+import type {
+  AuthenticationResponseJSON,
+  PublicKeyCredentialCreationOptionsJSON,
+  PublicKeyCredentialRequestOptionsJSON,
+  RegistrationResponseJSON,
 } from '@simplewebauthn/server';
-import { generateSecret, generateURI, verify as verifyTotp } from 'otplib';
-import QRCode from 'qrcode';
 import { verifyPassword } from '../credentials/passwords.js';
 import { constantTimeEqual } from '../credentials/secrets-compare.js';
 import { BadRequestError, ConflictError, UnauthorizedError } from '../errors.js';
@@ -30,6 +24,12 @@ import { resourceId, type PasskeyResource, type UserResource } from '../host/res
 import { isPasswordUser } from '../host/users.js';
 import type { AuthService } from './auth-service.js';
 import type { Principal } from './principal.js';
+
+// The WebAuthn, TOTP and QR code libraries load at their first use: together about half a second
+// of the process's start, for features many installations never turn on (docs/fleet.md).
+const webauthn = () => import('@simplewebauthn/server');
+const totpCodes = () => import('otplib');
+const qrCodes = () => import('qrcode');
 
 /** What a challenge is for. */
 export type ChallengePurpose = 'mfa-login' | 'passkey-register' | 'passkey-login' | 'passkey-step-up';
@@ -160,13 +160,14 @@ export class SecondFactors {
    * Answers the secret, its otpauth:// URI and that URI as a QR code (a PNG data URL).
    */
   async setupTotp(user: UserResource): Promise<{ secret: string; otpauthUrl: string; qrCode: string }> {
+    const { generateSecret, generateURI } = await totpCodes();
     const secret = generateSecret();
     await this.totp.change(user, (state) => {
       if (state.secret) throw new ConflictError('TOTP is enabled already: disable it first');
       return { ...state, pending: secret, pendingSince: Date.now() };
     });
     const otpauthUrl = generateURI({ issuer: ISSUER, label: user.spec.username, secret });
-    return { secret, otpauthUrl, qrCode: await QRCode.toDataURL(otpauthUrl) };
+    return { secret, otpauthUrl, qrCode: await (await qrCodes()).default.toDataURL(otpauthUrl) };
   }
 
   /** Turns TOTP on with the first code of the secret setup made; answers the recovery codes (shown once). */
@@ -250,7 +251,9 @@ export class SecondFactors {
   private async acceptedStep(secret: string, code: string, after: number): Promise<number | undefined> {
     if (!TOTP_CODE.test(code)) return undefined;
     try {
-      const result = await verifyTotp({
+      const result = await (
+        await totpCodes()
+      ).verify({
         secret,
         token: code,
         epochTolerance: TOTP_TOLERANCE_SECONDS,
@@ -368,7 +371,9 @@ export class SecondFactors {
     name?: string,
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
     const existing = this.passkeys.ofUser(resourceId(user)!);
-    const options = await generateRegistrationOptions({
+    const options = await (
+      await webauthn()
+    ).generateRegistrationOptions({
       rpName: ISSUER,
       rpID: rp.id,
       userName: user.spec.username,
@@ -402,7 +407,9 @@ export class SecondFactors {
     const claims = this.openFor(token, 'passkey-register', principal);
     let verified;
     try {
-      verified = await verifyRegistrationResponse({
+      verified = await (
+        await webauthn()
+      ).verifyRegistrationResponse({
         response,
         expectedChallenge: claims.c,
         expectedOrigin: claims.o!,
@@ -436,7 +443,9 @@ export class SecondFactors {
   ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; token: string }> {
     const allow = principal ? this.passkeys.ofUser(principal.id) : [];
     if (principal && allow.length === 0) throw new BadRequestError('you have no passkey: register one first');
-    const options = await generateAuthenticationOptions({
+    const options = await (
+      await webauthn()
+    ).generateAuthenticationOptions({
       rpID: rp.id,
       userVerification: 'required',
       timeout: CHALLENGE_SECONDS * 1000,
@@ -492,7 +501,9 @@ export class SecondFactors {
       throw new UnauthorizedError('a user of an identity provider signs in there; passkeys prove a step-up only');
     let verified;
     try {
-      verified = await verifyAuthenticationResponse({
+      verified = await (
+        await webauthn()
+      ).verifyAuthenticationResponse({
         response,
         expectedChallenge: claims.c,
         expectedOrigin: claims.o!,

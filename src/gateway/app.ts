@@ -48,6 +48,7 @@ import uiRoutes from './routes/ui.js';
 import userRoutes from './routes/users.js';
 import workloadProxyRoutes from './routes/workload-proxy.js';
 import { stripBasePath } from './base-path.js';
+import { LazySchemas } from './lazy-schemas.js';
 import { eventStreamConstraint, type App } from './schemas.js';
 import type { Services } from './services.js';
 
@@ -60,7 +61,7 @@ declare module 'fastify' {
 /** How often the HTTP server looks for requests past their headers or request deadline. */
 const TIMEOUT_CHECK_INTERVAL_MS = 1000;
 
-export async function buildApp(services: Services): Promise<FastifyInstance> {
+export async function buildApp(services: Services, schemas = new LazySchemas()): Promise<FastifyInstance> {
   // TypeBox types request.body/query/params and the answers from each route's schemas
   // (schemas.ts). Validation stays Ajv's, with the options below: same checks, same messages.
   const app: App = Fastify({
@@ -98,6 +99,8 @@ export async function buildApp(services: Services): Promise<FastifyInstance> {
       constraints: { eventStream: eventStreamConstraint },
     },
     ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: false } },
+    // Fastify's own compilers, each route's run at its first use or after listen (lazy-schemas.ts).
+    schemaController: { compilersFactory: schemas.compilersFactory },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('services', services);
   await app.register(sensible);

@@ -45,46 +45,57 @@ export async function ensureCrds(
   timeoutMs = 30_000,
 ): Promise<void> {
   const api = kc.makeApiClient(k8s.ApiextensionsV1Api);
-  for (const desired of readCrds(dir).map(withHash)) {
-    const name = desired.metadata!.name!;
-    let current: k8s.V1CustomResourceDefinition | undefined;
-    try {
-      current = await api.readCustomResourceDefinition({ name });
-    } catch (err) {
-      if (apiStatus(err) !== 404 && apiStatus(err) !== 403) throw err;
-    }
-    const wanted = desired.metadata!.annotations![HASH_ANNOTATION];
-    if (current && current.metadata?.annotations?.[HASH_ANNOTATION] === wanted) continue;
-    if (!install) {
-      if (!current) throw new Error(`CRD ${name} is missing and CRD installation is off (kubectl apply -f crds/)`);
-      continue;
-    }
-    try {
-      if (!current) {
-        await api.createCustomResourceDefinition({ body: desired });
-        log.info({ crd: name }, 'installed CRD');
-      } else {
-        desired.metadata!.resourceVersion = current.metadata!.resourceVersion!;
-        await api.replaceCustomResourceDefinition({ name, body: desired });
-        log.info({ crd: name }, 'upgraded CRD');
-      }
-    } catch (err) {
-      if (apiStatus(err) === 409) continue; // another replica got there first
-      if (apiStatus(err) === 403 && current) {
-        log.warn({ crd: name }, 'not allowed to upgrade CRD; using the installed one');
-        continue;
-      }
-      throw new Error(`cannot install CRD ${name}: ${describeApiError(err)}`);
-    }
-  }
   const deadline = Date.now() + timeoutMs;
-  for (const crd of readCrds(dir)) {
-    const name = crd.metadata!.name!;
-    for (;;) {
-      const current = await api.readCustomResourceDefinition({ name });
-      if (established(current)) break;
-      if (Date.now() > deadline) throw new Error(`CRD ${name} not established in time`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+  // The CRDs side by side: a start reads each once, and waits only for what it installed or changed.
+  await Promise.all(
+    readCrds(dir)
+      .map(withHash)
+      .map(async (desired) => {
+        const name = desired.metadata!.name!;
+        let current: k8s.V1CustomResourceDefinition | undefined;
+        try {
+          current = await api.readCustomResourceDefinition({ name });
+        } catch (err) {
+          if (apiStatus(err) !== 404 && apiStatus(err) !== 403) throw err;
+        }
+        const wanted = desired.metadata!.annotations![HASH_ANNOTATION];
+        if (current && current.metadata?.annotations?.[HASH_ANNOTATION] === wanted) {
+          if (!established(current)) await untilEstablished(api, name, deadline);
+          return;
+        }
+        if (!install) {
+          if (!current) throw new Error(`CRD ${name} is missing and CRD installation is off (kubectl apply -f crds/)`);
+          if (!established(current)) await untilEstablished(api, name, deadline);
+          return;
+        }
+        try {
+          if (!current) {
+            await api.createCustomResourceDefinition({ body: desired });
+            log.info({ crd: name }, 'installed CRD');
+          } else {
+            desired.metadata!.resourceVersion = current.metadata!.resourceVersion!;
+            await api.replaceCustomResourceDefinition({ name, body: desired });
+            log.info({ crd: name }, 'upgraded CRD');
+          }
+        } catch (err) {
+          if (apiStatus(err) === 409) {
+            // another replica got there first
+          } else if (apiStatus(err) === 403 && current) {
+            log.warn({ crd: name }, 'not allowed to upgrade CRD; using the installed one');
+          } else {
+            throw new Error(`cannot install CRD ${name}: ${describeApiError(err)}`);
+          }
+        }
+        await untilEstablished(api, name, deadline);
+      }),
+  );
+}
+
+async function untilEstablished(api: k8s.ApiextensionsV1Api, name: string, deadline: number): Promise<void> {
+  for (;;) {
+    const current = await api.readCustomResourceDefinition({ name });
+    if (established(current)) return;
+    if (Date.now() > deadline) throw new Error(`CRD ${name} not established in time`);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -34,13 +34,13 @@ export async function clusterNamespaces(ctx: ToolContext): Promise<string[]> {
  * Runs the caller's query (with `params`: time, or start, end and step): as it is (`namespaces`
  * undefined: an admin), or limited to these namespaces (at least one).
  */
-export function passthrough(
+export async function passthrough(
   ctx: ToolContext,
   endpoint: Endpoint,
   query: string,
   params: QueryParams,
   namespaces: readonly string[] | undefined,
 ): Promise<Buffer> {
-  const sent = namespaces === undefined ? query : limitToNamespaces(query, namespaces);
+  const sent = namespaces === undefined ? query : await limitToNamespaces(query, namespaces);
   return prometheusQuery(ctx.conn, endpoint, { ...params, query: sent }, ctx.signal);
 }

@@ -56,6 +56,8 @@ export async function startGateway(t: Teardown, options: GatewayOptions = {}): P
   });
   const server = await startServer(config, createLogger(config.logLevel, {}, destination));
   t.teardown(() => server.close());
+  // Every route's schema compiles (they are compiled after listen: src/gateway/lazy-schemas.ts).
+  await server.schemasCompiled;
   return { ...server, namespace, kubeconfig, config };
 }
 

@@ -23,9 +23,9 @@ function selectors(query: string): string[] {
   return out;
 }
 
-function refused(t: Test, query: string, message: RegExp): void {
+async function refused(t: Test, query: string, message: RegExp): Promise<void> {
   try {
-    limitToNamespaces(query, NS);
+    await limitToNamespaces(query, NS);
     t.fail(`${JSON.stringify(query.slice(0, 60))}: refused`);
   } catch (err) {
     t.ok(err instanceof HttpError && err.status === 400, `${JSON.stringify(query.slice(0, 60))}: 400`);
@@ -56,7 +56,7 @@ t.test('every selector gets the matcher, wherever it is', async (t) => {
     'a atan2 b',
   ];
   for (const query of queries) {
-    const printed = limitToNamespaces(query, NS);
+    const printed = await limitToNamespaces(query, NS);
     const found = selectors(printed);
     t.ok(found.length > 0, `${query}: selectors in ${printed}`);
     t.ok(
@@ -67,27 +67,27 @@ t.test('every selector gets the matcher, wherever it is', async (t) => {
 });
 
 t.test('printed as Go reads it: modifiers on the last operand, operands parenthesised', async (t) => {
-  t.equal(limitToNamespaces('a + b offset 1m', NS), `(a{${MATCHER}}) + (b{${MATCHER}} offset 1m)`);
-  t.equal(limitToNamespaces('-a[5m] @ 100', NS), `-(a{${MATCHER}}[5m] @ 100)`);
-  t.equal(limitToNamespaces('sum(rate(a[5m])) by (x)', NS), `sum by (x) (rate(a{${MATCHER}}[5m]))`);
-  t.equal(limitToNamespaces('foo offset -5m', NS), `foo{${MATCHER}} offset -5m`);
-  t.equal(limitToNamespaces('1e-3 * time()', NS), '(1e-3) * (time())', 'no selector: nothing added');
-  t.equal(limitToNamespaces('foo # a comment', NS), `foo{${MATCHER}}`, 'comments are dropped');
+  t.equal(await limitToNamespaces('a + b offset 1m', NS), `(a{${MATCHER}}) + (b{${MATCHER}} offset 1m)`);
+  t.equal(await limitToNamespaces('-a[5m] @ 100', NS), `-(a{${MATCHER}}[5m] @ 100)`);
+  t.equal(await limitToNamespaces('sum(rate(a[5m])) by (x)', NS), `sum by (x) (rate(a{${MATCHER}}[5m]))`);
+  t.equal(await limitToNamespaces('foo offset -5m', NS), `foo{${MATCHER}} offset -5m`);
+  t.equal(await limitToNamespaces('1e-3 * time()', NS), '(1e-3) * (time())', 'no selector: nothing added');
+  t.equal(await limitToNamespaces('foo # a comment', NS), `foo{${MATCHER}}`, 'comments are dropped');
   t.equal(
-    limitToNamespaces('a > bool on (x) group_left b', NS),
+    await limitToNamespaces('a > bool on (x) group_left b', NS),
     `(a{${MATCHER}}) > bool on (x) group_left (b{${MATCHER}})`,
   );
 });
 
 t.test('what the printer does not know, or a broken query, is a 400', async (t) => {
-  refused(t, 'info(up)', /info\(\) is not allowed/);
-  refused(t, 'up{', /invalid PromQL/);
-  refused(t, 'foo{a="unterminated', /invalid/);
-  refused(t, 'foo{a="x\n"}', /invalid/);
-  refused(t, 'no_such_function(up)', /invalid PromQL/);
-  refused(t, 'sum(', /invalid PromQL/);
-  refused(t, 'x'.repeat(16_385), /at most 16384 characters/);
-  refused(t, `${'('.repeat(300)}up${')'.repeat(300)}`, /nested deeper than 200/);
+  await refused(t, 'info(up)', /info\(\) is not allowed/);
+  await refused(t, 'up{', /invalid PromQL/);
+  await refused(t, 'foo{a="unterminated', /invalid/);
+  await refused(t, 'foo{a="x\n"}', /invalid/);
+  await refused(t, 'no_such_function(up)', /invalid PromQL/);
+  await refused(t, 'sum(', /invalid PromQL/);
+  await refused(t, 'x'.repeat(16_385), /at most 16384 characters/);
+  await refused(t, `${'('.repeat(300)}up${')'.repeat(300)}`, /nested deeper than 200/);
 });
 
 t.test('values written into queries', async (t) => {

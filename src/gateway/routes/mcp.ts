@@ -9,14 +9,12 @@
 import { request as httpRequest, type ServerResponse } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { pipeline } from 'node:stream';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { entryOrigin } from '../../audit/record.js';
 import type { Principal } from '../../auth/principal.js';
 import { RateLimiter } from '../../auth/rate-limiter.js';
 import { sha256 } from '../../credentials/secrets-compare.js';
 import { UnauthorizedError } from '../../errors.js';
-import { createMcpServer } from '../../mcp/server.js';
 import { credentialDigest, holderOf, McpSessions, newSessionId } from '../../mcp/sessions.js';
 import { MCP_PATH } from '../plugins/authenticate.js';
 import { schemaOf, streamed, type App } from '../schemas.js';
@@ -32,6 +30,18 @@ const JsonRpcAnswer = streamed({
 });
 
 const SESSION_HEADER = 'mcp-session-id';
+
+/**
+ * The MCP SDK and the tools load at the first call: about half a second of the process's start
+ * otherwise (docs/fleet.md), for an endpoint many installations never use.
+ */
+async function mcpModules() {
+  const [{ StreamableHTTPServerTransport }, { createMcpServer }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('../../mcp/server.js'),
+  ]);
+  return { StreamableHTTPServerTransport, createMcpServer };
+}
 
 /**
  * Does this JSON-RPC message open a session that can answer questions: an initialize whose client
@@ -230,6 +240,7 @@ export default async function mcpRoutes(app: App) {
       // A session's server keeps its own copy of the caller and the request, updated by each POST.
       const caller = session ? { ...principal } : principal;
       const answering = { id: request.id, ip: request.ip, url: request.url };
+      const { StreamableHTTPServerTransport, createMcpServer } = await mcpModules();
       const server = createMcpServer(caller, {
         clusters: services.clusters,
         auth: services.auth,
