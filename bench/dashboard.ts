@@ -13,8 +13,8 @@ import type { Figure } from './table.js';
 
 export interface DashboardPlan {
   target: ControlPlaneHandle;
-  gateways: Array<{ label: string; url: string }>;
-  key: string;
+  /** Each gateway with an API key of its own install. */
+  gateways: Array<{ label: string; url: string; key: string }>;
   cluster: string;
   /** Gateway paths of the polled lists (/api/v1/<resource>/<namespace|_all>). */
   lists: string[];
@@ -40,7 +40,7 @@ function planePids(target: ControlPlaneHandle): { apiserver: number; etcd: numbe
   return state.pids;
 }
 
-async function poll(plan: DashboardPlan, url: string, seconds: number): Promise<Run> {
+async function poll(plan: DashboardPlan, gateway: { url: string; key: string }, seconds: number): Promise<Run> {
   const pids = planePids(plan.target);
   const before = { apiserver: processStats(pids.apiserver), etcd: processStats(pids.etcd) };
   const deadline = Date.now() + seconds * 1000;
@@ -54,8 +54,8 @@ async function poll(plan: DashboardPlan, url: string, seconds: number): Promise<
       await Promise.all(
         plan.lists.map(async (path) => {
           const started = performance.now();
-          const res = await callGateway(url, 'GET', path, {
-            headers: { authorization: plan.key, 'x-cluster-name': plan.cluster },
+          const res = await callGateway(gateway.url, 'GET', path, {
+            headers: { authorization: gateway.key, 'x-cluster-name': plan.cluster },
           });
           latencies.push(performance.now() - started);
           if (res.status !== 200) failures++;
@@ -101,9 +101,9 @@ export async function dashboardFigures(plan: DashboardPlan): Promise<Figure[]> {
   });
   for (const gateway of plan.gateways) {
     plan.log(`simulated dashboard through ${gateway.label}: warming up`);
-    await poll(plan, gateway.url, 3);
+    await poll(plan, gateway, 3);
     plan.log(`simulated dashboard through ${gateway.label}: ${plan.seconds} s`);
-    const run = await poll(plan, gateway.url, plan.seconds);
+    const run = await poll(plan, gateway, plan.seconds);
     run.apiserverCpu -= baseline.apiserverCpu;
     run.etcdCpu -= baseline.etcdCpu;
     runs.push(run);

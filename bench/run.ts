@@ -296,6 +296,8 @@ async function main(): Promise<void> {
   const host = new DirectKube(hostCp);
   const target = new DirectKube(targetCp);
   const namespace = `bench-${randomBytes(3).toString('hex')}`;
+  /** The namespaces of the comparison gateways, each an install of its own. */
+  const installs: string[] = [];
   const children: Child[] = [];
   try {
     const { listNamespace, watchNamespace, spreadNamespace } = await prepareTarget(target, s);
@@ -320,13 +322,18 @@ async function main(): Promise<void> {
     await registerCluster(gateway.url, key, TARGET_CLUSTER, targetKubeconfig);
     const proxy = await startKubectlProxy(targetCp.kubeconfigPath, logDir);
     children.push(proxy);
-    // A second replica with read coalescing, write turns and the read cache off, for the GET, LIST
+    // A second gateway with read coalescing, write turns and the read cache off, for the GET, LIST
     // and PATCH rows and the simulated dashboard: what each request costs on its own when no
-    // request helps another.
-    const replica = async (logName: string, env: Record<string, string>): Promise<Child> => {
+    // request helps another. Each such gateway is an install of its own (its own namespace, admin
+    // key and registration of the target): replicas of one install share the fleet (docs/fleet.md),
+    // so one of them would hold the target and the others would reach it over the internal hop.
+    const replica = async (logName: string, env: Record<string, string>): Promise<Child & { key: string }> => {
+      const own = `${namespace}-${logName}`;
+      await host.ensureNamespace(own);
+      installs.push(own);
       const child = await startGateway({
         kubeconfig: hostCp.kubeconfigPath,
-        namespace,
+        namespace: own,
         logDir,
         logLevel: s.gatewayLogLevel,
         nodeArgs: s.gatewayNodeArgs,
@@ -335,13 +342,15 @@ async function main(): Promise<void> {
       });
       children.push(child);
       await waitHttpOk(child.process, `${child.url}/readyz`, 120_000);
+      const ownKey = await bootstrapAdmin(child.url);
+      await registerCluster(child.url, ownKey, TARGET_CLUSTER, targetKubeconfig);
       await until(
         `the target ready on the ${logName} replica`,
-        async () => ((await readyClusterCount(child.url, key)) >= 1 ? true : undefined),
+        async () => ((await readyClusterCount(child.url, ownKey)) >= 1 ? true : undefined),
         60_000,
         50,
       );
-      return child;
+      return { ...child, key: ownKey };
     };
     const plain = await replica('plain', {
       KITELINE_COALESCE_READS: 'false',
@@ -377,13 +386,13 @@ async function main(): Promise<void> {
     const plainPath: Path = {
       label: 'gateway, plain',
       base: plain.url,
-      headers: paths[2].headers,
+      headers: { authorization: plain.key, 'x-cluster-name': TARGET_CLUSTER },
       pid: plain.process.pid,
     };
     const unauditedPath: Path = {
       label: 'gateway, audit trail off',
       base: unaudited.url,
-      headers: paths[2].headers,
+      headers: { authorization: unaudited.key, 'x-cluster-name': TARGET_CLUSTER },
       pid: unaudited.process.pid,
     };
     const K8S_PROXY_INDEX = 3;
@@ -547,11 +556,10 @@ async function main(): Promise<void> {
         ...(await dashboardFigures({
           target: targetCp,
           gateways: [
-            { label: 'the plain replica (no cache)', url: plain.url },
-            { label: 'the gateway', url: gateway.url },
-            { label: 'a replica checking once a second, reads waiting up to 3 s', url: waiting.url },
+            { label: 'the plain replica (no cache)', url: plain.url, key: plain.key },
+            { label: 'the gateway', url: gateway.url, key },
+            { label: 'a replica checking once a second, reads waiting up to 3 s', url: waiting.url, key: waiting.key },
           ],
-          key,
           cluster: TARGET_CLUSTER,
           lists: [
             `/api/v1/configmaps/${spreadNamespace}`,
@@ -615,7 +623,8 @@ async function main(): Promise<void> {
     log(`written to ${file}`);
   } finally {
     for (const child of children.reverse()) await child.stop();
-    await host.request('DELETE', `/api/v1/namespaces/${namespace}`).catch(() => undefined);
+    for (const ns of [namespace, ...installs])
+      await host.request('DELETE', `/api/v1/namespaces/${ns}`).catch(() => undefined);
     host.close();
     target.close();
     if (process.env.BENCH_KEEP_CLUSTERS !== '1') {
