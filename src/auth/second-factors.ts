@@ -251,9 +251,8 @@ export class SecondFactors {
   private async acceptedStep(secret: string, code: string, after: number): Promise<number | undefined> {
     if (!TOTP_CODE.test(code)) return undefined;
     try {
-      const result = await (
-        await totpCodes()
-      ).verify({
+      const { verify } = await totpCodes();
+      const result = await verify({
         secret,
         token: code,
         epochTolerance: TOTP_TOLERANCE_SECONDS,
@@ -371,9 +370,8 @@ export class SecondFactors {
     name?: string,
   ): Promise<{ options: PublicKeyCredentialCreationOptionsJSON; token: string }> {
     const existing = this.passkeys.ofUser(resourceId(user)!);
-    const options = await (
-      await webauthn()
-    ).generateRegistrationOptions({
+    const { generateRegistrationOptions } = await webauthn();
+    const options = await generateRegistrationOptions({
       rpName: ISSUER,
       rpID: rp.id,
       userName: user.spec.username,
@@ -407,9 +405,8 @@ export class SecondFactors {
     const claims = this.openFor(token, 'passkey-register', principal);
     let verified;
     try {
-      verified = await (
-        await webauthn()
-      ).verifyRegistrationResponse({
+      const { verifyRegistrationResponse } = await webauthn();
+      verified = await verifyRegistrationResponse({
         response,
         expectedChallenge: claims.c,
         expectedOrigin: claims.o!,
@@ -443,9 +440,8 @@ export class SecondFactors {
   ): Promise<{ options: PublicKeyCredentialRequestOptionsJSON; token: string }> {
     const allow = principal ? this.passkeys.ofUser(principal.id) : [];
     if (principal && allow.length === 0) throw new BadRequestError('you have no passkey: register one first');
-    const options = await (
-      await webauthn()
-    ).generateAuthenticationOptions({
+    const { generateAuthenticationOptions } = await webauthn();
+    const options = await generateAuthenticationOptions({
       rpID: rp.id,
       userVerification: 'required',
       timeout: CHALLENGE_SECONDS * 1000,
@@ -501,9 +497,8 @@ export class SecondFactors {
       throw new UnauthorizedError('a user of an identity provider signs in there; passkeys prove a step-up only');
     let verified;
     try {
-      verified = await (
-        await webauthn()
-      ).verifyAuthenticationResponse({
+      const { verifyAuthenticationResponse } = await webauthn();
+      verified = await verifyAuthenticationResponse({
         response,
         expectedChallenge: claims.c,
         expectedOrigin: claims.o!,

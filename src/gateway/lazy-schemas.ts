@@ -16,13 +16,15 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 const SLICE_MS = 10;
 
 type Compiled = ((data: unknown) => unknown) & { errors?: unknown };
+/** A compiler factory as Fastify calls it: (shared schemas, options) → (route's schema) → function. */
+type Factory = (externals: unknown, options: unknown) => (route: unknown) => Compiled;
 
 export class LazySchemas {
   private readonly pending = new Set<() => void>();
 
   readonly compilersFactory = {
-    buildValidator: this.lazily(ajvCompiler() as never) as unknown as ValidatorFactory,
-    buildSerializer: this.lazily(serializerCompiler() as never) as unknown as SerializerFactory,
+    buildValidator: this.lazily(ajvCompiler() as unknown as Factory) as unknown as ValidatorFactory,
+    buildSerializer: this.lazily(serializerCompiler() as unknown as Factory) as unknown as SerializerFactory,
   };
 
   /** Compiles every schema no request has needed yet; rejects with the first that does not compile. */
@@ -38,12 +40,12 @@ export class LazySchemas {
   }
 
   /** Wraps a compiler factory so that each route's function is compiled at its first call. */
-  private lazily(factory: (externals: unknown, options: unknown) => (route: unknown) => Compiled) {
-    return (externals: unknown, options: unknown) => {
+  private lazily(factory: Factory): Factory {
+    return (externals, options) => {
       // The compiler itself (an Ajv instance with the shared schemas, checked against JSON Schema's
       // meta-schema) is made at the first compile too.
       let compile: ((route: unknown) => Compiled) | undefined;
-      return (route: unknown): Compiled => {
+      return (route) => {
         let compiled: Compiled | undefined;
         const compileNow = () => {
           this.pending.delete(compileNow);
