@@ -140,3 +140,36 @@ t.test('a lease whose holder vanished is taken over after it expires', async (t)
   t.equal(started, 1, 'leadership did not flap between the two');
   t.equal(elector.isLeader !== rival.isLeader, true);
 });
+
+t.test('a leader stopped while a renewal is in flight releases the lease and stays stopped', async (t) => {
+  // CI48: the stopping leader's renewal, sent just before stop(), landed after stop() had let go;
+  // the dying replica became leader again, its release failed with a conflict, and the others
+  // waited out the lease. Renewing back to back makes a renewal in flight at every stop.
+  const host = await testControlPlane('host');
+  const namespace = uniqueName('kl-lease');
+  t.equal(kubectl(host.kubeconfigPath, ['create', 'namespace', namespace]).status, 0);
+  t.teardown(() => kubectl(host.kubeconfigPath, ['delete', 'namespace', namespace, '--wait=false']));
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(host.kubeconfigPath);
+  const log = createLogger('silent');
+  for (let round = 1; round <= 5; round++) {
+    const elector = new LeaderElector(kc, namespace, `replica-${round}`, log, {
+      name: 'busy-lease',
+      leaseDurationSeconds: 15,
+      renewIntervalMs: 1,
+      retryIntervalMs: 50,
+    });
+    const events: string[] = [];
+    elector.on('started', () => events.push('started'));
+    elector.on('stopped', () => events.push('stopped'));
+    elector.start();
+    await eventually(`round ${round}: leader`, () => elector.isLeader || undefined, 20_000, 5);
+    await new Promise((r) => setTimeout(r, 20 + round * 7));
+    await elector.stop();
+    await new Promise((r) => setTimeout(r, 200));
+    const l = lease({ kubeconfig: host.kubeconfigPath, namespace }, 'busy-lease');
+    t.equal(l.spec.holderIdentity, '', `round ${round}: released`);
+    t.equal(elector.isLeader, false, `round ${round}: not the leader after stop`);
+    t.same(events, ['started', 'stopped'], `round ${round}: led once, then stopped`);
+  }
+});

@@ -47,6 +47,8 @@ export class LeaderElector extends EventEmitter {
   private leader = false;
   private running = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The acquire or renewal in flight: stop() lets it land before it releases. */
+  private attempt: Promise<void> | undefined;
   private lastRenewed = 0;
   /** The lease as last seen and when (our clock) its resourceVersion last changed. */
   private observed: { resourceVersion: string; at: number } | undefined;
@@ -79,11 +81,11 @@ export class LeaderElector extends EventEmitter {
 
   private async tick(): Promise<void> {
     if (!this.running) return;
-    try {
-      await this.tryAcquireOrRenew();
-    } catch (err) {
+    this.attempt = this.tryAcquireOrRenew().catch((err: unknown) => {
       this.log.warn({ err: describeApiError(err) }, 'lease update failed');
-    }
+    });
+    await this.attempt;
+    this.attempt = undefined;
     // could not renew in time
     if (this.leader && Date.now() - this.lastRenewed > this.durationMs) this.setLeader(false);
     if (!this.running) return;
@@ -156,7 +158,9 @@ export class LeaderElector extends EventEmitter {
 
   private renewed(): void {
     this.lastRenewed = Date.now();
-    if (!this.leader) this.setLeader(true);
+    // A renewal that lands after stop() does not make a stopping replica the leader again; stop()
+    // releases what it wrote.
+    if (!this.leader && this.running) this.setLeader(true);
   }
 
   private setLeader(value: boolean): void {
@@ -171,8 +175,12 @@ export class LeaderElector extends EventEmitter {
     if (!this.running) return;
     this.running = false;
     clearTimeout(this.timer);
-    if (!this.leader) return;
+    // A renewal sent just before would otherwise land after the release (a conflict for the
+    // release, and the lease held by a replica that is gone until it expires).
+    await this.attempt;
+    const held = this.leader || Date.now() - this.lastRenewed < this.durationMs;
     this.setLeader(false);
+    if (!held) return;
     try {
       const current = (await this.api.getNamespacedCustomObject({ ...this.path(), name: this.name })) as LeaseObject;
       if (current.spec?.holderIdentity !== this.identity) return;
