@@ -205,10 +205,8 @@ export class RemoteConnection extends ConnectionOfCluster implements ClusterConn
   ): Promise<ClusterConnection | undefined> {
     if (answer === NOT_THIS_REPLICA) this.fleet.suspect(this.holder.identity);
     // A body that streamed on cannot be sent again: no use waiting for a connection to send it on.
-    if (!canResend) return undefined;
-    if (answer === NOT_THIS_REPLICA) return this.replacement();
-    // NOT_HELD: this replica's members catch up with the holder's within a list (if they ever do).
-    return answer === NOT_HELD ? this.replacement() : undefined;
+    // For NOT_HELD, this replica's members catch up with the holder's within a list (if they ever do).
+    return canResend && (answer === NOT_THIS_REPLICA || answer === NOT_HELD) ? this.replacement() : undefined;
   }
 
   /** The connection that replaced this one (closed: the cluster moved; or its holder suspected), once there is one. */

@@ -59,12 +59,10 @@ export async function ensureCrds(
           if (apiStatus(err) !== 404 && apiStatus(err) !== 403) throw err;
         }
         const wanted = desired.metadata!.annotations![HASH_ANNOTATION];
-        if (current && current.metadata?.annotations?.[HASH_ANNOTATION] === wanted) {
-          if (!established(current)) await untilEstablished(api, name, deadline);
-          return;
-        }
-        if (!install) {
-          if (!current) throw new Error(`CRD ${name} is missing and CRD installation is off (kubectl apply -f crds/)`);
+        if (!current && !install)
+          throw new Error(`CRD ${name} is missing and CRD installation is off (kubectl apply -f crds/)`);
+        // Up to date, or not ours to change: only wait until it is established.
+        if (current && (!install || current.metadata?.annotations?.[HASH_ANNOTATION] === wanted)) {
           if (!established(current)) await untilEstablished(api, name, deadline);
           return;
         }
